@@ -1,0 +1,49 @@
+# Two commands do all the set-up: `make run` and `make test` (see README.md).
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+PORT    ?= 8501
+STAMP_RUN := $(VENV)/.installed-run
+STAMP_DEV := $(VENV)/.installed-dev
+
+.PHONY: run test test-fast lint bench install clean browser-deps
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Re-install only when a requirements file changed (stamps make both targets idempotent and fast).
+$(STAMP_RUN): requirements.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(STAMP_DEV): requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $@ $(STAMP_RUN)
+
+install: $(STAMP_RUN)
+
+run: $(STAMP_RUN)
+	$(BIN)/streamlit run app.py --server.port $(PORT)
+
+# Chromium for the browser tests comes from Debian (never `playwright install`: no downloads here).
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q chromium; \
+	  else sudo apt-get update -q && sudo apt-get install -y -q chromium; fi; }
+
+test: $(STAMP_DEV) browser-deps
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+
+test-fast: $(STAMP_DEV)
+	$(BIN)/python -m pytest -n 2 -q -m "not browser"
+
+lint: $(STAMP_DEV)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: $(STAMP_DEV)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache
