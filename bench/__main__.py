@@ -53,8 +53,14 @@ def main(argv: list[str] | None = None) -> int:
         rows = module.run(quick=args.quick)
         total = time.perf_counter() - start
         print(f"\n== {name} ({total:.1f} s)\n{format_table(rows)}", flush=True)
-        meta = {"benchmark": name, "quick": args.quick, "python": platform.python_version(),
-                "machine": platform.machine(), "seconds_total": total, "rows": rows}
+        meta = {
+            "benchmark": name,
+            "quick": args.quick,
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+            "seconds_total": total,
+            "rows": rows,
+        }
         path = out / f"{name}.json"
         path.write_text(json.dumps(meta, indent=2, default=float))
         print(f"-> {path}")

@@ -9,6 +9,7 @@ bin centres. Every component distance lies in [0, 1].
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import os
 from dataclasses import dataclass, field
@@ -249,6 +250,12 @@ class Encoded:
     schema: Schema
     bins: dict[str, int] = field(default_factory=dict)
     dropped_rows: int = 0
+    fingerprint: str = ""
+    """Content hash of codes, schema and levels: a cheap cache key (``hash_funcs``) for the whole table."""
+
+    def __post_init__(self) -> None:
+        if not self.fingerprint:
+            object.__setattr__(self, "fingerprint", _fingerprint(self.codes, self.schema, self.levels))
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -261,6 +268,12 @@ class Encoded:
     def decode(self, codes: pd.DataFrame) -> pd.DataFrame:
         """Map integer codes back to labels / bin centres."""
         return pd.DataFrame({c: self.levels[c][codes[c].to_numpy()] for c in codes.columns})
+
+
+def _fingerprint(codes: pd.DataFrame, schema: Schema, levels: dict[str, np.ndarray]) -> str:
+    digest = hashlib.sha1(np.ascontiguousarray(codes.to_numpy(dtype=np.int64)).tobytes())
+    digest.update(repr((schema, [(c, [str(v) for v in levels[c]]) for c in codes.columns])).encode())
+    return digest.hexdigest()
 
 
 def discretize(df: pd.DataFrame, schema: Schema, *, bins: int | dict[str, int] = 8) -> Encoded:

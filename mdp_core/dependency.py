@@ -1,0 +1,213 @@
+"""Attribute dependencies: normalised mutual information and the groups it induces (000 Sec. III-B).
+
+``I_ij = 2 MI(X_i; X_j) / (H(X_i) + H(X_j))`` from empirical frequencies (natural logs), in [0, 1], with 1 on
+the diagonal and 0 where ``H_i + H_j = 0``. Attributes joined by an edge ``I_ij > tau`` (strict) form one
+group (connected components).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from mdp_core.errors import DataError
+
+__all__ = [
+    "dependency_graph",
+    "dependency_groups",
+    "group_domain_size",
+    "nmi_matrix",
+    "nmi_pairs",
+    "sparse_pairs",
+]
+
+
+def _check_codes(codes: pd.DataFrame) -> np.ndarray:
+    if not isinstance(codes, pd.DataFrame):
+        raise TypeError(f"codes must be a pandas DataFrame of integer codes, got {type(codes).__name__}")
+    if codes.shape[1] < 1 or len(codes) < 1:
+        raise DataError("codes must have at least one row and one column")
+    arr = codes.to_numpy()
+    if not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0:
+        raise DataError("codes must be non-negative integers (use mdp_core.discretize)")
+    return arr.astype(np.int64)
+
+
+def nmi_matrix(codes: pd.DataFrame) -> pd.DataFrame:
+    """Normalised mutual information of every pair of columns.
+
+    All pairwise contingency tables come from one sparse product ``X^T X`` of the one-hot encoding
+    (n rows, sum of domain sizes columns), so the cost is one pass over the data.
+
+    Parameters
+    ----------
+    codes : DataFrame
+        Integer codes ``0..m_j-1`` per column (``Encoded.codes``).
+
+    Returns
+    -------
+    DataFrame
+        Symmetric, values in [0, 1], diagonal 1, indexed by column names.
+    """
+    arr = _check_codes(codes)
+    n, k = arr.shape
+    sizes = arr.max(axis=0) + 1
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    onehot = sp.csr_matrix(
+        (np.ones(n * k), (np.repeat(np.arange(n), k), (arr + offsets[:-1]).ravel())),
+        shape=(n, int(offsets[-1])),
+    )
+    joint = (onehot.T @ onehot).toarray() / n  # block (i, j) = joint distribution of X_i, X_j
+    marg = [np.diag(joint)[offsets[i] : offsets[i + 1]] for i in range(k)]
+    ent = np.array([_entropy(m) for m in marg])
+    nmi = np.eye(k)
+    for i in range(k):
+        for j in range(i + 1, k):
+            block = joint[offsets[i] : offsets[i + 1], offsets[j] : offsets[j + 1]]
+            denom = ent[i] + ent[j]
+            if denom > 0:
+                mi = _mutual_information(block, marg[i], marg[j])
+                nmi[i, j] = nmi[j, i] = float(np.clip(2.0 * mi / denom, 0.0, 1.0))
+            else:
+                nmi[i, j] = nmi[j, i] = 0.0
+    names = list(codes.columns)
+    return pd.DataFrame(nmi, index=names, columns=names)
+
+
+def _entropy(p: np.ndarray) -> float:
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
+
+
+def _mutual_information(pxy: np.ndarray, px: np.ndarray, py: np.ndarray) -> float:
+    nz = pxy > 0
+    outer = np.outer(px, py)
+    return float(max((pxy[nz] * np.log(pxy[nz] / outer[nz])).sum(), 0.0))
+
+
+def nmi_pairs(nmi: pd.DataFrame) -> pd.DataFrame:
+    """Attribute pairs sorted by NMI, strongest first: columns ``a``, ``b``, ``nmi``."""
+    names = list(nmi.columns)
+    i, j = np.triu_indices(len(names), k=1)
+    values = nmi.to_numpy()[i, j]
+    order = np.argsort(-values, kind="stable")
+    return pd.DataFrame(
+        {"a": [names[t] for t in i[order]], "b": [names[t] for t in j[order]], "nmi": values[order]}
+    )
+
+
+def dependency_graph(nmi: pd.DataFrame, tau: float) -> nx.Graph:
+    """Graph on the attributes with an edge (weight = NMI) wherever ``I_ij > tau``."""
+    _check_nmi(nmi)
+    tau = _check_tau(tau)
+    graph = nx.Graph()
+    graph.add_nodes_from(nmi.columns)
+    values = nmi.to_numpy()
+    names = list(nmi.columns)
+    for i, j in zip(*np.triu_indices(len(names), k=1), strict=True):
+        if values[i, j] > tau:
+            graph.add_edge(names[i], names[j], weight=float(values[i, j]))
+    return graph
+
+
+def group_domain_size(group: tuple[str, ...], domain_sizes: Mapping[str, int]) -> int:
+    """Joint domain size ``prod_l m_l`` of a group (Python int: never overflows)."""
+    size = 1
+    for a in group:
+        size *= int(domain_sizes[a])
+    return size
+
+
+def dependency_groups(
+    nmi: pd.DataFrame,
+    tau: float,
+    *,
+    domain_sizes: Mapping[str, int] | None = None,
+    max_domain: int | None = None,
+) -> list[tuple[str, ...]]:
+    """Groups of dependent attributes: connected components of the ``I_ij > tau`` graph.
+
+    With ``max_domain``, a component whose joint domain exceeds it is split by the rule: remove the
+    component's weakest edge (smallest NMI; ties broken by attribute order), recompute components, and
+    repeat on every part still too large. A single attribute larger than ``max_domain`` stays a group of one.
+
+    Returns
+    -------
+    list of tuple of str
+        Groups in order of their first attribute; attributes inside a group in column order.
+    """
+    graph = dependency_graph(nmi, tau)
+    order = {name: i for i, name in enumerate(nmi.columns)}
+    if max_domain is not None:
+        if domain_sizes is None:
+            raise DataError("domain_sizes is required when max_domain is given")
+        if not isinstance(max_domain, (int, np.integer)) or max_domain < 1:
+            raise DataError(f"max_domain must be a positive integer, got {max_domain!r}")
+        missing = set(nmi.columns) - set(domain_sizes)
+        if missing:
+            raise DataError(f"domain_sizes lacks attributes {sorted(missing)}")
+        _split_large_components(graph, domain_sizes, int(max_domain), order)
+    groups = [tuple(sorted(c, key=order.__getitem__)) for c in nx.connected_components(graph)]
+    return sorted(groups, key=lambda g: order[g[0]])
+
+
+def _split_large_components(
+    graph: nx.Graph, domain_sizes: Mapping[str, int], max_domain: int, order: Mapping[str, int]
+) -> None:
+    while True:
+        too_large = [
+            c
+            for c in nx.connected_components(graph)
+            if group_domain_size(tuple(c), domain_sizes) > max_domain
+        ]
+        edges = [e for c in too_large for e in graph.subgraph(c).edges(data="weight")]
+        if not edges:
+            return
+        a, b, _ = min(edges, key=lambda e: (e[2], sorted((order[e[0]], order[e[1]]))))
+        graph.remove_edge(a, b)
+
+
+def _check_nmi(nmi: pd.DataFrame) -> None:
+    if not isinstance(nmi, pd.DataFrame):
+        raise TypeError(f"nmi must be a DataFrame (see nmi_matrix), got {type(nmi).__name__}")
+    if nmi.shape[0] != nmi.shape[1] or list(nmi.index) != list(nmi.columns):
+        raise DataError("nmi must be a square matrix indexed by attribute names on both axes")
+
+
+def _check_tau(tau: float) -> float:
+    try:
+        t = float(tau)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"tau must be a number, got {type(tau).__name__}") from exc
+    if not 0.0 <= t <= 1.0:
+        raise DataError(f"tau must lie in [0, 1], got {tau!r}")
+    return t
+
+
+def sparse_pairs(
+    nmi: pd.DataFrame, domain_sizes: Mapping[str, int], n_rows: int, *, min_per_cell: float = 5.0
+) -> pd.DataFrame:
+    """Pairs whose contingency table has fewer than ``min_per_cell`` rows per cell on average.
+
+    For such pairs the plug-in MI is biased upward by about ``(m_i - 1)(m_j - 1) / (2 n)`` nats
+    (Miller-Madow), so small samples overstate dependence. Returns a DataFrame with columns ``a``, ``b``,
+    ``cells``, ``rows_per_cell`` and ``mi_bias`` (nats), sparsest first.
+    """
+    if n_rows < 1:
+        raise DataError(f"n_rows must be positive, got {n_rows}")
+    names = list(nmi.columns)
+    rows = []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            cells = int(domain_sizes[a]) * int(domain_sizes[b])
+            if n_rows / cells < min_per_cell:
+                bias = (int(domain_sizes[a]) - 1) * (int(domain_sizes[b]) - 1) / (2.0 * n_rows)
+                rows.append(
+                    {"a": a, "b": b, "cells": cells, "rows_per_cell": n_rows / cells, "mi_bias": bias}
+                )
+    out = pd.DataFrame(rows, columns=["a", "b", "cells", "rows_per_cell", "mi_bias"])
+    return out.sort_values("rows_per_cell", kind="stable").reset_index(drop=True)

@@ -1,0 +1,139 @@
+"""mdp_core.data: loading (every bad-input case), schema inference, discretisation."""
+
+from __future__ import annotations
+
+import gzip
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import mdp_core as core
+from mdp_core import DataError
+
+
+def _file(raw: bytes, name: str = "upload.csv") -> io.BytesIO:
+    buf = io.BytesIO(raw)
+    buf.name = name
+    return buf
+
+
+def test_loads_csv_tsv_semicolon_and_gzip() -> None:
+    expected = pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]})
+    for raw in (b"a,b\n1,x\n2,y\n3,z\n", b"a\tb\n1\tx\n2\ty\n3\tz\n", b"a;b\n1;x\n2;y\n3;z\n"):
+        df = core.load_dataset(_file(raw))
+        pd.testing.assert_frame_equal(df, expected, check_dtype=False)
+    gz = core.load_dataset(_file(gzip.compress(b"a,b\n1,x\n2,y\n3,z\n"), "d.csv.gz"))
+    pd.testing.assert_frame_equal(gz, expected, check_dtype=False)
+
+
+@pytest.mark.parametrize(
+    ("raw", "match"),
+    [
+        (b"", "empty"),
+        (b"   \n\n", "empty"),
+        (b"\x00\x01\x02binary\x00junk", "not a text file"),
+        (b"a\n1\n2\n3\n", "1 column"),
+        (b"a,b\n", "0 data row"),
+        (b"a,b\n1,2\n", "1 data row"),
+        (b"a,a\n1,2\n3,4\n", "duplicate column"),
+        (b"a,,c\n1,2,3\n4,5,6\n", "blank name"),
+        (b"a,b,c\n1,,3\n4,,6\n", r"\['b'\] have no values"),
+        (b"\x1f\x8b\x08junk", "cannot be decompressed"),
+    ],
+)
+def test_bad_input_raises_actionable_error(raw: bytes, match: str) -> None:
+    with pytest.raises(DataError, match=match):
+        core.load_dataset(_file(raw))
+
+
+def test_unknown_sample_and_wrong_type() -> None:
+    with pytest.raises(DataError, match="no such file or sample"):
+        core.load_dataset("no-such-dataset")
+    with pytest.raises(TypeError, match="source must be"):
+        core.load_dataset(42)  # type: ignore[arg-type]
+
+
+def test_too_large_file_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("mdp_core.data.MAX_FILE_BYTES", 100)
+    with pytest.raises(DataError, match="larger than 200 MB"):
+        core.load_dataset(_file(b"a,b\n" + b"1,2\n" * 100))
+
+
+def test_large_table_is_uniformly_sampled(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("mdp_core.data.INTERACTIVE_ROW_LIMIT", 50)
+    raw = b"a,b\n" + b"".join(f"{i},{i % 7}\n".encode() for i in range(500))
+    df, report = core.load_dataset_report(_file(raw), seed=3)
+    assert len(df) == 50 and report.sampled and report.original_rows == 500
+    assert "uniform random sample of 50" in report.notes[0]
+    assert df["a"].is_monotonic_increasing  # original order kept
+    again, _ = core.load_dataset_report(_file(raw), seed=3)
+    pd.testing.assert_frame_equal(df, again)
+
+
+def test_infer_schema_kinds(small_table: pd.DataFrame) -> None:
+    schema = core.infer_schema(small_table, target="flag")
+    assert dict(schema.kinds) == {
+        "a": "ordinal",
+        "a2": "ordinal",
+        "x": "numeric",
+        "colour": "nominal",
+        "flag": "binary",
+    }
+    assert schema.target == "flag"
+    assert schema.with_kinds({"a": "nominal"}).kind("a") == "nominal"
+    with pytest.raises(DataError, match="target 'nope'"):
+        core.infer_schema(small_table, target="nope")
+    with pytest.raises(DataError, match="unknown columns"):
+        schema.with_kinds({"zzz": "nominal"})
+    with pytest.raises(DataError, match="kind of 'a'"):
+        schema.with_kinds({"a": "fuzzy"})
+
+
+def test_discretize_codes_levels_and_distances(small_table: pd.DataFrame) -> None:
+    enc = core.discretize(small_table, core.infer_schema(small_table), bins=4)
+    assert list(enc.codes.columns) == list(small_table.columns)
+    for col in enc.columns:
+        codes = enc.codes[col].to_numpy()
+        m = enc.domain_sizes[col]
+        assert codes.min() == 0 and codes.max() == m - 1 and len(np.unique(codes)) == m  # every level used
+        d = enc.components[col]
+        assert d.shape == (m, m) and np.allclose(d, d.T) and np.all(np.diag(d) == 0) and d.max() <= 1.0
+    assert enc.domain_sizes["x"] <= 4
+    np.testing.assert_allclose(enc.components["colour"], 1 - np.eye(3))
+    np.testing.assert_allclose(enc.components["a"][0], [0, 0.25, 0.5, 0.75, 1.0])
+    # numeric: bin centres, distance = gap / range of centres
+    centres = enc.levels["x"]
+    np.testing.assert_allclose(enc.components["x"], np.abs(centres[:, None] - centres) / np.ptp(centres))
+    # decode maps codes back to values near the original
+    decoded = enc.decode(enc.codes)
+    assert (decoded["colour"] == small_table["colour"]).all()
+    assert (
+        np.abs(decoded["x"].to_numpy(float) - small_table["x"]).max() <= np.ptp(small_table["x"]) / 8 + 1e-9
+    )
+
+
+def test_discretize_drops_missing_rows_and_fingerprint_changes() -> None:
+    df = pd.DataFrame({"a": [1.0, 2.0, None, 4.0], "b": ["x", "y", "x", "y"]})
+    enc = core.discretize(df, core.infer_schema(df))
+    assert enc.dropped_rows == 1 and len(enc.codes) == 3
+    other = core.discretize(df.assign(b=["x", "x", "x", "y"]), core.infer_schema(df))
+    assert enc.fingerprint != other.fingerprint
+    assert enc.fingerprint == core.discretize(df, core.infer_schema(df)).fingerprint
+
+
+def test_discretize_bad_arguments(small_table: pd.DataFrame) -> None:
+    schema = core.infer_schema(small_table)
+    with pytest.raises(DataError, match="bins for 'x'"):
+        core.discretize(small_table, schema, bins={"x": 1})
+    with pytest.raises(TypeError, match="schema must be a Schema"):
+        core.discretize(small_table, {"a": "ordinal"})  # type: ignore[arg-type]
+    with pytest.raises(DataError, match="not in the table"):
+        core.discretize(small_table[["a"]], schema)
+    with pytest.raises(DataError, match="not numeric"):
+        core.discretize(small_table, schema.with_kinds({"colour": "numeric"}))
+
+
+def test_list_datasets() -> None:
+    assert core.list_datasets() == ["heart", "adult", "wine"]

@@ -1,0 +1,69 @@
+"""The one owner of session state: a typed :class:`AppState` kept under a single session key.
+
+Pages read it with :func:`get_state`; only the sidebar in app.py and the data page change it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+import streamlit as st
+
+__all__ = ["DEFAULT_DATASET", "AppState", "get_state"]
+
+DEFAULT_DATASET = "heart"
+_KEY = "mdp_app_state"
+
+
+@dataclass
+class AppState:
+    """What every page shares.
+
+    Attributes
+    ----------
+    dataset : str
+        Embedded sample name or the uploaded file's name.
+    dataset_key : str
+        Identity of the loaded table (sample name + seed, or upload checksum): the cache key for it.
+    frame : DataFrame or None
+        The loaded table (after any interactive-size sampling).
+    notes : tuple of str
+        Messages about the load (sampling, ...), shown by the pages.
+    error : str or None
+        The last load error; the previous table stays loaded.
+    target : str or None
+        Target column (prediction tasks), if any.
+    seed : int
+        Seed of every random choice in the app.
+    kind_overrides : dict
+        User overrides of inferred attribute kinds.
+    bins : dict
+        Per-column bin counts for numeric attributes (default ``default_bins``).
+    """
+
+    dataset: str = DEFAULT_DATASET
+    dataset_key: str = ""
+    frame: pd.DataFrame | None = None
+    notes: tuple[str, ...] = ()
+    error: str | None = None
+    target: str | None = None
+    seed: int = 0
+    kind_overrides: dict[str, str] = field(default_factory=dict)
+    bins: dict[str, int] = field(default_factory=dict)
+    default_bins: int = 8
+
+    def set_table(self, name: str, key: str, frame: pd.DataFrame, notes: tuple[str, ...]) -> None:
+        """Install a newly loaded table and reset everything that depended on the old one."""
+        self.dataset, self.dataset_key, self.frame, self.notes = name, key, frame, notes
+        self.error = None
+        self.kind_overrides, self.bins = {}, {}
+        columns = [str(c) for c in frame.columns]
+        self.target = "target" if "target" in columns else (columns[-1] if columns else None)
+
+
+def get_state() -> AppState:
+    """The session's :class:`AppState` (created on first use)."""
+    if _KEY not in st.session_state:
+        st.session_state[_KEY] = AppState()
+    return st.session_state[_KEY]
