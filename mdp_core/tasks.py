@@ -1,5 +1,300 @@
-"""Placeholder: filled in by its issue (see DESIGN.md)."""
+"""Downstream tasks: the per-record discrepancy ``gamma_task(U(x), U(y))`` of 000 Eq. 16-18, and population
+metrics for evaluation (000 Case III).
+
+Every task statistic is *additive before a link*: ``U(x) = link(bias + sum_l E_l[x_l])`` with one table
+``E_l`` (levels x dim) per attribute. This covers the four tasks below and makes the plug-in counterfactual
+``U(y_k, x_-k)`` of Eq. 16 cheap: the contribution of the other attributes is computed once per context.
+
+* ``"record"`` record fidelity: U embeds each attribute so that ``||U(x) - U(y)||^2 = sum_l d_l(x_l, y_l)^2``
+  (numeric / ordinal: the normalised coordinate; nominal / binary: one-hot / sqrt 2). Radial.
+* ``"mismatch"`` attribute mismatch (frequency estimation): the fraction of attributes that differ.
+* ``"prediction"`` prediction preservation: ``U(x) = P(target = 1 | x)`` from an L2-regularised logistic
+  regression on one-hot attributes, fitted on the given (fitting) codes; ``gamma = |U(x) - U(y)|``.
+  Strongly non-radial.
+* ``"threshold"`` threshold query: ``U(x) = 1[x_a >= t]`` for one attribute ``a``; ``gamma = |U(x) - U(y)|``.
+
+The target column is never one of the released attributes.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import hashlib
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import minimize
+
+from mdp_core.data import Encoded
+from mdp_core.errors import DataError
+
+__all__ = [
+    "TASKS",
+    "Task",
+    "entropy_change",
+    "make_task",
+    "marginal_tv",
+    "population_metrics",
+    "release_attributes",
+    "total_correlation_change",
+]
+
+TASKS: dict[str, str] = {
+    "prediction": "Prediction preservation |f(x) - f(y)| (logistic model of the target)",
+    "record": "Record fidelity: squared distance sum_l d_l^2",
+    "mismatch": "Attribute mismatch: fraction of attributes changed (frequency estimation)",
+    "threshold": "Threshold query |1[x_a >= t] - 1[y_a >= t]|",
+}
+
+
+@dataclass(frozen=True, eq=False)
+class Task:
+    """A fitted task on ``attributes`` (code columns in this order).
+
+    Attributes
+    ----------
+    name : str
+        One of :data:`TASKS`.
+    attributes : tuple of str
+        Released attributes, the column order of every code array passed to the methods.
+    tables : tuple of ndarray
+        ``E_l``, shape (m_l, dim), per attribute.
+    bias : float
+        Added before the link.
+    link : {"identity", "sigmoid"}
+    gamma_kind : {"sq", "abs"}
+        ``"sq"``: ``sum_j (u_j - v_j)^2``; ``"abs"``: ``sum_j |u_j - v_j|``.
+    signature : str
+        Stable identity (name, attributes, parameter fingerprint): part of cache keys.
+    """
+
+    name: str
+    attributes: tuple[str, ...]
+    tables: tuple[np.ndarray, ...]
+    bias: float
+    link: Literal["identity", "sigmoid"]
+    gamma_kind: Literal["sq", "abs"]
+    signature: str
+    description: str = ""
+
+    def scores(self, codes: np.ndarray) -> np.ndarray:
+        """Pre-link sums ``bias + sum_l E_l[x_l]``, shape (n, dim)."""
+        arr = _codes_array(codes, len(self.attributes))
+        total = np.full((arr.shape[0], self.tables[0].shape[1]), self.bias)
+        for j, table in enumerate(self.tables):
+            total += table[arr[:, j]]
+        return total
+
+    def apply_link(self, s: np.ndarray) -> np.ndarray:
+        """The link applied to pre-link sums (any shape)."""
+        if self.link == "sigmoid":
+            return 0.5 * (1.0 + np.tanh(0.5 * s))  # numerically stable logistic
+        return s
+
+    def utility(self, codes: np.ndarray) -> np.ndarray:
+        """``U(x)`` per record, shape (n, dim)."""
+        return self.apply_link(self.scores(codes))
+
+    def gamma(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """``gamma_task(u, v)`` over the last axis (broadcasting)."""
+        diff = u - v
+        return np.sum(diff * diff if self.gamma_kind == "sq" else np.abs(diff), axis=-1)
+
+    def loss(self, x_codes: np.ndarray, y_codes: np.ndarray) -> np.ndarray:
+        """Record-level loss ``c(y|x) = gamma(U(x), U(y))`` (000 Eq. 18), shape (n,)."""
+        return self.gamma(self.utility(x_codes), self.utility(y_codes))
+
+
+def _codes_array(codes: object, width: int) -> np.ndarray:
+    arr = np.asarray(codes.to_numpy() if isinstance(codes, pd.DataFrame) else codes)
+    if arr.ndim != 2 or arr.shape[1] != width:
+        raise DataError(f"codes must have shape (n, {width}), got {arr.shape}")
+    return arr.astype(np.int64, copy=False)
+
+
+def release_attributes(encoded: Encoded) -> tuple[str, ...]:
+    """The attributes DepHDP privatises: every column except the schema target."""
+    return tuple(c for c in encoded.columns if c != encoded.schema.target)
+
+
+def _fingerprint(*arrays: np.ndarray) -> str:
+    h = hashlib.sha1()
+    for a in arrays:
+        h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+    return h.hexdigest()[:16]
+
+
+def _coordinate(encoded: Encoded, col: str) -> np.ndarray:
+    """Scalar coordinate whose absolute differences equal the component distance (ordinal / numeric)."""
+    m = encoded.domain_sizes[col]
+    kind = encoded.schema.kind(col)
+    if kind == "numeric":
+        c = np.asarray(encoded.levels[col], dtype=float)
+        span = float(c.max() - c.min())
+        return (c - c.min()) / span if span > 0 else np.zeros(m)
+    return np.arange(m, dtype=float) / max(m - 1, 1)
+
+
+def make_task(
+    name: str,
+    encoded: Encoded,
+    *,
+    attribute: str | None = None,
+    threshold: float | None = None,
+    ridge: float = 1.0,
+) -> Task:
+    """Build (and for ``"prediction"`` fit) a task on ``encoded`` (use the fitting split).
+
+    Parameters
+    ----------
+    name : str
+        ``"prediction"``, ``"record"``, ``"mismatch"`` or ``"threshold"``.
+    encoded : Encoded
+        The discretised fitting data; its schema target is excluded from the attributes.
+    attribute, threshold : optional
+        Threshold query: the attribute (default: the first numeric / ordinal one) and the threshold in
+        its level units (default: the median level).
+    ridge : float
+        L2 penalty of the logistic regression (prediction task).
+    """
+    if not isinstance(encoded, Encoded):
+        raise TypeError(f"encoded must be an Encoded table (see discretize), got {type(encoded).__name__}")
+    if name not in TASKS:
+        raise DataError(f"task must be one of {sorted(TASKS)}, got {name!r}")
+    attrs = release_attributes(encoded)
+    if not attrs:
+        raise DataError("no attributes to release besides the target")
+    sizes = [encoded.domain_sizes[a] for a in attrs]
+    if name == "prediction":
+        tables, bias = _fit_logistic(encoded, attrs, sizes, ridge)
+        return _task(name, attrs, tables, bias, "sigmoid", "abs")
+    if name == "threshold":
+        return _threshold_task(encoded, attrs, sizes, attribute, threshold)
+    blocks: list[np.ndarray] = []
+    for a, m in zip(attrs, sizes, strict=True):
+        if name == "mismatch":
+            blocks.append(np.eye(m) / np.sqrt(2.0 * len(attrs)))
+        elif encoded.schema.kind(a) in ("numeric", "ordinal"):
+            blocks.append(_coordinate(encoded, a)[:, None])
+        else:
+            blocks.append(np.eye(m) / np.sqrt(2.0))
+    dim = sum(b.shape[1] for b in blocks)
+    tables, offset = [], 0
+    for b in blocks:
+        t = np.zeros((b.shape[0], dim))
+        t[:, offset : offset + b.shape[1]] = b
+        tables.append(t)
+        offset += b.shape[1]
+    return _task(name, attrs, tables, 0.0, "identity", "sq")
+
+
+def _task(
+    name: str, attrs: tuple[str, ...], tables: list[np.ndarray], bias: float, link: str, kind: str
+) -> Task:
+    sig = f"{name}|{','.join(attrs)}|{_fingerprint(np.array([bias]), *tables)}"
+    return Task(name, attrs, tuple(tables), float(bias), link, kind, sig, TASKS[name])  # type: ignore[arg-type]
+
+
+def _threshold_task(
+    encoded: Encoded, attrs: tuple[str, ...], sizes: list[int], attribute: str | None, threshold: float | None
+) -> Task:
+    if attribute is None:
+        ranked = [a for a in attrs if encoded.schema.kind(a) in ("numeric", "ordinal")]
+        attribute = (ranked or list(attrs))[0]
+    if attribute not in attrs:
+        raise DataError(f"attribute {attribute!r} is not a released attribute")
+    j = attrs.index(attribute)
+    levels = np.asarray(encoded.levels[attribute])
+    if threshold is None:
+        values = np.arange(sizes[j], dtype=float)
+        threshold_code = float(np.median(encoded.codes[attribute].to_numpy()))
+        above = values >= threshold_code
+    else:
+        try:
+            above = levels.astype(float) >= float(threshold)
+        except (TypeError, ValueError) as exc:
+            raise DataError(f"attribute {attribute!r} has non-numeric levels; no threshold applies") from exc
+    tables = [np.zeros((m, 1)) for m in sizes]
+    tables[j][:, 0] = above.astype(float)
+    return _task("threshold", attrs, tables, 0.0, "identity", "abs")
+
+
+def _fit_logistic(
+    encoded: Encoded, attrs: tuple[str, ...], sizes: list[int], ridge: float
+) -> tuple[list[np.ndarray], float]:
+    target = encoded.schema.target
+    if target is None:
+        raise DataError("the prediction task needs a target column: choose one on the data page")
+    t = encoded.codes[target].to_numpy()
+    y = (t > np.median(t)) if np.unique(t).size > 2 else (t == t.max())
+    y = y.astype(float)
+    X = encoded.codes[list(attrs)].to_numpy()
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    onehot = np.zeros((X.shape[0], int(offsets[-1])))
+    onehot[np.arange(X.shape[0])[:, None], X + offsets[:-1]] = 1.0
+
+    def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
+        z = onehot @ w[1:] + w[0]
+        # mean logistic loss: log(1 + e^z) - y z, computed stably
+        f = np.mean(np.logaddexp(0.0, z) - y * z) + 0.5 * ridge / len(y) * np.dot(w[1:], w[1:])
+        r = (0.5 * (1.0 + np.tanh(0.5 * z)) - y) / len(y)
+        g = np.concatenate([[r.sum()], onehot.T @ r + ridge / len(y) * w[1:]])
+        return float(f), g
+
+    res = minimize(objective, np.zeros(onehot.shape[1] + 1), jac=True, method="L-BFGS-B")
+    w = res.x
+    tables = [w[1 + offsets[i] : 1 + offsets[i + 1]][:, None].copy() for i in range(len(attrs))]
+    return tables, float(w[0])
+
+
+# --------------------------------------------------------------------------- population metrics (Case III)
+
+
+def _entropy_of_counts(counts: np.ndarray) -> float:
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def _marginal_entropies(codes: np.ndarray) -> np.ndarray:
+    return np.array([_entropy_of_counts(np.bincount(col)) for col in codes.T])
+
+
+def _joint_entropy(codes: np.ndarray) -> float:
+    _, counts = np.unique(codes, axis=0, return_counts=True)
+    return _entropy_of_counts(counts)
+
+
+def marginal_tv(true_codes: np.ndarray, priv_codes: np.ndarray) -> float:
+    """Mean over attributes of the total-variation distance between the two empirical marginals."""
+    a, b = np.asarray(true_codes), np.asarray(priv_codes)
+    tv = []
+    for j in range(a.shape[1]):
+        m = int(max(a[:, j].max(), b[:, j].max())) + 1
+        pa = np.bincount(a[:, j], minlength=m) / a.shape[0]
+        pb = np.bincount(b[:, j], minlength=m) / b.shape[0]
+        tv.append(0.5 * np.abs(pa - pb).sum())
+    return float(np.mean(tv))
+
+
+def entropy_change(true_codes: np.ndarray, priv_codes: np.ndarray) -> float:
+    """Mean over attributes of ``|H(X_l) - H(Y_l)|`` (nats), the marginal-entropy change of 000 Case III."""
+    return float(
+        np.mean(np.abs(_marginal_entropies(np.asarray(true_codes)) - _marginal_entropies(priv_codes)))
+    )
+
+
+def total_correlation_change(true_codes: np.ndarray, priv_codes: np.ndarray) -> float:
+    """``|TC(X) - TC(Y)|`` with ``TC = sum_l H(X_l) - H(X)`` (nats, empirical joint), 000 Case III."""
+    a, b = np.asarray(true_codes), np.asarray(priv_codes)
+    tc = lambda c: float(_marginal_entropies(c).sum() - _joint_entropy(c))  # noqa: E731
+    return abs(tc(a) - tc(b))
+
+
+def population_metrics(true_codes: np.ndarray, priv_codes: np.ndarray) -> dict[str, float]:
+    """All three population metrics: ``marginal_tv``, ``entropy_change``, ``total_correlation_change``."""
+    return {
+        "marginal_tv": marginal_tv(true_codes, priv_codes),
+        "entropy_change": entropy_change(true_codes, priv_codes),
+        "total_correlation_change": total_correlation_change(true_codes, priv_codes),
+    }
