@@ -12,7 +12,6 @@ from collections.abc import Mapping
 import networkx as nx
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from mdp_core.errors import DataError
 
@@ -40,8 +39,8 @@ def _check_codes(codes: pd.DataFrame) -> np.ndarray:
 def nmi_matrix(codes: pd.DataFrame) -> pd.DataFrame:
     """Normalised mutual information of every pair of columns.
 
-    All pairwise contingency tables come from one sparse product ``X^T X`` of the one-hot encoding
-    (n rows, sum of domain sizes columns), so the cost is one pass over the data.
+    ``MI = H_i + H_j - H_ij`` from one joint histogram (``np.bincount``) per pair over column-contiguous
+    codes; measured faster than one sparse one-hot product ``X^T X`` (bench/nmi.py).
 
     Parameters
     ----------
@@ -53,40 +52,26 @@ def nmi_matrix(codes: pd.DataFrame) -> pd.DataFrame:
     DataFrame
         Symmetric, values in [0, 1], diagonal 1, indexed by column names.
     """
-    arr = _check_codes(codes)
+    arr = np.asfortranarray(_check_codes(codes))
     n, k = arr.shape
     sizes = arr.max(axis=0) + 1
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    onehot = sp.csr_matrix(
-        (np.ones(n * k), (np.repeat(np.arange(n), k), (arr + offsets[:-1]).ravel())),
-        shape=(n, int(offsets[-1])),
-    )
-    joint = (onehot.T @ onehot).toarray() / n  # block (i, j) = joint distribution of X_i, X_j
-    marg = [np.diag(joint)[offsets[i] : offsets[i + 1]] for i in range(k)]
-    ent = np.array([_entropy(m) for m in marg])
+    ent = np.array([_entropy(np.bincount(arr[:, i]) / n) for i in range(k)])
     nmi = np.eye(k)
     for i in range(k):
         for j in range(i + 1, k):
-            block = joint[offsets[i] : offsets[i + 1], offsets[j] : offsets[j + 1]]
             denom = ent[i] + ent[j]
             if denom > 0:
-                mi = _mutual_information(block, marg[i], marg[j])
+                joint = np.bincount(arr[:, i] * sizes[j] + arr[:, j], minlength=sizes[i] * sizes[j]) / n
+                mi = ent[i] + ent[j] - _entropy(joint)
                 nmi[i, j] = nmi[j, i] = float(np.clip(2.0 * mi / denom, 0.0, 1.0))
-            else:
-                nmi[i, j] = nmi[j, i] = 0.0
     names = list(codes.columns)
     return pd.DataFrame(nmi, index=names, columns=names)
 
 
 def _entropy(p: np.ndarray) -> float:
+    """Shannon entropy in nats of a probability vector (zeros ignored)."""
     p = p[p > 0]
     return float(-(p * np.log(p)).sum())
-
-
-def _mutual_information(pxy: np.ndarray, px: np.ndarray, py: np.ndarray) -> float:
-    nz = pxy > 0
-    outer = np.outer(px, py)
-    return float(max((pxy[nz] * np.log(pxy[nz] / outer[nz])).sum(), 0.0))
 
 
 def nmi_pairs(nmi: pd.DataFrame) -> pd.DataFrame:
