@@ -8,7 +8,6 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-
 APP = Path(__file__).resolve().parents[2] / "app.py"
 
 
