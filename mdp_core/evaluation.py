@@ -1,5 +1,113 @@
-"""Placeholder: filled in by its issue (see DESIGN.md)."""
+"""Evaluation protocol of 000 Sec. IV-A: configure on a fitting split, privatise the held-out test split.
+
+For each global budget eps, DepHDP and the four baselines (SPL+DPN, SPL+RMP, ALC+DPN, ALC+RMP) are
+configured on the fitting split only (62.5 % of the records by default); every test record is then
+privatised locally R times, and the task loss ``mean_i gamma(U(x_i), U(M(x_i)))`` on the test split is
+reported as ``mean +- 1.96 sd`` over the R repetitions, along with the population metrics of 000 Case III.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from mdp_core._validation import Progress, check_eps, report
+from mdp_core.data import Encoded
+from mdp_core.errors import DataError
+from mdp_core.pipeline import BASELINES, DepHDPConfig, compose_mechanism, run_dephdp
+from mdp_core.tasks import population_metrics, release_attributes
+
+__all__ = ["METHODS_EVALUATED", "EvaluationResult", "evaluate_dephdp", "split_encoded"]
+
+METHODS_EVALUATED = ("DepHDP", *BASELINES)
+
+
+@dataclass(frozen=True, eq=False)
+class EvaluationResult:
+    """``table`` has one row per (eps, method): ``mean``, ``sd``, ``lo``/``hi`` (= mean -+ 1.96 sd) of the
+    test task loss, the surrogate prediction, and the mean population metrics."""
+
+    table: pd.DataFrame
+    repetitions: int
+    fit_rows: int
+    test_rows: int
+
+    def pivot(self, column: str = "mean") -> pd.DataFrame:
+        """eps x method table of one column."""
+        return self.table.pivot(index="eps", columns="method", values=column)[list(METHODS_EVALUATED)]
+
+
+def split_encoded(encoded: Encoded, fit_fraction: float, rng: np.random.Generator) -> tuple[Encoded, Encoded]:
+    """Random fitting / test split of the rows (000 Sec. IV-A); levels and metrics are shared."""
+    if not 0.0 < fit_fraction < 1.0:
+        raise DataError(f"fit_fraction must lie in (0, 1), got {fit_fraction!r}")
+    n = len(encoded.codes)
+    n_fit = round(fit_fraction * n)
+    if n_fit < 2 or n - n_fit < 1:
+        raise DataError(f"{n} rows are too few for a {fit_fraction:.1%} fitting split")
+    perm = rng.permutation(n)
+    fit = encoded.codes.iloc[np.sort(perm[:n_fit])].reset_index(drop=True)
+    test = encoded.codes.iloc[np.sort(perm[n_fit:])].reset_index(drop=True)
+    return replace(encoded, codes=fit), replace(encoded, codes=test)
+
+
+def evaluate_dephdp(
+    encoded: Encoded,
+    config: DepHDPConfig,
+    *,
+    eps_values: Sequence[float] = tuple(range(1, 11)),
+    repetitions: int = 20,
+    fit_fraction: float = 0.625,
+    seed: int = 0,
+    progress: Progress = None,
+) -> EvaluationResult:
+    """Evaluate DepHDP and the four baselines on a held-out test split (000 Sec. IV-A, Table I).
+
+    Parameters
+    ----------
+    encoded : Encoded
+        The whole discretised table.
+    config : DepHDPConfig
+        Configuration; its ``eps`` is replaced by each of ``eps_values``.
+    eps_values : sequence of float
+        Global budgets.
+    repetitions : int
+        Privatisations of the test split per (eps, method).
+    fit_fraction : float
+        Share of rows used for configuration (000: 62.5 %).
+    seed : int
+        Seeds the split and the privatisations.
+    """
+    if not isinstance(repetitions, (int, np.integer)) or repetitions < 2:
+        raise DataError(f"repetitions must be an integer >= 2, got {repetitions!r}")
+    eps_list = [check_eps(e, "eps_values") for e in eps_values]
+    if not eps_list:
+        raise DataError("eps_values must not be empty")
+    rng = np.random.default_rng(seed)
+    fit, test = split_encoded(encoded, fit_fraction, rng)
+    attrs = release_attributes(encoded)
+    x_test = test.codes[list(attrs)].to_numpy().astype(np.int64)
+    rows = []
+    for j, eps in enumerate(eps_list):
+        sub = None if progress is None else (lambda f, m, j=j: report(progress, (j + f * 0.5) / len(eps_list), m))
+        res = run_dephdp(fit, replace(config, eps=eps), progress=sub)
+        mechs = {"DepHDP": (res.mechanism, res.value)}
+        K = len(res.profiles)
+        for name, base in res.baselines.items():
+            idx = np.searchsorted(res.eps_grid, base.eps)
+            mechs[name] = (compose_mechanism(res.profiles, [name.split("+")[1]] * K, idx, attrs, config.p), base.value)
+        for name, (mech, predicted) in mechs.items():
+            losses, pops = [], []
+            for _ in range(repetitions):
+                y = mech.privatize(test.codes, rng).to_numpy()
+                losses.append(float(np.mean(res.task.loss(x_test, y))))
+                pops.append(population_metrics(x_test, y))
+            mean, sd = float(np.mean(losses)), float(np.std(losses, ddof=1))
+            pop = {k: float(np.mean([d[k] for d in pops])) for k in pops[0]}
+            rows.append({"eps": eps, "method": name, "mean": mean, "sd": sd, "lo": mean - 1.96 * sd,
+                         "hi": mean + 1.96 * sd, "surrogate": predicted, **pop})
+        report(progress, (j + 1) / len(eps_list), f"evaluated eps = {eps:g}")
+    return EvaluationResult(pd.DataFrame(rows), int(repetitions), len(fit.codes), len(test.codes))
