@@ -51,7 +51,13 @@ def split_encoded(encoded: Encoded, fit_fraction: float, rng: np.random.Generato
     perm = rng.permutation(n)
     fit = encoded.codes.iloc[np.sort(perm[:n_fit])].reset_index(drop=True)
     test = encoded.codes.iloc[np.sort(perm[n_fit:])].reset_index(drop=True)
-    return replace(encoded, codes=fit), replace(encoded, codes=test)
+    return _with_codes(encoded, fit), _with_codes(encoded, test)
+
+
+def _with_codes(encoded: Encoded, codes: pd.DataFrame) -> Encoded:
+    """A copy with other rows (its content fingerprint, when the Encoded type has one, is recomputed)."""
+    extra = {"fingerprint": ""} if hasattr(encoded, "fingerprint") else {}
+    return replace(encoded, codes=codes, **extra)
 
 
 def evaluate_dephdp(
@@ -92,13 +98,20 @@ def evaluate_dephdp(
     x_test = test.codes[list(attrs)].to_numpy().astype(np.int64)
     rows = []
     for j, eps in enumerate(eps_list):
-        sub = None if progress is None else (lambda f, m, j=j: report(progress, (j + f * 0.5) / len(eps_list), m))
-        res = run_dephdp(fit, replace(config, eps=eps), progress=sub)
+        share = (
+            None
+            if progress is None
+            else (lambda f, m, j=j: report(progress, (j + f * 0.5) / len(eps_list), m))
+        )
+        res = run_dephdp(fit, replace(config, eps=eps), progress=share)
         mechs = {"DepHDP": (res.mechanism, res.value)}
         K = len(res.profiles)
         for name, base in res.baselines.items():
             idx = np.searchsorted(res.eps_grid, base.eps)
-            mechs[name] = (compose_mechanism(res.profiles, [name.split("+")[1]] * K, idx, attrs, config.p), base.value)
+            mechs[name] = (
+                compose_mechanism(res.profiles, [name.split("+")[1]] * K, idx, attrs, config.p),
+                base.value,
+            )
         for name, (mech, predicted) in mechs.items():
             losses, pops = [], []
             for _ in range(repetitions):
@@ -107,7 +120,17 @@ def evaluate_dephdp(
                 pops.append(population_metrics(x_test, y))
             mean, sd = float(np.mean(losses)), float(np.std(losses, ddof=1))
             pop = {k: float(np.mean([d[k] for d in pops])) for k in pops[0]}
-            rows.append({"eps": eps, "method": name, "mean": mean, "sd": sd, "lo": mean - 1.96 * sd,
-                         "hi": mean + 1.96 * sd, "surrogate": predicted, **pop})
+            rows.append(
+                {
+                    "eps": eps,
+                    "method": name,
+                    "mean": mean,
+                    "sd": sd,
+                    "lo": mean - 1.96 * sd,
+                    "hi": mean + 1.96 * sd,
+                    "surrogate": predicted,
+                    **pop,
+                }
+            )
         report(progress, (j + 1) / len(eps_list), f"evaluated eps = {eps:g}")
     return EvaluationResult(pd.DataFrame(rows), int(repetitions), len(fit.codes), len(test.codes))
