@@ -22,6 +22,7 @@ is found by safeguarded Newton in ``log h``. Closed forms: ``p = 1`` gives
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,6 +117,42 @@ def _loss_log(t: np.ndarray, h: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, 
     return G, dG
 
 
+def _newton_root(
+    fun: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+    x: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    *,
+    tol: float,
+    max_iter: int = 100,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Vectorised safeguarded Newton for increasing ``fun`` with finite brackets ``lo < root <= hi``.
+
+    ``fun(x_active, index)`` returns the value and derivative on the still-active elements; an element stops
+    when ``|value| <= tol`` or its step is below ``tol``. Steps leaving the bracket are replaced by bisection.
+    """
+    x, lo, hi = x.copy(), lo.copy(), hi.copy()
+    active = np.arange(x.size)
+    for _ in range(max_iter):
+        if active.size == 0:
+            break
+        xa = x[active]
+        val, der = fun(xa, active)
+        pos = val > 0
+        hi[active] = np.where(pos, xa, hi[active])
+        lo[active] = np.where(pos, lo[active], xa)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            newton = xa - val / der
+        ok = np.isfinite(newton) & (newton >= lo[active]) & (newton <= hi[active])
+        new = np.where(ok, newton, 0.5 * (lo[active] + hi[active]))
+        x[active] = new
+        scale = np.maximum(1.0, np.abs(xa))
+        done = (np.abs(val) <= tol) | (np.abs(new - xa) <= tol * scale)
+        done |= hi[active] - lo[active] <= tol * scale
+        active = active[~done]
+    return x, lo, hi
+
+
 def _boundary(h: np.ndarray, eps: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Solve ``g(s) = eps`` for ``s = h/2 - x*`` (safeguarded Newton in ``ln s``); flag capped roots."""
     target = np.log(eps)
@@ -127,24 +164,20 @@ def _boundary(h: np.ndarray, eps: np.ndarray, p: np.ndarray) -> tuple[np.ndarray
         if not bad.any():
             break
         lo = np.where(bad, lo - 5.0, lo)
-    cap = np.log(0.5 * h + _TAIL_CAP ** (1.0 / p))
-    hi = np.maximum(cap, lo + 1e-3)
+    hi = np.maximum(np.log(0.5 * h + _TAIL_CAP ** (1.0 / p)), lo + 1e-3)
     capped = _loss_log(hi, h, p)[0] < target
-    t = np.where(capped, hi, 0.5 * (lo + hi))
-    for _ in range(100):
-        G, dG = _loss_log(t, h, p)
-        above = G > target
-        hi = np.where(above, t, hi)
-        lo = np.where(above, lo, t)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            newton = t - (G - target) / dG
-        ok = np.isfinite(newton) & (newton > lo) & (newton < hi)
-        new = np.where(ok, newton, 0.5 * (lo + hi))
-        new = np.where(capped, t, new)
-        done = np.abs(new - t) <= 1e-15 * np.maximum(1.0, np.abs(t))
-        t = new
-        if done.all():
-            break
+    # Start from the linearisation g(s) ~ g'(0) s, clipped into the bracket.
+    t0 = np.clip(target - np.log(2.0 * p) - (p - 1.0) * np.log(0.5 * h), lo, hi)
+    t = hi.copy()
+    free = ~capped
+    if free.any():
+        hf, pf, tf = h[free], p[free], target[free]
+
+        def fun(x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            G, dG = _loss_log(x, hf[idx], pf[idx])
+            return G - tf[idx], dG
+
+        t[free] = _newton_root(fun, t0[free], lo[free], hi[free], tol=1e-14)[0]
     return np.exp(t), capped
 
 
@@ -162,8 +195,8 @@ def _log_delta_std(h: np.ndarray, eps: np.ndarray, p: np.ndarray) -> tuple[np.nd
     return log_delta, np.where(capped, np.nan, slope)
 
 
-def _solve_h(p: np.ndarray, eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    """``h* = Delta / b(p)`` with ``delta_p(h*) <= delta`` (largest such ``h``, rounded to the safe side)."""
+def _solve_h(p: object, eps: object, delta: object, h0: np.ndarray | None = None) -> np.ndarray:
+    """``h* = Delta / b(p)`` with ``delta_p(h*) <= delta`` (rounded to the private side); ``h0`` warm start."""
     p, eps, delta = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (p, eps, delta)))
     out = np.empty(p.shape)
     lap = p == 1.0
@@ -172,48 +205,41 @@ def _solve_h(p: np.ndarray, eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
     out[lap] = eps[lap] - 2.0 * np.log1p(-delta[lap])
     out[uni] = 2.0 * delta[uni]
     if gen.any():
-        out[gen] = _solve_h_general(p[gen], eps[gen], delta[gen])
+        guess = None if h0 is None else np.broadcast_to(h0, p.shape)[gen]
+        out[gen] = _solve_h_general(p[gen], eps[gen], delta[gen], guess)
     return out
 
 
-def _solve_h_general(p: np.ndarray, eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
+def _solve_h_general(p: np.ndarray, eps: np.ndarray, delta: np.ndarray, h0: np.ndarray | None) -> np.ndarray:
     target = np.log(delta)
 
-    def phi(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        ld, slope = _log_delta_std(np.exp(y), eps, p)
-        return ld - target, slope
+    def phi(y: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ld, slope = _log_delta_std(np.exp(y), eps[idx], p[idx])
+        return ld - target[idx], slope
 
-    y = np.log(np.minimum(eps - 2.0 * np.log1p(-delta), 2.0 * delta) + 1e-300)
-    val, _ = phi(y)
+    everything = np.arange(p.size)
+    if h0 is None:
+        y, step = np.log(np.minimum(eps - 2.0 * np.log1p(-delta), 2.0 * delta)), 1.0
+    else:
+        y, step = np.log(h0), 0.05
+    val, _ = phi(y, everything)
     lo = np.where(val <= 0, y, -np.inf)
     hi = np.where(val > 0, y, np.inf)
-    step = 1.0
     for _ in range(80):  # expand the bracket geometrically in ln h
-        need_lo, need_hi = np.isinf(lo), np.isinf(hi)
-        if not (need_lo.any() or need_hi.any()):
+        need = np.flatnonzero(np.isinf(lo) | np.isinf(hi))
+        if need.size == 0:
             break
-        probe = np.where(need_lo, y - step, np.where(need_hi, y + step, y))
-        val, _ = phi(probe)
-        lo = np.where(need_lo & (val <= 0), probe, lo)
-        hi = np.where(need_hi & (val > 0), probe, hi)
+        probe = np.where(np.isinf(lo[need]), y[need] - step, y[need] + step)
+        val, _ = phi(probe, need)
+        lo[need] = np.where(np.isinf(lo[need]) & (val <= 0), probe, lo[need])
+        hi[need] = np.where(np.isinf(hi[need]) & (val > 0), probe, hi[need])
         step *= 2.0
-    y = 0.5 * (lo + hi)
-    for _ in range(100):
-        val, slope = phi(y)
-        pos = val > 0
-        hi = np.where(pos, y, hi)
-        lo = np.where(pos, lo, y)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            newton = y - val / slope
-        ok = np.isfinite(newton) & (newton > lo) & (newton < hi)
-        new = np.where(ok, newton, 0.5 * (lo + hi))
-        if np.all((np.abs(new - y) <= 1e-14) | (hi - lo <= 1e-14)):
-            y = new
-            break
-        y = new
+    start = np.where(np.isinf(lo) | np.isinf(hi), y, np.where(hi - lo < 1.0, 0.5 * (lo + hi), y))
+    start = np.clip(start, lo, hi)
+    y, lo, _ = _newton_root(phi, start, lo, hi, tol=1e-13)
     # Step to the private side of the root: ln h - 1e-12 (b larger by a relative 1e-12), checked.
     safe = y - 1e-12
-    val, _ = phi(safe)
+    val, _ = phi(safe, everything)
     return np.exp(np.where(val <= 0, safe, lo))
 
 
@@ -509,31 +535,33 @@ def shape_heatmap(
     E, D = np.meshgrid(e, d)
     flat_e, flat_d = E.ravel(), D.ravel()
 
-    def loss(ps: np.ndarray) -> np.ndarray:
-        return _objective(ps, _solve_h(ps, flat_e, flat_d), sens, "second_moment", 2.0, 1.0)
+    def loss(ps: np.ndarray, h0: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        h = _solve_h(ps, flat_e, flat_d, h0)
+        return _objective(ps, h, sens, "second_moment", 2.0, 1.0), h
 
     coarse = _coarse_grid(p_max, 0.1)
     fine_offsets = np.round(np.arange(-10, 11) * 0.01, 10)
     total = coarse.size + fine_offsets.size + 1
-    best_val = loss(np.full(flat_e.shape, np.inf))
+    best_val, best_h = loss(np.full(flat_e.shape, np.inf), None)
     best_p = np.full(flat_e.shape, np.inf)
-    classical = {2.0: None, 1.0: None}
-    for i, q in enumerate(coarse):
-        val = loss(np.full(flat_e.shape, q))
-        if q in classical:
-            classical[q] = val
+    classical: dict[float, np.ndarray] = {}
+    h_prev = None
+    for i, q in enumerate(coarse):  # stage 1, warm-started from the previous shape
+        val, h_prev = loss(np.full(flat_e.shape, q), h_prev)
+        if q in (1.0, 2.0):
+            classical[float(q)] = val
         better = val < best_val
         best_val, best_p = np.where(better, val, best_val), np.where(better, q, best_p)
+        best_h = np.where(better, h_prev, best_h)
         report(progress, (i + 1) / total, f"shape p = {q:.1f}")
-    centre = best_p.copy()
-    for j, off in enumerate(fine_offsets):
-        q = np.clip(centre + off, 1.0, p_max)
-        q = np.where(np.isinf(centre), np.inf, q)
-        val = loss(q)
+    centre, centre_h = best_p.copy(), np.where(np.isinf(best_p), 1.0, best_h)
+    for j, off in enumerate(fine_offsets):  # stage 2: step 0.01 around each stage-1 optimum
+        q = np.where(np.isinf(centre), np.inf, np.clip(centre + off, 1.0, p_max))
+        val, _ = loss(q, centre_h)
         better = val < best_val
         best_val, best_p = np.where(better, val, best_val), np.where(better, q, best_p)
         report(progress, (coarse.size + j + 1) / total, "refining")
-    uniform = loss(np.full(flat_e.shape, np.inf))
+    uniform, _ = loss(np.full(flat_e.shape, np.inf), None)
     stack = np.vstack([classical[1.0], classical[2.0], uniform])
     k = np.argmin(stack, axis=0)
     classical_val = stack[k, np.arange(k.size)]
