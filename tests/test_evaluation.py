@@ -1,0 +1,38 @@
+"""Held-out evaluation (000 Sec. IV-A) on heart with a small number of repetitions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mdp_core as core
+from mdp_core import DataError, DepHDPConfig, evaluate_dephdp, split_encoded
+
+
+@pytest.fixture(scope="module")
+def heart() -> core.Encoded:
+    df = core.load_dataset("heart")
+    return core.discretize(df, core.infer_schema(df, target="target"))
+
+
+def test_split_is_a_partition(heart: core.Encoded) -> None:
+    fit, test = split_encoded(heart, 0.625, np.random.default_rng(0))
+    assert len(fit.codes) == round(0.625 * len(heart.codes)) and len(fit.codes) + len(test.codes) == len(
+        heart.codes
+    )
+    assert fit.fingerprint != heart.fingerprint
+    with pytest.raises(DataError, match="fit_fraction"):
+        split_encoded(heart, 1.5, np.random.default_rng(0))
+
+
+def test_evaluation_table(heart: core.Encoded) -> None:
+    res = evaluate_dephdp(heart, DepHDPConfig(), eps_values=(2.0, 10.0), repetitions=4, seed=0)
+    t = res.table
+    assert set(t.method) == set(core.METHODS_EVALUATED) and len(t) == 10
+    np.testing.assert_allclose(t.lo, t["mean"] - 1.96 * t.sd)
+    assert (t.sd > 0).all() and (t["mean"] > 0).all()
+    piv = res.pivot()
+    assert piv.loc[10.0, "DepHDP"] < piv.loc[10.0, "SPL+DPN"]  # clear gap at a large budget
+    assert (res.pivot("surrogate")["DepHDP"] <= res.pivot("surrogate").min(axis=1) + 1e-12).all()
+    with pytest.raises(DataError, match="repetitions"):
+        evaluate_dephdp(heart, DepHDPConfig(), repetitions=1)

@@ -1,0 +1,97 @@
+"""run_dephdp end to end on heart: composition, verification, baselines, caching, surrogate, privatize."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import mdp_core as core
+from mdp_core import DataError, DepHDPConfig, budget_norm, dual_exponent, mdp_violation, run_dephdp
+
+
+@pytest.fixture(scope="module")
+def fit() -> core.Encoded:
+    df = core.load_dataset("heart")
+    enc = core.discretize(df, core.infer_schema(df, target="target"))
+    return core.split_encoded(enc, 0.625, np.random.default_rng(0))[0]
+
+
+@pytest.fixture(scope="module")
+def result(fit: core.Encoded) -> core.DepHDPResult:
+    return run_dephdp(fit, DepHDPConfig(eps=2.0))
+
+
+def test_groups_partition_the_released_attributes(result: core.DepHDPResult, fit: core.Encoded) -> None:
+    flat = [a for g in result.groups for a in g]
+    assert sorted(flat) == sorted(c for c in fit.columns if c != "target")
+    assert all(pr.domain_size <= result.config.max_group_domain for pr in result.profiles)
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0, np.inf])
+def test_composition_and_every_channel_verified(fit: core.Encoded, p: float) -> None:
+    res = run_dephdp(fit, DepHDPConfig(eps=1.5, p=p, tau_dpn=0.5))
+    q = dual_exponent(p)
+    assert budget_norm(res.eps_used, q) <= 1.5 * (1 + 1e-12)
+    for pr, P, e in zip(res.profiles, res.mechanism.channels, res.mechanism.eps, strict=True):
+        np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
+        assert mdp_violation(P, pr.dist, e) <= 1e-9
+    for name, b in res.baselines.items():
+        assert budget_norm(b.eps, q) <= 1.5 * (1 + 1e-12), name
+        assert res.value <= b.value + 1e-12, name
+
+
+def test_selection_follows_eq24(result: core.DepHDPResult) -> None:
+    cfg = result.config
+    for pr, sel in zip(result.profiles, result.selection, strict=True):
+        expect = pr.domain_size <= min(cfg.tau_dim, cfg.opt_max_domain) and pr.radial <= cfg.tau_dpn
+        assert sel == ("OPT" if expect else "DPN")
+        if "OPT" in pr.curves:  # OPT never worse than EM + remap, which is never worse than EM
+            assert np.all(pr.curves["OPT"] <= pr.curves["RMP"] + 1e-9)
+        assert np.all(pr.curves["RMP"] <= pr.curves["DPN"] + 1e-9)
+
+
+def test_sandwich_and_realised_value(result: core.DepHDPResult) -> None:
+    a = result.allocation
+    assert a.lower_bound <= a.value + 1e-12
+    assert result.lower_bound <= result.value
+    K = len(result.profiles)
+    idx = np.searchsorted(result.eps_grid, result.eps_used)
+    s = result.surrogate
+    expect = s.beta0 + float(np.dot(s.betas, result.curves[np.arange(K), idx]))
+    assert result.value == pytest.approx(expect)
+
+
+def test_threshold_changes_reuse_cached_profiles(fit: core.Encoded, result: core.DepHDPResult) -> None:
+    t0 = time.perf_counter()
+    res = run_dephdp(fit, replace(result.config, eps=5.0, tau_dpn=0.9, tau_dim=20, score="mse"))
+    assert time.perf_counter() - t0 < 2.0
+    assert all(a is b for a, b in zip(res.profiles, result.profiles, strict=True))
+
+
+def test_record_task_surrogate_is_exact(fit: core.Encoded) -> None:
+    res = run_dephdp(fit, DepHDPConfig(eps=2.0, task="record", opt_max_domain=8, calibration_pairs=400))
+    s = res.surrogate  # the squared record distance is the sum of the group losses
+    assert s.r2_heldout == pytest.approx(1.0, abs=1e-9)
+    np.testing.assert_allclose(s.betas, 1.0, atol=1e-6)
+    assert s.beta0 == pytest.approx(0.0, abs=1e-9)
+
+
+def test_privatize_keeps_domains(result: core.DepHDPResult, fit: core.Encoded) -> None:
+    out = result.privatize(fit.codes, np.random.default_rng(1))
+    assert list(out.columns) == [c for c in fit.columns if c != "target"]
+    for c in out.columns:
+        assert out[c].between(0, fit.domain_sizes[c] - 1).all()
+    with pytest.raises(DataError, match="lacks"):
+        result.privatize(fit.codes.drop(columns=["age"]), np.random.default_rng(1))
+
+
+def test_config_validation() -> None:
+    with pytest.raises(DataError, match="tau_dpn"):
+        DepHDPConfig(tau_dpn=2.0)
+    with pytest.raises(DataError, match="task"):
+        DepHDPConfig(task="nope")
+    with pytest.raises(TypeError, match="Encoded"):
+        run_dephdp("heart", DepHDPConfig())  # type: ignore[arg-type]

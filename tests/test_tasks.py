@@ -1,0 +1,71 @@
+"""Tasks: gamma(U(x), U(y)) against direct computation; population metrics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mdp_core as core
+from mdp_core import DataError, make_task
+
+
+@pytest.fixture(scope="module")
+def heart() -> core.Encoded:
+    df = core.load_dataset("heart")
+    return core.discretize(df, core.infer_schema(df, target="target"))
+
+
+def test_record_task_is_sum_of_squared_component_distances(heart: core.Encoded) -> None:
+    task = make_task("record", heart)
+    assert "target" not in task.attributes
+    codes = heart.codes[list(task.attributes)].to_numpy()
+    rng = np.random.default_rng(0)
+    y = codes[rng.permutation(len(codes))]
+    expected = sum(heart.components[a][codes[:, j], y[:, j]] ** 2 for j, a in enumerate(task.attributes))
+    np.testing.assert_allclose(task.loss(codes, y), expected, atol=1e-12)
+
+
+def test_mismatch_is_fraction_of_changed_attributes(heart: core.Encoded) -> None:
+    task = make_task("mismatch", heart)
+    codes = heart.codes[list(task.attributes)].to_numpy()
+    y = codes.copy()
+    y[:, 0] = (y[:, 0] + 1) % heart.domain_sizes[task.attributes[0]]
+    y[:5, 1] = (y[:5, 1] + 1) % heart.domain_sizes[task.attributes[1]]
+    expected = ((codes != y).sum(axis=1)) / len(task.attributes)
+    np.testing.assert_allclose(task.loss(codes, y), expected, atol=1e-12)
+
+
+def test_prediction_model_predicts_the_target(heart: core.Encoded) -> None:
+    task = make_task("prediction", heart)
+    codes = heart.codes[list(task.attributes)].to_numpy()
+    u = task.utility(codes).ravel()
+    y = heart.codes["target"].to_numpy()
+    assert np.all((u > 0) & (u < 1))
+    assert np.mean((u > 0.5) == (y == 1)) > 0.8  # a sensible model of the target on its training data
+    assert np.all(task.loss(codes, codes) == 0)
+
+
+def test_threshold_task_and_errors(heart: core.Encoded) -> None:
+    task = make_task("threshold", heart, attribute="age", threshold=55)
+    codes = heart.codes[list(task.attributes)].to_numpy()
+    above = (heart.levels["age"][codes[:, 0]] >= 55).astype(float)
+    np.testing.assert_allclose(task.utility(codes).ravel(), above)
+    with pytest.raises(DataError, match="must be one of"):
+        make_task("nope", heart)
+    no_target = core.discretize(core.load_dataset("heart"), core.infer_schema(core.load_dataset("heart")))
+    with pytest.raises(DataError, match="target"):
+        make_task("prediction", no_target)
+
+
+def test_population_metrics() -> None:
+    a = np.array([[0, 0], [1, 1], [0, 1], [1, 0]])
+    assert core.population_metrics(a, a) == {
+        "marginal_tv": 0.0,
+        "entropy_change": 0.0,
+        "total_correlation_change": 0.0,
+    }
+    b = np.array([[0, 0], [0, 0], [0, 1], [1, 0]])
+    # both marginals move from (1/2, 1/2) to (3/4, 1/4): TV 1/4 each
+    assert core.marginal_tv(a, b) == pytest.approx(0.25)
+    h = lambda p: -sum(x * np.log(x) for x in p if x > 0)  # noqa: E731
+    assert core.entropy_change(a, b) == pytest.approx(abs(h([0.5, 0.5]) - h([0.75, 0.25])))
