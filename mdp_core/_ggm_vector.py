@@ -1,7 +1,7 @@
-"""Vector queries for the generalized Gaussian mechanism: Monte Carlo + empirical Bernstein (003 Sec. 3.4-3.6).
+"""Vector queries for the GGM: Monte Carlo + empirical Bernstein (003 Sec. 3.4-3.6).
 
-A ``d``-dimensional query with coordinate-wise sensitivity vector ``Delta`` gets i.i.d. ``GG(0, b, p)`` noise in
-every coordinate. The worst shift over the sensitivity box is its corner ``Delta`` (003 Lemma 3.5), and
+A ``d``-dimensional query with coordinate-wise sensitivity vector ``Delta`` gets i.i.d. ``GG(0, b, p)`` noise
+in every coordinate. The worst shift over the sensitivity box is its corner ``Delta`` (003 Lemma 3.5), and
 
     delta_{p,b}(Delta) = E_W[(1 - exp(eps - L(W)))_+],   L(W) = sum_i |W_i - Delta_i / b|^p - |W_i|^p,
 
@@ -121,7 +121,7 @@ def ggm_scale_vector(
     *,
     rng: np.random.Generator,
     alpha: float = 1e-3,
-    n_pilot: int = 20_000,
+    n_pilot: int = 50_000,
     n_samples: int = 200_000,
     max_attempts: int = 12,
 ) -> VectorScale:
@@ -129,8 +129,8 @@ def ggm_scale_vector(
 
     Exact when only one coordinate is non-zero (the 1-D solve, 003 Prop. 5.1) or ``p = inf``
     (``1 - prod_i (1 - Delta_i / (2 b))_+ = delta``, solved by ``brentq``). Otherwise: a pilot proposes ``b``
-    such that the predicted certification bound is ``0.98 delta``; fresh samples certify
-    ``U_n(alpha_k; b) <= delta`` with ``alpha_k = alpha / 2^(k+1)``, enlarging ``b`` by 2 % on failure.
+    such that the predicted certification bound is ``0.97 delta``; fresh samples certify
+    ``U_n(alpha_k; b) <= delta`` with ``alpha_k = alpha / 2^(k+1)``, enlarging ``b`` by 1 % on failure.
 
     Returns
     -------
@@ -162,22 +162,19 @@ def ggm_scale_vector(
     def predicted(log_b: float) -> float:
         x = _excess(pilot, sens / np.exp(log_b), eps, pf)
         radius = np.sqrt(2.0 * x.var(ddof=1) * log_term / n) + 7.0 * log_term / (3.0 * (n - 1))
-        return float(x.mean() + radius - 0.98 * delta)
+        return float(x.mean() + radius - 0.97 * delta)
 
     start = np.log(ggm_scale(pf, eps, delta, float(np.linalg.norm(sens, 1))))
     lo, hi = start - np.log(2.0 * d), start + 1.0
     while predicted(hi) > 0:
         lo, hi = hi, hi + 1.0
-    if predicted(lo) > 0:
-        log_b = brentq(predicted, lo, hi, xtol=1e-6)
-    else:
-        log_b = lo
+    log_b = brentq(predicted, lo, hi, xtol=1e-6) if predicted(lo) > 0 else lo
     b = float(np.exp(log_b))
     for k in range(max_attempts):
         alpha_k = alpha / 2.0 ** (k + 1)
         w = _standard_samples(pf, n, d, rng)
         _, _, upper = _bernstein(_excess(w, sens / b, eps, pf), alpha_k)
         if upper <= delta:
-            return VectorScale(pf, b, eps, delta, alpha, upper, n, k + 1, False)
-        b *= 1.02
+            return VectorScale(pf, b, eps, delta, alpha, float(upper), n, k + 1, False)
+        b *= 1.01
     raise DataError(f"could not certify a scale within {max_attempts} attempts; raise n_samples")

@@ -16,7 +16,8 @@ with ``F`` the standard GG cdf (``scipy.stats.gennorm``; evaluated here through 
 with an asymptotic continuation in the far tail). ``delta_p`` increases with ``h`` and
 ``d delta / dh = e^eps f(x* - h)`` (envelope theorem), so ``b(p) = Delta / h*`` with ``delta_p(h*) = delta``
 is found by safeguarded Newton in ``log h``. Closed forms: ``p = 1`` gives
-``b = Delta / (eps - 2 ln(1 - delta))``; ``p = 2`` the analytic Gaussian mechanism with ``sigma = b / sqrt 2``;
+``b = Delta / (eps - 2 ln(1 - delta))``; ``p = 2`` the analytic Gaussian mechanism with
+``sigma = b / sqrt 2``;
 ``p = inf`` gives ``b = Delta / (2 delta)`` (independent of ``eps``).
 """
 
@@ -107,8 +108,8 @@ def _loss_log(t: np.ndarray, h: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, 
     """``G = ln g(s)`` and ``dG/d ln s`` for ``g(s) = (s + h/2)^p - |s - h/2|^p``, ``s = e^t``."""
     s = np.exp(t)
     a = s + 0.5 * h
-    r = np.minimum(0.5 * h / s, 2.0 * s / h)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        r = np.minimum(0.5 * h / s, 2.0 * s / h)
         log_ratio = -2.0 * np.arctanh(np.minimum(r, 1.0))  # ln(|s - h/2| / (s + h/2))
         G = p * np.log(a) + np.log(-np.expm1(p * log_ratio))
         q = np.exp(log_ratio)
@@ -195,15 +196,16 @@ def _log_delta_std(h: np.ndarray, eps: np.ndarray, p: np.ndarray) -> tuple[np.nd
     return log_delta, np.where(capped, np.nan, slope)
 
 
-def _solve_h(p: object, eps: object, delta: object, h0: np.ndarray | None = None) -> np.ndarray:
-    """``h* = Delta / b(p)`` with ``delta_p(h*) <= delta`` (rounded to the private side); ``h0`` warm start."""
+def _solve_h(p: object, eps: object, delta: object, h0: object = None) -> np.ndarray:
+    """``h* = Delta / b(p)`` with ``delta_p(h*) <= delta`` (private side); ``h0``: warm start."""
     p, eps, delta = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (p, eps, delta)))
     out = np.empty(p.shape)
     lap = p == 1.0
     uni = np.isinf(p)
     gen = ~(lap | uni)
-    out[lap] = eps[lap] - 2.0 * np.log1p(-delta[lap])
-    out[uni] = 2.0 * delta[uni]
+    safe = 1.0 - 1e-12  # closed forms rounded to the private side, like the numerical roots
+    out[lap] = (eps[lap] - 2.0 * np.log1p(-delta[lap])) * safe
+    out[uni] = 2.0 * delta[uni] * safe
     if gen.any():
         guess = None if h0 is None else np.broadcast_to(h0, p.shape)[gen]
         out[gen] = _solve_h_general(p[gen], eps[gen], delta[gen], guess)
@@ -304,7 +306,7 @@ def ggm_scale(p: float, eps: float, delta: float, sensitivity: float = 1.0) -> f
 
 
 def ggm_moment(p: float, scale: float, m: float = 2.0) -> float:
-    """``E|Z|^m = b^m Gamma((m + 1) / p) / Gamma(1 / p)``; ``b^m / (m + 1)`` for ``p = inf`` (003 Sec. 5.2)."""
+    """``E|Z|^m = b^m Gamma((m + 1) / p) / Gamma(1 / p)``; ``b^m / (m + 1)`` if ``p = inf`` (003 5.2)."""
     p = _check_p(p)
     b = check_positive(scale, "scale")
     m = check_positive(m, "m")
@@ -319,7 +321,7 @@ def ggm_second_moment(p: float, scale: float) -> float:
 
 
 def ggm_tolerance(p: float, scale: float, t: float) -> float:
-    """``P(|Z| <= t) = P(1/p, (t/b)^p)`` (regularised lower gamma); ``min(1, t/b)`` for ``p = inf`` (003 6.8)."""
+    """``P(|Z| <= t) = P(1/p, (t/b)^p)`` (regularised lower gamma); ``min(1, t/b)`` if ``p = inf``."""
     p = _check_p(p)
     b = check_positive(scale, "scale")
     t = check_positive(t, "t")
@@ -329,7 +331,7 @@ def ggm_tolerance(p: float, scale: float, t: float) -> float:
 
 
 def ggm_logpdf(z: object, p: float, scale: float) -> np.ndarray:
-    """Log density ``ln f(z) = ln(p / (2 b Gamma(1/p))) - (|z| / b)^p``; ``-ln 2b`` on ``[-b, b]`` if ``p = inf``."""
+    """Log density ``ln(p / (2 b Gamma(1/p))) - (|z| / b)^p``; ``-ln 2b`` on ``[-b, b]`` if ``p = inf``."""
     p = _check_p(p)
     b = check_positive(scale, "scale")
     z = np.asarray(z, dtype=np.float64)
@@ -427,11 +429,12 @@ def select_shape(
     """Choose the GG shape minimising a scale-homogeneous loss at the feasible scale (003 Sec. 4, 6.1, 6.8).
 
     The loss ``J(p) = L(p, b(p))`` is ``E|Z|^2 = b^2 Gamma(3/p) / Gamma(1/p)`` by default, ``E|Z|^m``
-    (``criterion="moment"``) or the miss probability ``P(|Z| > t)`` (``criterion="tolerance"``, i.e. maximise
-    the tolerance accuracy ``H_t = P(|Z| <= t)``). Search: ``J`` on the grid ``1, 1 + coarse_step, ..., p_max``
-    (exact scales, one vectorised solve), then bounded Brent refinement (to ``p_tol``) of every local minimum of
-    the samples within its two neighbouring grid cells, so every candidate minimum at grid resolution is
-    bracketed; ``p = inf`` is compared exactly. Classical = best of ``p in {1, 2, inf}``.
+    (``criterion="moment"``) or the miss probability ``P(|Z| > t)`` (``criterion="tolerance"``, i.e.
+    maximise the tolerance accuracy ``H_t = P(|Z| <= t)``). Search: ``J`` on the grid
+    ``1, 1 + coarse_step, ..., p_max`` (exact scales, one vectorised solve), then bounded Brent refinement
+    (to ``p_tol``) of every local minimum of the samples within its two neighbouring grid cells, so every
+    candidate minimum at grid resolution is bracketed; ``p = inf`` is compared exactly. Classical = best of
+    ``p in {1, 2, inf}``.
 
     Parameters
     ----------
