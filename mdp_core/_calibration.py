@@ -25,6 +25,7 @@ from mdp_core.leakage import (
     _check_codes,
     _dt_eval,
     _dt_kink,
+    _log_ratio,
     conditional,
     cpl_hull,
     dependency_triad,
@@ -95,13 +96,8 @@ class PairwiseLeakage:
             B, A, starts, targets = self._hull[j]
             out = np.zeros(self.n)
             if B.size:
-                t = -np.expm1(-eps_j)
-                if eps_j < 1.0:
-                    vals = np.log1p(-t * (1.0 - A)) - np.log1p(-t * (1.0 - B))
-                else:
-                    e = np.exp(-eps_j)
-                    vals = np.log(e + t * A) - np.log(e + t * B)
-                out[targets] = np.maximum(np.maximum.reduceat(vals, starts), 0.0)
+                vals = _log_ratio(B, A, eps_j)
+                out[targets] = np.minimum(np.maximum(np.maximum.reduceat(vals, starts), 0.0), eps_j)
         out = np.asarray(out, dtype=np.float64).copy()
         out[j] = 0.0
         return out

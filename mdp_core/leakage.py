@@ -45,6 +45,8 @@ __all__ = [
 ]
 
 _BLOCK = 2_000_000  # entries per (rows x rows x b) block when scanning all pairs
+_HULL_KEEP_B = 1e-6  # hull pruning keeps every point with G'(S) below this (see cpl_hull)
+_TINY = 1e-300  # denominators below this count as zero (their mass joins delta), so ratios stay finite
 
 
 # ----------------------------------------------------------------------------------------------- input
@@ -127,7 +129,7 @@ def _pair_points(cond: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     step = max(1, _BLOCK // max(b, 1))
     for start in range(0, xs.size, step):
         g, gp = cond[xs[start : start + step]], cond[xps[start : start + step]]
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             key = np.where(gp > 0, g / np.where(gp > 0, gp, 1.0), np.where(g > 0, np.inf, 0.0))
         order = np.argsort(-key, axis=1, kind="stable")
         as_.append(np.cumsum(np.take_along_axis(g, order, axis=1), axis=1).ravel())
@@ -154,11 +156,31 @@ def cpl_hull(cond: object) -> tuple[np.ndarray, np.ndarray]:
         aug = np.vstack([pts, [1.0, 0.0]])
         try:
             hull = ConvexHull(aug)
-            idx = hull.vertices[hull.vertices < len(pts)]
-            pts = np.vstack([[0.0, 0.0], pts[idx]])
+            keep = np.zeros(len(aug), dtype=bool)
+            keep[hull.vertices] = True
+            # Near B = 0 the ratio is so sensitive (d ln f / dB up to 1/B) that qhull's rounding tolerance
+            # could drop a decisive point: keep every point with B < 1e-6 (few: sparse prefixes).
+            keep[: len(pts)] |= pts[:, 0] < _HULL_KEEP_B
+            pts = np.vstack([[0.0, 0.0], pts[keep[: len(pts)]]])
         except QhullError:  # degenerate (collinear) input: keep every point, still exact
             pass
     return pts[:, 0].copy(), pts[:, 1].copy()
+
+
+def _log_ratio(B: np.ndarray, A: np.ndarray, eps: np.ndarray | float) -> np.ndarray:
+    """ln (1 + c A) / (1 + c B), c = e^eps - 1, as ln(e^-eps + t A) - ln(e^-eps + t B), t = 1 - e^-eps.
+
+    ``log1p`` for eps < 1; ``logaddexp(-eps, ln t + ln A)`` above (exact even when e^-eps underflows).
+    """
+    eps = np.asarray(eps, dtype=np.float64)
+    t = -np.expm1(-eps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if np.all(eps < 1.0):
+            return np.log1p(-t * (1.0 - A)) - np.log1p(-t * (1.0 - B))
+        log_t, log_a, log_b = np.log(t), np.log(A), np.log(B)
+        large = np.logaddexp(-eps, log_t + log_a) - np.logaddexp(-eps, log_t + log_b)
+        small = np.log1p(-t * (1.0 - A)) - np.log1p(-t * (1.0 - B))
+    return np.where(eps < 1.0, small, large)
 
 
 def cpl_from_hull(hull: tuple[np.ndarray, np.ndarray], eps: object) -> np.ndarray | float:
@@ -170,13 +192,8 @@ def cpl_from_hull(hull: tuple[np.ndarray, np.ndarray], eps: object) -> np.ndarra
     e = _check_eps_array(eps)
     B, A = (np.asarray(v, dtype=np.float64) for v in hull)
     flat = e.reshape(-1, 1)
-    t = -np.expm1(-flat)
-    small = flat < 1.0
-    with np.errstate(divide="ignore"):
-        num = np.where(small, np.log1p(-t * (1.0 - A)), np.log(np.exp(-flat) + t * A))
-        den = np.where(small, np.log1p(-t * (1.0 - B)), np.log(np.exp(-flat) + t * B))
-    out = np.maximum((num - den).max(axis=1, initial=0.0), 0.0) if B.size else np.zeros(flat.shape[0])
-    out = out.reshape(e.shape)
+    out = np.maximum(_log_ratio(B, A, flat).max(axis=1, initial=0.0), 0.0)
+    out = np.minimum(out.reshape(e.shape), e)
     return float(out) if out.ndim == 0 else out
 
 
@@ -315,10 +332,10 @@ def _pair_parameters(lo: np.ndarray, hi: np.ndarray) -> tuple[float, float, floa
         Up, Lp = hi[None, :, :], lo[None, :, :]  # rows x' (the denominator G')
         off = np.ones((U.shape[0], a), dtype=bool)
         off[np.arange(U.shape[0]), np.arange(X.start, X.stop)] = False
-        pos = Lp > 0
-        with np.errstate(divide="ignore", invalid="ignore"):
+        pos = Lp > _TINY  # smaller denominators go to the sparse mass delta (still a valid bound)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             ratio = np.where(pos, U / np.where(pos, Lp, 1.0), -np.inf)
-            inv = np.where(L > 0, Up / np.where(L > 0, L, 1.0), -np.inf)
+            inv = np.where(L > _TINY, Up / np.where(L > _TINY, L, 1.0), -np.inf)
         best = ratio.max(axis=2)[off]
         if best.size:
             alpha = max(alpha, float(np.log(max(best.max(), 1.0))))
@@ -326,14 +343,17 @@ def _pair_parameters(lo: np.ndarray, hi: np.ndarray) -> tuple[float, float, floa
             gamma = max(gamma, float(np.log(max(inv_best.max(), 1.0))))
         # delta: mass of G where G' may vanish, tightened by the row-sum constraint
         sparse = np.where(~pos, U, 0.0).sum(axis=2)
-        sparse = np.minimum(sparse, 1.0 - np.where(pos, L, 0.0).sum(axis=2))
+        sparse = np.minimum(sparse, 1.0 - np.where(pos, L, 0.0).sum(axis=2) + (b + 2) * 2.3e-16)
         # phi: max over the box of TV(G, G') <= min of four relaxations (exact when Delta = 0)
+        # (only the first is free of the identity sum G = sum G' = 1, which holds to rounding only: the
+        # others get a rounding slack to stay on the safe side)
+        slack = (b + 2) * np.finfo(np.float64).eps
         tv = np.minimum.reduce(
             [
                 np.maximum(U - Lp, 0.0).sum(axis=2),
-                np.maximum(U, Up).sum(axis=2) - 1.0,
-                1.0 - np.minimum(L, Lp).sum(axis=2),
-                np.maximum(Up - L, 0.0).sum(axis=2),
+                np.maximum(U, Up).sum(axis=2) - 1.0 + slack,
+                1.0 - np.minimum(L, Lp).sum(axis=2) + slack,
+                np.maximum(Up - L, 0.0).sum(axis=2) + slack,
             ]
         )
         if off.any():
@@ -394,18 +414,17 @@ def _dt_kink(alpha: np.ndarray, phi: np.ndarray, delta: np.ndarray) -> np.ndarra
 def _dt_eval(phi: np.ndarray, delta: np.ndarray, u: np.ndarray, eps: np.ndarray | float) -> np.ndarray:
     """ln max(1 + c delta, 1 + c phi / (1 + c u)) with c = e^eps - 1; broadcasts.
 
-    Written as ``ln(1 + phi / (1/c + u))`` and, for eps > 30, ``eps + ln(delta + e^-eps (1 - delta))``, so
-    nothing overflows.
+    In logs, without overflow or underflow at any eps: with ln c = eps + ln(1 - e^-eps),
+    ``ln(1 + c delta) = logaddexp(0, ln c + ln delta)`` and ``ln(1 + c phi / (1 + c u)) =
+    logaddexp(D, ln phi) - D`` with ``D = ln(1/c + u) = logaddexp(-ln c, ln u)``.
     """
     eps = np.asarray(eps, dtype=np.float64)
-    inv_c = np.exp(-eps) / -np.expm1(-eps)  # 1 / (e^eps - 1)
-    kink = np.log1p(phi / (inv_c + u))
-    if np.all(eps <= 30.0):
-        sparse = np.log1p(np.expm1(eps) * delta)
-    else:
-        with np.errstate(divide="ignore"):
-            big = eps + np.log(delta + np.exp(-eps) * (1.0 - delta))
-        sparse = np.where(eps > 30.0, big, np.log1p(np.expm1(np.minimum(eps, 30.0)) * delta))
+    log_c = eps + np.log(-np.expm1(-eps))
+    with np.errstate(divide="ignore"):
+        log_phi, log_delta, log_u = np.log(phi), np.log(delta), np.log(u)
+    den = np.logaddexp(-log_c, log_u)
+    kink = np.logaddexp(den, log_phi) - den
+    sparse = np.logaddexp(0.0, log_c + log_delta)
     return np.maximum(np.maximum(kink, sparse), 0.0)
 
 
