@@ -46,6 +46,7 @@ __all__ = [
     "ggm_pdf",
     "ggm_sample",
     "ggm_scale",
+    "ggm_scale_curve",
     "ggm_scale_vector",
     "ggm_second_moment",
     "ggm_tolerance",
@@ -303,6 +304,30 @@ def ggm_scale(p: float, eps: float, delta: float, sensitivity: float = 1.0) -> f
     delta = _check_delta(delta)
     sens = check_positive(sensitivity, "sensitivity")
     return float(sens / _solve_h(np.array([p]), np.array([eps]), np.array([delta]))[0])
+
+
+def ggm_scale_curve(p_values: object, eps: float, delta: float, sensitivity: float = 1.0) -> np.ndarray:
+    """The scale map ``p -> b(p)`` (003 Sec. 4.1) at many shapes in one vectorised exact solve.
+
+    Parameters
+    ----------
+    p_values : array_like
+        Shapes in ``[1, inf]``.
+    eps, delta, sensitivity : float
+        As in :func:`ggm_scale`.
+
+    Returns
+    -------
+    ndarray
+        ``b(p)`` for every shape (same shape as ``p_values``), each equal to ``ggm_scale(p, ...)``.
+    """
+    ps = np.asarray(p_values, dtype=np.float64)
+    if ps.size == 0 or np.any(np.isnan(ps)) or np.any(ps < 1.0):
+        raise DataError("p_values must be non-empty shapes in [1, inf]")
+    eps = check_eps(eps)
+    delta = _check_delta(delta)
+    sens = check_positive(sensitivity, "sensitivity")
+    return sens / _solve_h(ps, eps, delta)
 
 
 def ggm_moment(p: float, scale: float, m: float = 2.0) -> float:

@@ -19,6 +19,7 @@ from mdp_core.ggm import (
     ggm_pdf,
     ggm_sample,
     ggm_scale,
+    ggm_scale_curve,
     ggm_scale_vector,
     ggm_second_moment,
     ggm_tolerance,
@@ -283,3 +284,11 @@ def test_vector_scale_certified_by_fresh_samples() -> None:
         ggm_scale_vector(1.3, 1.0, 0.01, [0.0, 0.0], rng=rng)
     with pytest.raises(TypeError, match="rng"):
         ggm_scale_vector(1.3, 1.0, 0.01, [1.0, 2.0], rng=42)  # type: ignore[arg-type]
+
+
+def test_scale_curve_matches_scalar_scale() -> None:
+    ps = np.array([1.0, 1.5, 2.0, 7.0, np.inf])
+    curve = ggm_scale_curve(ps, 0.7, 1e-4, 2.0)
+    assert curve == pytest.approx([ggm_scale(p, 0.7, 1e-4, 2.0) for p in ps], rel=1e-10)
+    with pytest.raises(DataError, match="p_values"):
+        ggm_scale_curve([0.5, 2.0], 1.0, 0.01)
