@@ -1,0 +1,98 @@
+"""Correlated leakage: how much releasing one attribute leaks about another, and budgets that bound it."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import ui.leakage as leak
+from ui.data import current_encoded
+from ui.state import get_state
+from ui.widgets import eps_slider
+
+st.title("Correlated leakage")
+st.caption(
+    "Releasing an attribute with ε-LDP also leaks about every attribute correlated with it "
+    "(Dependency Triad, seed 001). Pick a pair, move ε, then calibrate per-attribute budgets."
+)
+
+encoded = current_encoded()
+if encoded is None or len(encoded.columns) < 2:
+    st.info("Load a table with at least two attributes in the sidebar (or on the Data page) first.")
+    st.stop()
+
+columns = list(encoded.columns)
+left, right = st.columns(2)
+target = left.selectbox("Target (protected) attribute", columns, key="leak_target")
+others = [c for c in columns if c != target]
+other = right.selectbox("Released attribute", others, key="leak_other")
+eps = eps_slider("Privacy budget ε of the released attribute", key="leak_eps", default=1.0, lo=0.01, hi=20.0)
+
+mode = st.radio(
+    "Prior uncertainty",
+    leak.UNCERTAINTY_MODES,
+    horizontal=True,
+    key="leak_unc",
+    format_func={
+        "none": "none",
+        "relative": "relative error e",
+        "groups": "across groups",
+        "bootstrap": "bootstrap",
+    }.get,
+    help="How far the real conditional may be from the one in this table (001 Sec. V-D).",
+)
+e, groups = 0.1, None
+if mode == "relative":
+    e = st.slider("Relative error e (Δ = e·P)", 0.0, 0.5, 0.1, 0.01, key="leak_e")
+elif mode == "groups":
+    candidates = [c for c in columns if c not in (target, other) and encoded.domain_sizes[c] <= 50]
+    if not candidates:
+        st.info("No third attribute with at most 50 levels to group by.")
+        st.stop()
+    groups = st.selectbox("Group by (one source per level)", candidates, key="leak_groups")
+
+curves = leak.pair_curves(encoded, target, other, mode, e, groups, get_state().seed)
+
+col_a, col_b = st.columns([2, 3])
+col_a.plotly_chart(leak.conditional_figure(curves.cond, encoded, target, other), key="leak_cond_fig")
+col_b.plotly_chart(leak.cpl_figure(curves, eps), key="leak_cpl_fig")
+
+triad = curves.triad_unc if curves.triad_unc is not None else curves.triad
+st.subheader("Dependency Triad" + (" (with uncertainty)" if curves.triad_unc is not None else ""))
+for col, (symbol, value, meaning) in zip(st.columns(3), leak.triad_meanings(triad), strict=True):
+    col.metric(symbol, f"{value:.4g}")
+    col.caption(meaning)
+at_eps = leak.point_values(curves, eps)
+st.caption(
+    f"At ε = {eps:g}: CPL* = {at_eps['exact']:.4g}, DT = {at_eps['dt']:.4g}, "
+    f"(α, γ, δ) = {at_eps['agd']:.4g}"
+    + (f", DT with uncertainty = {at_eps['dt_unc']:.4g}" if "dt_unc" in at_eps else "")
+)
+
+st.header("All pairs")
+method = st.radio(
+    "Leakage model",
+    ("dt", "exact"),
+    horizontal=True,
+    key="leak_method",
+    format_func={"dt": "Dependency Triad (instant)", "exact": "Exact CPL*"}.get,
+)
+model = leak.pairwise_model(encoded, method)
+fig, table = leak.leakage_figure(model, eps)
+col_h, col_t = st.columns([3, 1])
+col_h.plotly_chart(fig, key="leak_pairs_fig")
+col_t.dataframe(table, hide_index=True, key="leak_tpl_table")
+
+st.header("Budget calibration")
+eps_bar = st.number_input(
+    "Target total leakage ε̄ per attribute",
+    min_value=0.05,
+    max_value=50.0,
+    value=3.0,
+    step=0.5,
+    key="leak_eps_bar",
+)
+cal = leak.calibration(encoded, method, 0.0, float(eps_bar))
+if not cal.success:
+    st.error(cal.message)
+st.plotly_chart(leak.calibration_figure(cal), key="leak_cal_fig")
+st.dataframe(cal.table(), hide_index=True, key="leak_cal_table")

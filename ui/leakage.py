@@ -1,0 +1,332 @@
+"""Cached leakage computations and plotly figures for the correlated-leakage page (seed 001).
+
+Everything that depends only on the table (conditionals, CPL* hulls, triads, the all-pairs model) is cached
+by the table's fingerprint, so moving the eps slider only re-evaluates O(1) formulas and hull scans.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+import mdp_core as core
+from ui.data import HASH_FUNCS
+
+__all__ = [
+    "EPS_GRID",
+    "PairCurves",
+    "calibration",
+    "calibration_figure",
+    "conditional_figure",
+    "cpl_figure",
+    "leakage_figure",
+    "pair_curves",
+    "pairwise_model",
+    "point_values",
+    "triad_meanings",
+]
+
+#: Budgets at which the curves are drawn (log axis).
+EPS_GRID = np.geomspace(0.01, 20.0, 120)
+UNCERTAINTY_MODES = ("none", "relative", "groups", "bootstrap")
+
+
+@dataclass(frozen=True)
+class PairCurves:
+    """CPL versus eps for one (target, other) pair, on :data:`EPS_GRID` (nats)."""
+
+    cond: np.ndarray
+    exact: np.ndarray
+    dt: np.ndarray
+    agd: np.ndarray
+    triad: core.DependencyTriad
+    dt_unc: np.ndarray | None = None
+    triad_unc: core.DependencyTriad | None = None
+    band_lo: np.ndarray | None = None
+    band_hi: np.ndarray | None = None
+    note: str = ""
+
+
+@st.cache_data(max_entries=64, hash_funcs=HASH_FUNCS, show_spinner=False)
+def pair_curves(
+    encoded: core.Encoded,
+    target: str,
+    other: str,
+    mode: str = "none",
+    e: float = 0.1,
+    groups: str | None = None,
+    seed: int = 0,
+) -> PairCurves:
+    """CPL*, DT, (alpha, gamma, delta) and, with ``mode`` != "none", DT under uncertainty."""
+    codes = encoded.codes
+    cond = core.conditional(codes, target, other)
+    triad = core.dependency_triad(cond)
+    base = {
+        "exact": core.cpl_exact(cond, EPS_GRID),
+        "dt": core.dt_cpl(triad, EPS_GRID),
+        "agd": core.dt_cpl(triad, EPS_GRID, calibrated=False),
+    }
+    if mode == "none":
+        return PairCurves(cond=cond, triad=triad, **base)
+    if mode == "relative":
+        unc = core.dependency_triad(cond, uncertainty=e)
+        return PairCurves(
+            cond=cond,
+            triad=triad,
+            triad_unc=unc,
+            dt_unc=core.dt_cpl(unc, EPS_GRID),
+            note=f"Δ = {e:.0%} · P",
+            **base,
+        )
+    if mode == "groups":
+        sources = core.source_conditionals(codes, target, other, groups=groups)
+        note = f"range over the {len(sources)} levels of {groups}"
+    else:
+        sources = core.source_conditionals(codes, target, other, n_boot=20, rng=np.random.default_rng(seed))
+        note = "range over 20 bootstrap resamples"
+    nominal, delta = core.uncertainty_from_sources(sources, method="range")
+    unc = core.dependency_triad(nominal, uncertainty=delta)
+    per_source = np.vstack([core.cpl_exact(_fill(s, nominal), EPS_GRID) for s in sources])
+    return PairCurves(
+        cond=cond,
+        triad=triad,
+        triad_unc=unc,
+        dt_unc=core.dt_cpl(unc, EPS_GRID),
+        band_lo=per_source.min(axis=0),
+        band_hi=per_source.max(axis=0),
+        note=note,
+        **base,
+    )
+
+
+def _fill(source: np.ndarray, nominal: np.ndarray) -> np.ndarray:
+    """A source's conditional with its missing rows (absent target levels) taken from the nominal."""
+    return np.where(np.isnan(source).any(axis=1, keepdims=True), nominal, source)
+
+
+@st.cache_resource(max_entries=8, hash_funcs=HASH_FUNCS, show_spinner=False)
+def pairwise_model(encoded: core.Encoded, method: str, e: float = 0.0) -> core.PairwiseLeakage:
+    """All ordered pairs (exact hulls or triads), built once per table; evaluating at any eps is cheap."""
+    bar = st.progress(0.0, text="Leakage for every pair of attributes…")
+    try:
+        return core.pairwise_leakage(
+            encoded.codes,
+            method=method,  # type: ignore[arg-type]
+            uncertainty=e or None,
+            progress=lambda f, msg: bar.progress(f, text=f"Pairwise leakage: {msg}"),
+        )
+    finally:
+        bar.empty()
+
+
+@st.cache_data(max_entries=32, hash_funcs=HASH_FUNCS, show_spinner="Calibrating budgets…")
+def calibration(encoded: core.Encoded, method: str, e: float, eps_bar: float) -> core.BudgetCalibration:
+    """Per-attribute budgets maximising their sum with every TPL <= eps_bar."""
+    return core.calibrate_budgets(pairwise_model(encoded, method, e), eps_bar)
+
+
+def triad_meanings(triad: core.DependencyTriad) -> list[tuple[str, float, str]]:
+    """(symbol, value, one-line meaning) for the three DT parameters."""
+    return [
+        ("α", triad.alpha, "largest log-ratio P(o|t)/P(o|t′): the leakage limit at large ε"),
+        (
+            "β",
+            triad.beta,
+            f"calibrated lower level: sets the small-ε slope φ = {triad.phi:.3g} (governs small ε)",
+        ),
+        ("δ", triad.delta, "sparsity: mass where the other row is zero (leakage grows like ε)"),
+    ]
+
+
+# -------------------------------------------------------------------------------------------- figures
+def _labels(values: np.ndarray) -> list[str]:
+    out = []
+    for v in values:
+        out.append(f"{v:.4g}" if isinstance(v, (float, np.floating)) else str(v))
+    return out
+
+
+def conditional_figure(cond: np.ndarray, encoded: core.Encoded, target: str, other: str) -> go.Figure:
+    """Heatmap of P(other | target): rows = target levels."""
+    fig = go.Figure(
+        go.Heatmap(
+            z=cond,
+            x=_labels(encoded.levels[other]),
+            y=_labels(encoded.levels[target]),
+            colorscale="Blues",
+            zmin=0.0,
+            zmax=1.0,
+            colorbar={"title": "P"},
+            hovertemplate=f"{target}=%{{y}}<br>{other}=%{{x}}<br>P=%{{z:.3f}}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=f"P({other} | {target})",
+        xaxis={"title": other, "type": "category"},
+        yaxis={"title": target, "type": "category", "autorange": "reversed"},
+        height=380,
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+    )
+    return fig
+
+
+def cpl_figure(curves: PairCurves, eps: float) -> go.Figure:
+    """CPL versus eps on a log axis: CPL*, DT, (alpha, gamma, delta), DT with uncertainty (+ band)."""
+    fig = go.Figure()
+    x = EPS_GRID.tolist()  # plain lists keep the figure spec readable JSON
+    if curves.band_lo is not None and curves.band_hi is not None:
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=curves.band_hi.tolist(),
+                mode="lines",
+                line={"width": 0},
+                showlegend=False,
+                hoverinfo="skip",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=curves.band_lo.tolist(),
+                mode="lines",
+                line={"width": 0},
+                fill="tonexty",
+                fillcolor="rgba(255,127,14,0.2)",
+                name="CPL* across sources",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=x, y=x, mode="lines", name="ε (no worse than this)", line={"color": "lightgray", "dash": "dot"}
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=curves.agd.tolist(),
+            mode="lines",
+            name="(α, γ, δ) uncalibrated",
+            line={"color": "gray", "dash": "dash"},
+        )
+    )
+    fig.add_trace(
+        go.Scatter(x=x, y=curves.dt.tolist(), mode="lines", name="DT (α, β, δ)", line={"color": "#1f77b4"})
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=curves.exact.tolist(),
+            mode="lines",
+            name="CPL* (exact)",
+            line={"color": "black", "width": 3},
+        )
+    )
+    if curves.dt_unc is not None:
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=curves.dt_unc.tolist(),
+                mode="lines",
+                name=f"DT with uncertainty ({curves.note})",
+                line={"color": "#ff7f0e"},
+            )
+        )
+    fig.add_vline(x=eps, line={"color": "red", "width": 1}, annotation_text=f"ε = {eps:g}")
+    top = float(np.max(curves.dt_unc if curves.dt_unc is not None else curves.agd))
+    fig.update_layout(
+        title="Leakage about the target when the other attribute is released with ε-LDP",
+        xaxis={"title": "ε of the released attribute", "type": "log"},
+        yaxis={"title": "CPL (nats)", "range": [0, 1.05 * max(top, 1e-3)]},
+        height=420,
+        legend={"orientation": "h", "y": -0.25},
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+    )
+    return fig
+
+
+def leakage_figure(model: core.PairwiseLeakage, eps: float) -> tuple[go.Figure, pd.DataFrame]:
+    """Heatmap of CPL_{j -> k}(eps) for all pairs, targets sorted by total leakage; and the TPL table."""
+    frame = core.leakage_matrix(model, eps)
+    tpl = pd.Series(core.total_leakage(model, eps), index=frame.columns, name="TPL")
+    order = list(tpl.sort_values(ascending=False).index)
+    frame = frame.loc[order, order]
+    fig = go.Figure(
+        go.Heatmap(
+            z=frame.to_numpy(),
+            x=order,
+            y=order,
+            colorscale="Reds",
+            zmin=0.0,
+            zmax=float(eps),
+            colorbar={"title": "CPL"},
+            hovertemplate="release %{y}<br>leaks about %{x}<br>CPL=%{z:.4f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=f"CPL(released → target) at ε = {eps:g} (targets sorted by total leakage)",
+        xaxis={"title": "target (leaks)", "type": "category"},
+        yaxis={"title": "released attribute", "type": "category", "autorange": "reversed"},
+        height=520,
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+    )
+    table = pd.DataFrame({"attribute": order, "TPL = ε + ΣCPL": tpl.loc[order].to_numpy()})
+    return fig, table
+
+
+def calibration_figure(cal: core.BudgetCalibration) -> go.Figure:
+    """Calibrated budgets next to the uniform split, with the total leakage each attribute then suffers."""
+    names = list(cal.columns)
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=names, y=cal.eps, name="calibrated ε", marker_color="#2ca02c"))
+    fig.add_trace(
+        go.Bar(
+            x=names, y=np.full(len(names), cal.uniform_eps), name="uniform split ε", marker_color="#aaaaaa"
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=names,
+            y=cal.tpl,
+            mode="markers",
+            name="TPL (calibrated)",
+            marker={"symbol": "diamond", "size": 10, "color": "#d62728"},
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=names,
+            y=cal.uniform_tpl,
+            mode="markers",
+            name="TPL (uniform)",
+            marker={"symbol": "circle-open", "size": 10, "color": "#555555"},
+        )
+    )
+    fig.add_hline(
+        y=cal.eps_bar, line={"dash": "dash", "color": "#d62728"}, annotation_text=f"ε̄ = {cal.eps_bar:g}"
+    )
+    fig.update_layout(
+        barmode="group",
+        title=f"Budgets: Σε = {cal.total:.3g} calibrated vs {cal.uniform_eps * len(names):.3g} uniform",
+        yaxis={"title": "nats"},
+        height=420,
+        legend={"orientation": "h", "y": -0.3},
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+    )
+    return fig
+
+
+def point_values(curves: PairCurves, eps: float) -> dict[str, float]:
+    """The curves' values at one eps (exact CPL* from the cached conditional; DT in O(1))."""
+    out = {
+        "exact": float(core.cpl_exact(curves.cond, eps)),
+        "dt": float(core.dt_cpl(curves.triad, eps)),
+        "agd": float(core.dt_cpl(curves.triad, eps, calibrated=False)),
+    }
+    if curves.triad_unc is not None:
+        out["dt_unc"] = float(core.dt_cpl(curves.triad_unc, eps))
+    return out
