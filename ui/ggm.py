@@ -263,5 +263,5 @@ def verdict(choice: core.ShapeChoice) -> str:
         )
     return (
         f"Shape selection is worth it: p = {p_label(choice.p)} cuts the loss by {gain:.1f} % against the "
-        f"best classical choice ({classical}). Large gains concentrate where ε is small and δ relatively large."
+        f"best classical choice ({classical}). Large gains concentrate at small ε and relatively large δ."
     )
