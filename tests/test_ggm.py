@@ -292,3 +292,12 @@ def test_scale_curve_matches_scalar_scale() -> None:
     assert curve == pytest.approx([ggm_scale(p, 0.7, 1e-4, 2.0) for p in ps], rel=1e-10)
     with pytest.raises(DataError, match="p_values"):
         ggm_scale_curve([0.5, 2.0], 1.0, 0.01)
+
+
+def test_reproduces_tolerance_example_of_003_sec_6_8() -> None:
+    """(eps, delta, t) = (0.1, 0.10, 4.38), Delta = 1: p* = 7.99, H_t 94.62 % against 87.61 % (Gaussian)."""
+    choice = select_shape(0.1, 0.1, 1.0, criterion="tolerance", t=4.38)
+    assert choice.p == pytest.approx(7.99, abs=0.01)
+    assert choice.classical_p == 2.0
+    assert 1 - choice.objective == pytest.approx(0.9462, abs=5e-5)
+    assert 1 - choice.classical_objective == pytest.approx(0.8761, abs=5e-5)
