@@ -8,10 +8,14 @@ import streamlit as st
 __all__ = ["eps_slider", "log_grid"]
 
 
-def log_grid(lo: float, hi: float, per_decade: int = 12) -> list[float]:
-    """Geometric grid from ``lo`` to ``hi`` with 3 significant digits (slider stops)."""
-    count = max(2, round(np.log10(hi / lo) * per_decade) + 1)
-    return sorted({float(f"{v:.3g}") for v in np.geomspace(lo, hi, count)})
+_MANTISSAS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)  # round stops, ratio about 1.25
+
+
+def log_grid(lo: float, hi: float) -> list[float]:
+    """Log-spaced round slider stops from ``lo`` to ``hi`` (…, 0.5, 0.6, 0.8, 1, 1.2, 1.5, 2, …)."""
+    decades = range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
+    stops = {round(m * 10.0**d, 12) for d in decades for m in _MANTISSAS}
+    return sorted({float(lo), float(hi)} | {v for v in stops if lo <= v <= hi})
 
 
 def eps_slider(
@@ -21,7 +25,7 @@ def eps_slider(
     default: float = 1.0,
     lo: float = 0.05,
     hi: float = 20.0,
-    help: str | None = "Log scale: each step multiplies ε by about 1.2.",
+    help: str | None = "Log scale: each step multiplies ε by about 1.25.",
     sidebar: bool = False,
 ) -> float:
     """A log-scale slider for a privacy budget; returns the chosen value."""
