@@ -149,11 +149,15 @@ def test_dt_never_below_cpl_exact(cond: np.ndarray, e: float | None) -> None:
 
 @given(conditionals(sparse=False, max_a=3, max_b=5))
 def test_dt_is_tight_at_both_ends_without_uncertainty(cond: np.ndarray) -> None:
+    cond = np.where(cond < 1e-6, 0.0, cond)  # well-conditioned: eps = alpha + 60 is then "infinite"
+    cond = cond / cond.sum(axis=1, keepdims=True)
     triad = dependency_triad(cond)
-    if triad.delta > 0:  # a zero denominator: both grow without bound (like eps)
-        assert dt_cpl(triad, 80.0) == pytest.approx(cpl_exact(cond, 80.0), abs=1e-9)
+    if triad.delta > 0:  # a zero denominator: both grow like eps + ln(delta) once eps >> alpha
+        large = triad.alpha + 60.0
+        assert dt_cpl(triad, large) - large == pytest.approx(math.log(triad.delta), abs=1e-6)
+        assert cpl_exact(cond, large) - large == pytest.approx(math.log(triad.delta), abs=1e-6)
         return
-    large = triad.alpha + 40.0  # eps -> inf: both tend to alpha (001 Cor. II.2)
+    large = triad.alpha + 60.0  # eps -> inf: both tend to alpha (001 Cor. II.2)
     assert dt_cpl(triad, large) == pytest.approx(triad.alpha, abs=1e-9)
     assert cpl_exact(cond, large) == pytest.approx(triad.alpha, abs=1e-9)
     small = 1e-7
