@@ -92,28 +92,24 @@ left, right = st.columns(2)
 left.plotly_chart(nmi_heatmap(nmi), key="data_heatmap")
 right.plotly_chart(graph_figure(graph, groups, encoded.domain_sizes, seed=state.seed), key="data_graph")
 
-left, right = st.columns(2)
-with left:
-    st.markdown(f"**{len(groups)} groups** at τ_group = {tau:.2f}")
-    st.dataframe(
-        pd.DataFrame(
-            {
-                "group": [f"G{k + 1}" for k in range(len(groups))],
-                "attributes": [", ".join(g) for g in groups],
-                "joint domain": [core.group_domain_size(g, encoded.domain_sizes) for g in groups],
-            }
-        ),
-        hide_index=True,
-        width="stretch",
-    )
-with right:
-    st.markdown("**Attribute pairs by NMI**")
-    st.dataframe(
-        core.nmi_pairs(nmi),
-        hide_index=True,
-        width="stretch",
-        height=300,
-        column_config={
-            "nmi": st.column_config.ProgressColumn("NMI", min_value=0, max_value=1, format="%.3f")
-        },
-    )
+st.markdown(f"**{len(groups)} groups** at τ_group = {tau:.2f}")
+st.dataframe(
+    pd.DataFrame(
+        {
+            "group": [f"G{k + 1}" for k in range(len(groups))],
+            "attributes": [", ".join(g) for g in groups],
+            "joint domain": [core.group_domain_size(g, encoded.domain_sizes) for g in groups],
+        }
+    ),
+    hide_index=True,
+    width="stretch",
+    column_config={"attributes": st.column_config.TextColumn(width="large")},
+)
+st.markdown("**Attribute pairs by NMI**")
+st.dataframe(
+    core.nmi_pairs(nmi),
+    hide_index=True,
+    width="stretch",
+    height=300,
+    column_config={"nmi": st.column_config.ProgressColumn("NMI", min_value=0, max_value=1, format="%.3f")},
+)

@@ -37,15 +37,18 @@ def dependency_order(nmi: pd.DataFrame) -> list[str]:
 
 
 def nmi_heatmap(nmi: pd.DataFrame) -> go.Figure:
+    """Off-diagonal NMI (the diagonal, always 1, is blank so that weak dependencies stay visible)."""
     order = dependency_order(nmi)
-    m = nmi.loc[order, order]
+    values = nmi.loc[order, order].to_numpy().copy()
+    np.fill_diagonal(values, np.nan)
+    top = float(np.nanmax(values)) if len(order) > 1 else 1.0
     fig = go.Figure(
         go.Heatmap(
-            z=m.to_numpy(),
+            z=values,
             x=order,
             y=order,
             zmin=0,
-            zmax=1,
+            zmax=max(top, 0.05),
             colorscale="Blues",
             hovertemplate="%{y} – %{x}: NMI %{z:.3f}<extra></extra>",
             colorbar={"title": "NMI"},
