@@ -17,32 +17,40 @@ Stages (000 Sec. III-B):
    composition ``||eps_k||_q <= eps`` still holds) and greedily raised to the next grid point while the
    norm allows and the surrogate drops.
 
+Stages 1-2 and the surrogate live in :mod:`mdp_core._profiles` (computed once per signature and cached);
+this module selects, allocates, composes and verifies, which is all a slider change re-runs.
+
 Baselines on the same surrogate and the same eps: SPL (uniform split ``eps / K^(1/q)``) or ALC (optimised
 allocation) combined with DPN (EM) or RMP (EM + remapping).
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
-from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from mdp_core._grouploss import Surrogate, fit_surrogate, group_loss_matrix
+from mdp_core._grouploss import Surrogate
+from mdp_core._profiles import (
+    GroupProfile,
+    clear_profile_cache,
+    data_key,
+    group_profile,
+    groups_for,
+    surrogate_for,
+    task_for,
+)
 from mdp_core._validation import Progress, check_eps, report
-from mdp_core.adequacy import mse_likeness, radial_fit, select_mechanism
-from mdp_core.allocation import BudgetAllocation, allocate_budget, shifted_envelopes
+from mdp_core.adequacy import select_mechanism
+from mdp_core.allocation import BudgetAllocation, allocate_budget
 from mdp_core.data import Encoded
-from mdp_core.dependency import dependency_groups, nmi_matrix
 from mdp_core.errors import DataError
-from mdp_core.lp import optimal_mechanisms
-from mdp_core.mechanisms import expected_loss, exponential_mechanism, mdp_violation, remap_outputs, sample
-from mdp_core.metrics import budget_norm, dual_exponent, product_distance
-from mdp_core.tasks import TASKS, Task, make_task, release_attributes
+from mdp_core.mechanisms import sample
+from mdp_core.metrics import budget_norm, dual_exponent
+from mdp_core.tasks import TASKS, Task, release_attributes
 
 __all__ = [
     "BASELINES",
@@ -58,7 +66,6 @@ __all__ = [
 ]
 
 BASELINES = ("SPL+DPN", "SPL+RMP", "ALC+DPN", "ALC+RMP")
-_VIOLATION_TOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -127,53 +134,6 @@ class DepHDPConfig:
     @property
     def eps_grid(self) -> np.ndarray:
         return np.geomspace(self.grid_lo, self.grid_hi, int(self.grid_points))
-
-
-@dataclass(frozen=True, eq=False)
-class GroupProfile:
-    """Everything DepHDP knows about one group, independent of eps, tau_dpn, tau_dim and the score."""
-
-    attributes: tuple[str, ...]
-    sizes: tuple[int, ...]
-    dist: np.ndarray
-    prior: np.ndarray
-    loss: np.ndarray
-    mse: float
-    radial: float
-    eps_grid: np.ndarray
-    curves: dict[str, np.ndarray]  # "DPN", "RMP", and "OPT" when computed
-    envelopes: dict[str, tuple[np.ndarray, np.ndarray]]
-    remap: list[np.ndarray]  # RMP output relabelling per grid point
-    opt_channels: list[np.ndarray] | None  # per grid point: LP channel (or the RMP channel when better)
-    opt_message: str
-    seconds: dict[str, float]
-    verified: dict[tuple[str, int], float] = field(default_factory=dict)
-
-    @property
-    def domain_size(self) -> int:
-        return int(np.prod(self.sizes))
-
-    def channel(self, kind: str, i: int) -> np.ndarray:
-        """The verified channel of ``kind`` ("DPN", "RMP", "OPT") at grid point ``i``."""
-        eps = float(self.eps_grid[i])
-        if kind == "OPT":
-            if self.opt_channels is None:
-                raise DataError(f"group {self.attributes} has no OPT profile")
-            P = self.opt_channels[i]
-        else:
-            P = exponential_mechanism(self.dist, eps)
-            if kind == "RMP":
-                R = np.zeros_like(P)
-                np.add.at(R.T, self.remap[i], P.T)
-                P = R
-        key = (kind, i)
-        if key not in self.verified:
-            self.verified[key] = mdp_violation(P, self.dist, eps)
-        if self.verified[key] > _VIOLATION_TOL:
-            raise DataError(
-                f"{kind} channel of {self.attributes} failed verification ({self.verified[key]:.3g})"
-            )
-        return P
 
 
 @dataclass(frozen=True, eq=False)
@@ -255,182 +215,6 @@ class DepHDPResult:
 # --------------------------------------------------------------------------- cache
 
 
-class _LRU:
-    def __init__(self, size: int) -> None:
-        self.size, self.data = size, OrderedDict()
-
-    def get(self, key: object) -> object | None:
-        if key in self.data:
-            self.data.move_to_end(key)
-            return self.data[key]
-        return None
-
-    def put(self, key: object, value: object) -> None:
-        self.data[key] = value
-        self.data.move_to_end(key)
-        while len(self.data) > self.size:
-            self.data.popitem(last=False)
-
-
-_PROFILES = _LRU(256)
-_OTHER = _LRU(32)
-
-
-def clear_profile_cache() -> None:
-    """Forget every cached group profile, task and surrogate (tests and memory)."""
-    _PROFILES.data.clear()
-    _OTHER.data.clear()
-
-
-def _data_key(encoded: Encoded) -> str:
-    h = hashlib.sha1(np.ascontiguousarray(encoded.codes.to_numpy(dtype=np.int64)).tobytes())
-    h.update(",".join(encoded.columns).encode())
-    for c in encoded.columns:
-        h.update(np.asarray(encoded.components[c], dtype=float).tobytes())
-    return h.hexdigest()
-
-
-# --------------------------------------------------------------------------- stages
-
-
-def _task_for(encoded: Encoded, config: DepHDPConfig, dkey: str) -> Task:
-    key = ("task", dkey, config.task, config.task_attribute, config.task_threshold)
-    task = _OTHER.get(key)
-    if task is None:
-        task = make_task(
-            config.task, encoded, attribute=config.task_attribute, threshold=config.task_threshold
-        )
-        _OTHER.put(key, task)
-    return task  # type: ignore[return-value]
-
-
-def _contexts(codes: np.ndarray, config: DepHDPConfig) -> np.ndarray:
-    if codes.shape[0] <= config.max_contexts:
-        return codes
-    rng = np.random.default_rng(config.seed)
-    return codes[np.sort(rng.choice(codes.shape[0], config.max_contexts, replace=False))]
-
-
-def _profile(
-    encoded: Encoded,
-    task: Task,
-    codes: np.ndarray,
-    group: tuple[str, ...],
-    config: DepHDPConfig,
-    dkey: str,
-    progress: Progress,
-) -> GroupProfile:
-    grid = config.eps_grid
-    p_key = 1.0 if len(group) == 1 else float(config.p)  # one attribute: d_p does not depend on p
-    with_opt = int(np.prod([encoded.domain_sizes[a] for a in group])) <= config.opt_max_domain
-    key = (dkey, group, task.signature, p_key, tuple(grid), with_opt, config.max_contexts, config.seed)
-    cached = _PROFILES.get(key)
-    if cached is not None:
-        return cached  # type: ignore[return-value]
-    seconds: dict[str, float] = {}
-    t0 = time.perf_counter()
-    cols = [task.attributes.index(a) for a in group]
-    sizes = [encoded.domain_sizes[a] for a in group]
-    dist = product_distance([encoded.components[a] for a in group], p_key)
-    joint = np.ravel_multi_index(tuple(codes[:, cols].T), tuple(sizes))
-    prior = np.bincount(joint, minlength=dist.shape[0]) / joint.size
-    loss = group_loss_matrix(task, _contexts(codes, config), cols, sizes, dist)
-    seconds["loss"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    mse, rad = mse_likeness(loss, dist), radial_fit(loss, dist)
-    seconds["scores"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    em, rmp, remap = np.empty(grid.size), np.empty(grid.size), []
-    for i, e in enumerate(grid):
-        P = exponential_mechanism(dist, float(e))
-        em[i] = expected_loss(P, prior, loss)
-        target = remap_outputs(P, prior, loss)
-        remap.append(target)
-        R = np.zeros_like(P)
-        np.add.at(R.T, target, P.T)
-        rmp[i] = expected_loss(R, prior, loss)
-    seconds["dpn"] = time.perf_counter() - t0
-    curves = {"DPN": em, "RMP": rmp}
-    opt_channels, message = None, f"OPT not computed: {dist.shape[0]} states > opt_max_domain"
-    if with_opt:
-        t0 = time.perf_counter()
-        results = optimal_mechanisms(prior, loss, dist, grid, progress=progress)
-        opt, opt_channels, failures = np.empty(grid.size), [], 0
-        for i, r in enumerate(results):
-            if r.success and r.objective <= rmp[i]:
-                opt[i], P = r.objective, r.matrix
-            else:
-                failures += not r.success
-                P = exponential_mechanism(dist, float(grid[i]))
-                R = np.zeros_like(P)
-                np.add.at(R.T, remap[i], P.T)
-                opt[i], P = rmp[i], R
-            opt_channels.append(P)
-        curves["OPT"] = opt
-        message = "OPT computed" + (f" ({failures} LP failures: RMP kept there)" if failures else "")
-        seconds["opt"] = time.perf_counter() - t0
-    envelopes = {k: shifted_envelopes(grid, v[None, :]) for k, v in curves.items()}
-    prof = GroupProfile(
-        attributes=group,
-        sizes=tuple(sizes),
-        dist=dist,
-        prior=prior,
-        loss=loss,
-        mse=mse,
-        radial=rad,
-        eps_grid=grid,
-        curves=curves,
-        envelopes={k: (lo[0], up[0]) for k, (lo, up) in envelopes.items()},
-        remap=remap,
-        opt_channels=opt_channels,
-        opt_message=message,
-        seconds=seconds,
-    )
-    _PROFILES.put(key, prof)
-    return prof
-
-
-def _groups(
-    encoded: Encoded, attrs: tuple[str, ...], config: DepHDPConfig, dkey: str
-) -> list[tuple[str, ...]]:
-    key = ("groups", dkey, attrs, config.tau_group, config.max_group_domain)
-    groups = _OTHER.get(key)
-    if groups is None:
-        nmi = nmi_matrix(encoded.codes[list(attrs)])
-        groups = dependency_groups(
-            nmi, config.tau_group, domain_sizes=encoded.domain_sizes, max_domain=config.max_group_domain
-        )
-        _OTHER.put(key, groups)
-    return groups  # type: ignore[return-value]
-
-
-def _surrogate(
-    task: Task, codes: np.ndarray, profiles: list[GroupProfile], config: DepHDPConfig, dkey: str
-) -> Surrogate:
-    groups = tuple(pr.attributes for pr in profiles)
-    key = ("surrogate", dkey, task.signature, groups, float(config.p), config.calibration_pairs, config.seed)
-    sur = _OTHER.get(key)
-    if sur is None:
-        sur = fit_surrogate(
-            task,
-            codes,
-            [[task.attributes.index(a) for a in g] for g in groups],
-            [list(pr.sizes) for pr in profiles],
-            [pr.dist for pr in profiles],
-            _calibration_grid(config.eps_grid),
-            pairs=config.calibration_pairs,
-            rng=np.random.default_rng(config.seed + 1),
-        )
-        _OTHER.put(key, sur)
-    return sur  # type: ignore[return-value]
-
-
-def _calibration_grid(grid: np.ndarray) -> np.ndarray:
-    """Budgets of the surrogate calibration pairs: grid points in [0.1, 10] (per-group budgets in use)."""
-    inside = grid[(grid >= 0.1) & (grid <= 10.0)]
-    return inside if inside.size else grid
-
-
 def snap_to_grid(
     eps: np.ndarray, grid: np.ndarray, curves: np.ndarray, betas: np.ndarray, eps_total: float, q: float
 ) -> np.ndarray:
@@ -505,19 +289,19 @@ def run_dephdp(encoded: Encoded, config: DepHDPConfig, *, progress: Progress = N
         raise TypeError(f"config must be a DepHDPConfig, got {type(config).__name__}")
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
-    dkey = _data_key(encoded)
-    task = _task_for(encoded, config, dkey)
+    dkey = data_key(encoded)
+    task = task_for(encoded, config, dkey)
     attrs = release_attributes(encoded)
     codes = encoded.codes[list(attrs)].to_numpy().astype(np.int64)
-    groups = _groups(encoded, attrs, config, dkey)
+    groups = groups_for(encoded, attrs, config, dkey)
     profiles: list[GroupProfile] = []
     for k, g in enumerate(groups):
         report(progress, k / len(groups), f"group {k + 1}/{len(groups)}: {', '.join(g)}")
         sub = None if progress is None else (lambda f, m, k=k: report(progress, (k + f) / len(groups), m))
-        profiles.append(_profile(encoded, task, codes, g, config, dkey, sub))
+        profiles.append(group_profile(encoded, task, codes, g, config, dkey, sub))
     seconds["profiles"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    sur = _surrogate(task, codes, profiles, config, dkey)
+    sur = surrogate_for(task, codes, profiles, config, dkey)
     seconds["surrogate"] = time.perf_counter() - t0
     report(progress, 1.0, "allocating budgets")
     t0 = time.perf_counter()

@@ -30,6 +30,7 @@ __all__ = [
     "groups_table",
     "privatized_csv",
     "result_for",
+    "scatter_x_range",
     "scatter_figure",
 ]
 
@@ -140,17 +141,40 @@ def scatter_figure(result: DepHDPResult) -> go.Figure:
             )
         )
     tau_dim = min(cfg.tau_dim, cfg.opt_max_domain)
-    fig.add_vline(x=tau_dim, line_dash="dash", annotation_text=f"τ_dim = {tau_dim}")
+    _vline(fig, tau_dim, f"τ_dim = {tau_dim}", log=True, line_dash="dash")
     fig.add_hline(y=cfg.tau_dpn, line_dash="dot", annotation_text=f"τ_dpn = {cfg.tau_dpn:g}")
     fig.update_layout(
         xaxis_title="joint domain size |X_k|",
         yaxis_title=score_col.replace("_", "-"),
         xaxis_type="log",
+        xaxis_range=scatter_x_range(int(df.domain_size.max()), tau_dim),
         yaxis_range=[-0.05, 1.05],
         height=380,
         margin={"t": 30},
     )
     return fig
+
+
+def scatter_x_range(largest_domain: int, tau_dim: float) -> list[float]:
+    """log10 x-range of the Fig. 1 scatter: from just below 1 to a bit beyond the largest group domain and
+    tau_dim (plotly takes log-axis ranges in log10 units)."""
+    hi = max(float(largest_domain), float(tau_dim), 2.0)
+    return [math.log10(0.8), math.log10(hi * 1.6)]
+
+
+def _vline(fig: go.Figure, x: float, text: str, *, log: bool, **line: object) -> None:
+    """A vertical line with a label at the top. Shapes take data coordinates, but annotations on a log axis
+    take log10 units (an annotation at x = 48 would stretch the axis to 1e48), hence the explicit label."""
+    fig.add_vline(x=x, **line)
+    fig.add_annotation(
+        x=math.log10(x) if log else x,
+        y=1.0,
+        yref="paper",
+        text=text,
+        showarrow=False,
+        xanchor="left",
+        yanchor="bottom",
+    )
 
 
 def allocation_figure(result: DepHDPResult) -> go.Figure:
@@ -180,9 +204,8 @@ def curves_figure(result: DepHDPResult, k: int) -> go.Figure:
     lo, up = pr.envelopes[kind]
     fig.add_trace(go.Scatter(x=grid, y=lo, name="lower envelope (GCM, shifted)", line={"dash": "dot"}))
     fig.add_trace(go.Scatter(x=grid, y=up, name="upper envelope (LCM, shifted)", line={"dash": "dash"}))
-    fig.add_vline(
-        x=float(result.eps_used[k]), line_color="black", annotation_text=f"ε_k = {result.eps_used[k]:.3g}"
-    )
+    eps_k = float(result.eps_used[k])
+    _vline(fig, eps_k, f"ε_k = {eps_k:.3g}", log=True, line_color="black")
     fig.update_layout(
         xaxis_type="log",
         xaxis_title="group budget ε_k",
