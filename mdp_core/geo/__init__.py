@@ -1,0 +1,81 @@
+"""Geo mechanisms on city road maps (seed 004): seed LP, tree-based extension, baselines, verification.
+
+Import as ``mdp_core.geo`` (not star-imported by ``mdp_core``); osmnx is only imported when a map is read.
+"""
+
+from __future__ import annotations
+
+from mdp_core.geo.baselines import (
+    em_remap_geo,
+    exponential_geo,
+    lp_coarse,
+    planar_laplace_utility,
+    remap_matrix,
+)
+from mdp_core.geo.compare import METHODS, GeoComparison, compare_methods, peak_memory_mb, run_bench
+from mdp_core.geo.export import load_mechanism, save_mechanism
+from mdp_core.geo.extension import (
+    GeoMechanism,
+    extend_log,
+    extend_log_recursive,
+    normalise_log,
+    tree_extension,
+)
+from mdp_core.geo.grid import GeoGrid, build_grid, tree_levels
+from mdp_core.geo.roads import (
+    DEFAULT_CITY,
+    RoadNetwork,
+    grid_road_network,
+    load_road_network,
+    network_from_graph,
+)
+from mdp_core.geo.seed_lp import (
+    SeedLPResult,
+    axis_budget,
+    bilinear_weights,
+    repair_seed,
+    seed_cost,
+    solve_seed_lp,
+)
+from mdp_core.geo.utility import GeoProblem, build_problem, expected_travel_error, travel_loss
+from mdp_core.geo.verify import GeoVerification, verify_geo
+
+__all__ = [
+    "DEFAULT_CITY",
+    "METHODS",
+    "GeoComparison",
+    "GeoGrid",
+    "GeoMechanism",
+    "GeoProblem",
+    "GeoVerification",
+    "RoadNetwork",
+    "SeedLPResult",
+    "axis_budget",
+    "bilinear_weights",
+    "build_grid",
+    "build_problem",
+    "compare_methods",
+    "em_remap_geo",
+    "expected_travel_error",
+    "exponential_geo",
+    "extend_log",
+    "extend_log_recursive",
+    "grid_road_network",
+    "load_mechanism",
+    "load_road_network",
+    "lp_coarse",
+    "network_from_graph",
+    "normalise_log",
+    "peak_memory_mb",
+    "planar_laplace_utility",
+    "remap_matrix",
+    "repair_seed",
+    "run_bench",
+    "save_mechanism",
+    "seed_cost",
+    "solve_seed_lp",
+    "travel_loss",
+    "tree_extension",
+    "tree_levels",
+    "verify_geo",
+]

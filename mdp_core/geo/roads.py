@@ -1,0 +1,314 @@
+"""Road networks: load a city (embedded, file, or place name), project to metres, travel distances in km.
+
+A :class:`RoadNetwork` holds what the geo mechanisms need and nothing mutable: node coordinates in a metric
+CRS (km), node longitudes/latitudes (for drawing), the undirected road graph as a scipy CSR matrix of edge
+lengths (km), and the road polylines in lon/lat (for a pydeck PathLayer). Travel distances are shortest
+paths on that graph (``scipy.sparse.csgraph.dijkstra``); locations map to their nearest road node through a
+``scipy.spatial.cKDTree`` on the projected coordinates (seed 004, Sec. 6 "Datasets": "each grid vertex is
+mapped to its nearest OSM road-network node").
+
+osmnx is imported lazily, inside the loaders, so ``import mdp_core.geo`` stays light.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components, dijkstra
+from scipy.spatial import cKDTree
+
+from mdp_core.errors import DataError
+
+__all__ = [
+    "DEFAULT_CITY",
+    "MAX_AREA_KM2",
+    "MAX_NODES",
+    "RoadNetwork",
+    "grid_road_network",
+    "load_road_network",
+    "network_from_graph",
+]
+
+#: The embedded city: central Helsinki highway ways (data/README.md), loadable offline.
+DEFAULT_CITY = Path(__file__).resolve().parents[2] / "data" / "helsinki.osm.bz2"
+#: Largest graph accepted (nodes after simplification): beyond this the distance tables get slow.
+MAX_NODES = 60_000
+#: Largest place (km^2 of the geocoded boundary) fetched by name.
+MAX_AREA_KM2 = 60.0
+
+
+@dataclass(frozen=True, eq=False)
+class RoadNetwork:
+    """An undirected road graph in km (projected CRS), ready for distances and drawing.
+
+    Attributes
+    ----------
+    name : str
+        Human-readable source ("default", file name or place).
+    xy_km : ndarray, shape (n, 2)
+        Projected node coordinates in km, shifted so the south-west corner of the bounding box is (0, 0).
+    lonlat : ndarray, shape (n, 2)
+        Node longitude / latitude in degrees (WGS84).
+    adjacency : scipy.sparse.csr_matrix, shape (n, n)
+        Symmetric edge lengths in km (shortest parallel edge); the graph is connected.
+    paths_lonlat : list of list of [lon, lat]
+        One polyline per road edge, for drawing.
+    origin_m : tuple of float
+        Projected coordinates (metres) of the km origin; ``crs`` names the projection.
+    """
+
+    name: str
+    xy_km: np.ndarray
+    lonlat: np.ndarray
+    adjacency: sp.csr_matrix
+    paths_lonlat: list[list[list[float]]] = field(repr=False)
+    origin_m: tuple[float, float] = (0.0, 0.0)
+    crs: str = "local"
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of road nodes."""
+        return int(self.xy_km.shape[0])
+
+    @property
+    def extent_km(self) -> tuple[float, float]:
+        """Width and height of the bounding box in km."""
+        return float(self.xy_km[:, 0].max()), float(self.xy_km[:, 1].max())
+
+    def nearest_nodes(self, points_km: np.ndarray) -> np.ndarray:
+        """Index of the nearest road node (Euclidean, projected km) for each point, shape (m,)."""
+        pts = np.asarray(points_km, dtype=np.float64).reshape(-1, 2)
+        return cKDTree(self.xy_km).query(pts)[1].astype(np.int64)
+
+    def distance_to_roads(self, points_km: np.ndarray) -> np.ndarray:
+        """Euclidean distance (km) from each point to its nearest road node."""
+        pts = np.asarray(points_km, dtype=np.float64).reshape(-1, 2)
+        return cKDTree(self.xy_km).query(pts)[0]
+
+    def travel_km(self, sources: np.ndarray) -> np.ndarray:
+        """Shortest-path travel distances (km) from each source node to every node, shape (len, n)."""
+        idx = np.asarray(sources, dtype=np.int64).ravel()
+        return dijkstra(self.adjacency, directed=False, indices=idx)
+
+    def to_lonlat(self, points_km: np.ndarray) -> np.ndarray:
+        """Approximate lon/lat of projected km points (affine fit on the nodes; for drawing only)."""
+        pts = np.asarray(points_km, dtype=np.float64).reshape(-1, 2)
+        design = np.column_stack([self.xy_km, np.ones(self.n_nodes)])
+        coef, *_ = np.linalg.lstsq(design, self.lonlat, rcond=None)
+        return np.column_stack([pts, np.ones(len(pts))]) @ coef
+
+
+def network_from_graph(
+    graph: nx.MultiDiGraph | nx.Graph,
+    *,
+    name: str,
+    lonlat: dict[object, tuple[float, float]] | None = None,
+    geometry: list[tuple[object, object, list[list[float]]]] | None = None,
+    crs: str = "local",
+) -> RoadNetwork:
+    """Build a :class:`RoadNetwork` from a projected graph (node attrs ``x``, ``y`` in metres).
+
+    Edge lengths come from the ``length`` attribute (metres) or, when missing, the straight node distance.
+    Only the largest connected component is kept (travel distances must be finite). ``lonlat`` maps node ->
+    (lon, lat); by default nodes carry ``lon``/``lat`` attributes, else the projected coordinates are used.
+    ``geometry`` lists (u, v, lon/lat polyline) per edge for drawing curved roads; default straight segments.
+    """
+    if graph.number_of_nodes() < 2 or graph.number_of_edges() < 1:
+        raise DataError(f"the road network {name!r} has no roads (need at least 2 nodes and 1 edge)")
+    nodes = list(graph.nodes)
+    index = {node: i for i, node in enumerate(nodes)}
+    try:
+        xy = np.array([[graph.nodes[n]["x"], graph.nodes[n]["y"]] for n in nodes], dtype=np.float64)
+    except KeyError as exc:
+        raise DataError(f"the road network {name!r} has nodes without x/y coordinates") from exc
+    rows, cols, lengths = [], [], []
+    for u, v, data in graph.edges(data=True):
+        if u == v:
+            continue
+        length = data.get("length")
+        if length is None or not np.isfinite(length):
+            length = float(np.hypot(*(xy[index[u]] - xy[index[v]])))
+        rows.append(index[u])
+        cols.append(index[v])
+        lengths.append(max(float(length), 1e-3) / 1000.0)
+    if not rows:
+        raise DataError(f"the road network {name!r} has no roads between distinct nodes")
+    adjacency = _min_symmetric(np.array(rows), np.array(cols), np.array(lengths), len(nodes))
+    _, labels = connected_components(adjacency, directed=False)
+    keep = np.flatnonzero(labels == np.bincount(labels).argmax())
+    adjacency = adjacency[keep][:, keep].tocsr()
+    xy = xy[keep]
+    kept_nodes = [nodes[i] for i in keep]
+    if lonlat is not None:
+        ll = np.array([lonlat[n] for n in kept_nodes], dtype=np.float64)
+    elif all("lon" in graph.nodes[n] for n in kept_nodes):
+        ll = np.array([[graph.nodes[n]["lon"], graph.nodes[n]["lat"]] for n in kept_nodes], dtype=np.float64)
+    else:
+        ll = xy.copy()
+    origin = xy.min(axis=0)
+    if geometry is not None:
+        kept = set(kept_nodes)
+        paths = [coords for u, v, coords in geometry if u in kept and v in kept]
+    else:
+        coo = sp.triu(adjacency, k=1).tocoo()
+        paths = [[ll[i].tolist(), ll[j].tolist()] for i, j in zip(coo.row, coo.col, strict=True)]
+    return RoadNetwork(
+        name=name,
+        xy_km=(xy - origin) / 1000.0,
+        lonlat=ll,
+        adjacency=adjacency,
+        paths_lonlat=paths,
+        origin_m=(float(origin[0]), float(origin[1])),
+        crs=crs,
+    )
+
+
+def _min_symmetric(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: int) -> sp.csr_matrix:
+    """Symmetric CSR keeping the shortest of parallel edges (both directions)."""
+    r = np.concatenate([rows, cols])
+    c = np.concatenate([cols, rows])
+    v = np.concatenate([vals, vals])
+    order = np.lexsort((v, c, r))
+    r, c, v = r[order], c[order], v[order]
+    first = np.ones(len(r), dtype=bool)
+    first[1:] = (r[1:] != r[:-1]) | (c[1:] != c[:-1])
+    return sp.csr_matrix((v[first], (r[first], c[first])), shape=(n, n))
+
+
+def grid_road_network(
+    nx_: int = 8,
+    ny: int = 6,
+    *,
+    spacing_km: float = 0.15,
+    jitter_km: float = 0.02,
+    drop: float = 0.15,
+    rng: np.random.Generator | None = None,
+) -> RoadNetwork:
+    """A synthetic city: a jittered ``nx_ x ny`` street grid with a fraction ``drop`` of streets removed.
+
+    For tests and offline demos; the lon/lat are a local equirectangular placement near Helsinki.
+    """
+    if nx_ < 2 or ny < 2:
+        raise DataError(f"grid_road_network needs nx_, ny >= 2, got {nx_} x {ny}")
+    rng = np.random.default_rng(0) if rng is None else rng
+    graph = nx.grid_2d_graph(nx_, ny)
+    edges = list(graph.edges)
+    removable = rng.random(len(edges)) < drop
+    for edge, gone in zip(edges, removable, strict=True):
+        if gone:
+            graph.remove_edge(*edge)
+            if not nx.is_connected(graph):
+                graph.add_edge(*edge)
+    for node in graph.nodes:
+        i, j = node
+        x = 1000.0 * (i * spacing_km + rng.uniform(-jitter_km, jitter_km))
+        y = 1000.0 * (j * spacing_km + rng.uniform(-jitter_km, jitter_km))
+        graph.nodes[node].update(x=x, y=y, lon=24.94 + x / 55_500.0, lat=60.165 + y / 111_200.0)
+    return network_from_graph(graph, name=f"synthetic {nx_}x{ny}")
+
+
+def load_road_network(source: str | os.PathLike[str] = "default") -> RoadNetwork:
+    """Load a road network: the embedded city, a .osm/.osm.bz2/.graphml file, or a place name (online).
+
+    Parameters
+    ----------
+    source : str or path
+        ``"default"`` for the embedded central Helsinki extract (offline); a path to an OpenStreetMap XML
+        file (``.osm``, ``.osm.bz2``) or an osmnx ``.graphml``; otherwise a place name geocoded by osmnx
+        (needs internet; refused when its area exceeds ``MAX_AREA_KM2``).
+
+    Returns
+    -------
+    RoadNetwork
+        Projected to UTM (metres), distances in km, largest connected component.
+
+    Raises
+    ------
+    DataError
+        Missing/unreadable/empty file, no network access for a place name, area or graph too large.
+    """
+    if not isinstance(source, str | os.PathLike):
+        raise TypeError(f"source must be a str or path, got {type(source).__name__}")
+    text = os.fspath(source)
+    if text == "default":
+        if not DEFAULT_CITY.exists():
+            raise DataError(f"the embedded city file is missing: {DEFAULT_CITY}")
+        return _load_file(DEFAULT_CITY, name="Helsinki (central)")
+    path = Path(text)
+    suffixes = "".join(path.suffixes[-2:]).lower()
+    if path.suffix.lower() in {".osm", ".graphml", ".xml"} or suffixes.endswith(".osm.bz2"):
+        if not path.exists():
+            raise DataError(f"map file not found: {path}")
+        return _load_file(path, name=path.name)
+    if path.exists() or path.suffix.lower() in {".bz2", ".pbf", ".json", ".csv"}:
+        raise DataError(f"unsupported map file {path.name!r}: use .osm, .osm.bz2 or .graphml")
+    return _load_place(text)
+
+
+def _load_file(path: Path, *, name: str) -> RoadNetwork:
+    """Read OSM XML / graphml with osmnx (no network), keep the largest component, project."""
+    import osmnx as ox
+
+    try:
+        if path.suffix.lower() == ".graphml":
+            graph = ox.load_graphml(path)
+        else:
+            graph = ox.graph_from_xml(path, retain_all=False)
+    except Exception as exc:  # osmnx raises many types for bad files (XML, KeyError, ValueError, ...)
+        raise DataError(
+            f"could not read the map file {path.name!r}: {type(exc).__name__}: {exc}. "
+            "Expected OpenStreetMap XML with highway ways (.osm / .osm.bz2) or an osmnx .graphml."
+        ) from exc
+    return _project(graph, name=name)
+
+
+def _project(graph: nx.MultiDiGraph, *, name: str) -> RoadNetwork:
+    """Project an unprojected (lon/lat) osmnx graph to UTM and wrap it."""
+    import osmnx as ox
+
+    if graph.number_of_nodes() > MAX_NODES:
+        raise DataError(
+            f"the road network {name!r} has {graph.number_of_nodes():,} nodes; at most {MAX_NODES:,} are "
+            "handled interactively (choose a smaller area)"
+        )
+    if graph.number_of_edges() == 0:
+        raise DataError(f"the map {name!r} contains no roads (no highway ways)")
+    lonlat = {n: (float(d["x"]), float(d["y"])) for n, d in graph.nodes(data=True)}
+    geometry = []
+    for u, v, data in graph.edges(data=True):
+        line = data.get("geometry")
+        coords = [list(c) for c in line.coords] if line is not None else [list(lonlat[u]), list(lonlat[v])]
+        geometry.append((u, v, [[round(x, 6), round(y, 6)] for x, y in coords]))
+    projected = ox.project_graph(graph)
+    return network_from_graph(
+        projected, name=name, lonlat=lonlat, geometry=geometry, crs=str(projected.graph.get("crs"))
+    )
+
+
+def _load_place(place: str) -> RoadNetwork:
+    """Geocode a place and download its drivable network (needs internet; refuses large areas)."""
+    import osmnx as ox
+
+    try:
+        boundary = ox.geocode_to_gdf(place)
+    except Exception as exc:
+        raise DataError(
+            f"could not look up the place {place!r} ({type(exc).__name__}). Fetching a city by name needs "
+            "internet access to OpenStreetMap; offline, use the embedded city or upload an .osm file."
+        ) from exc
+    area = float(boundary.to_crs(boundary.estimate_utm_crs()).area.sum()) / 1e6
+    if area > MAX_AREA_KM2:
+        raise DataError(
+            f"{place!r} covers {area:,.0f} km^2; at most {MAX_AREA_KM2:.0f} km^2 can be handled (distance "
+            "tables and the fine grid grow with the area). Choose a district instead."
+        )
+    try:
+        graph = ox.graph_from_polygon(boundary.geometry.iloc[0], network_type="drive")
+    except Exception as exc:
+        raise DataError(f"could not download the roads of {place!r}: {type(exc).__name__}: {exc}") from exc
+    return _project(graph, name=place)

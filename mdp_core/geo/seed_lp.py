@@ -1,0 +1,329 @@
+"""Seed LP of the tree extension (seed 004, Sec. 5.3 "Seed record optimization"; DESIGN.md) with HiGHS.
+
+Variables z[s, y] >= 0 for every seed vertex s of the rectangular seed grid and output y. Constraints:
+
+    sum_y z[s, y] = 1                                   (one row per seed)
+    z[s, y] <= exp(eps_t * h0) * z[s', y]               (axis neighbours s, s' at spacing h0, per output)
+
+with the per-axis budget ``eps_t`` (DESIGN.md: eps_bar = eps / 2, eps_t = eps_bar / sqrt 2 for l2, eps_bar
+for l1). The objective is the target loss projected on the seeds with bilinear weights,
+``C[s, y] = sum_x pi(x) w_s(x) L(x, y)``.
+
+Solving: the privacy rows couple seeds only inside one output column, so the LP is a set of per-output
+cones linked by the row sums. :func:`solve_seed_lp` exploits it by *column generation over outputs*: a
+restricted master on a few outputs (HiGHS IPM), then one small pricing LP per remaining output,
+``min_{z in K, 1'z = 1} (C[:, y] - u)' z`` with ``u`` the row-sum duals (dual simplex, warm started: only
+the costs change); outputs with negative reduced cost enter. ``S * min_y reduced_cost`` bounds the gap
+(Lagrangian bound: the columns carry total mass S), so the loop stops at a certified relative gap.
+
+Every solution goes through :func:`repair_seed`, which makes the axis constraints hold exactly (ENGINEERING.md
+"LP tolerances"): raw solver output is never returned.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import highspy
+import numpy as np
+import scipy.sparse as sp
+
+from mdp_core._validation import Progress, report
+from mdp_core.errors import DataError
+from mdp_core.geo.grid import GeoGrid
+
+#: Relative tightening of the LP's ratio bound that leaves room for the exact repair.
+REPAIR_MARGIN = 1e-5
+
+__all__ = [
+    "REPAIR_MARGIN",
+    "SeedLPResult",
+    "axis_budget",
+    "bilinear_weights",
+    "repair_seed",
+    "seed_cost",
+    "solve_seed_lp",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class SeedLPResult:
+    """Repaired seed mechanism ``z`` (S x m, rows sum to 1) and solver facts."""
+
+    z: np.ndarray
+    objective: float
+    success: bool
+    status: str
+    message: str
+    seconds: float
+    gap: float
+    columns: int
+    iterations: int
+
+
+def axis_budget(eps: float, p: float = 2.0, *, halve: bool = True) -> float:
+    """Per-axis budget eps_t: eps_bar / sqrt 2 (p = 2) or eps_bar (p = 1), eps_bar = eps/2 if ``halve``.
+
+    Seed 004 Eq. (12)-(13): sum_t eps_t^(p/(p-1)) <= eps_bar^(p/(p-1)) for p > 1, max_t eps_t <= eps_bar
+    for p = 1; with two equal axes eps_t = eps_bar * 2^(-(p-1)/p).
+    """
+    if p < 1:
+        raise DataError(f"p must be >= 1, got {p}")
+    bar = eps / 2.0 if halve else eps
+    return bar if p == 1 else bar * 2.0 ** (-(p - 1.0) / p)
+
+
+def bilinear_weights(grid: GeoGrid) -> sp.csr_matrix:
+    """Sparse (n_targets x S) bilinear interpolation weights of each target on its seed cell's corners."""
+    scale = grid.scale
+    sx, sy = grid.seed_shape
+    i, j = grid.fine_ij[:, 0], grid.fine_ij[:, 1]
+    ci = np.minimum(i // scale, grid.cells[0] - 1)
+    cj = np.minimum(j // scale, grid.cells[1] - 1)
+    a = (i - ci * scale) / scale
+    b = (j - cj * scale) / scale
+    rows = np.repeat(np.arange(len(i)), 4)
+    cols = np.column_stack([ci * sy + cj, (ci + 1) * sy + cj, ci * sy + cj + 1, (ci + 1) * sy + cj + 1])
+    vals = np.column_stack([(1 - a) * (1 - b), a * (1 - b), (1 - a) * b, a * b])
+    return sp.csr_matrix((vals.ravel(), (rows, cols.ravel())), shape=(len(i), sx * sy))
+
+
+def seed_cost(grid: GeoGrid, prior: np.ndarray, loss: np.ndarray) -> np.ndarray:
+    """Projected objective ``C = W' diag(pi) L`` (S x m): seed s pays the loss of the targets it weighs."""
+    weights = bilinear_weights(grid)
+    return np.asarray(weights.T @ (np.asarray(prior)[:, None] * np.asarray(loss)))
+
+
+def _axis_pairs(shape: tuple[int, int]) -> np.ndarray:
+    """Undirected axis-neighbour pairs of a C-ordered (sx, sy) vertex grid, shape (k, 2)."""
+    idx = np.arange(shape[0] * shape[1]).reshape(shape)
+    return np.concatenate(
+        [
+            np.column_stack([idx[:-1, :].ravel(), idx[1:, :].ravel()]),
+            np.column_stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()]),
+        ]
+    )
+
+
+def _cone_rows(shape: tuple[int, int], ratio: float) -> sp.csr_matrix:
+    """Rows z_a - ratio z_b <= 0 for every directed axis pair of one column (2k x S)."""
+    pairs = _axis_pairs(shape)
+    directed = np.concatenate([pairs, pairs[:, ::-1]])
+    k = len(directed)
+    rows = np.repeat(np.arange(k), 2)
+    cols = directed.ravel()
+    vals = np.tile([1.0, -ratio], k)
+    return sp.csr_matrix((vals, (rows, cols)), shape=(k, shape[0] * shape[1]))
+
+
+def _highs(
+    a: sp.spmatrix, lower: np.ndarray, upper: np.ndarray, cost: np.ndarray, **options: object
+) -> highspy.Highs:
+    """A HiGHS model for min cost'x, lower <= A x <= upper, x >= 0 (column-wise matrix)."""
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    for key, value in options.items():
+        h.setOptionValue(key, value)
+    a = sp.csc_matrix(a)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = a.shape[1], a.shape[0]
+    lp.col_cost_ = np.asarray(cost, dtype=np.float64)
+    lp.col_lower_ = np.zeros(a.shape[1])
+    lp.col_upper_ = np.full(a.shape[1], highspy.kHighsInf)
+    lp.row_lower_ = np.asarray(lower, dtype=np.float64)
+    lp.row_upper_ = np.asarray(upper, dtype=np.float64)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = a.indptr
+    lp.a_matrix_.index_ = a.indices
+    lp.a_matrix_.value_ = a.data
+    h.passModel(lp)
+    return h
+
+
+def _master(cost: np.ndarray, cone: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, float, str]:
+    """Solve the LP restricted to the given output columns; returns (z S x k, row duals u, obj, status)."""
+    n_seeds, k = cost.shape
+    blocks = sp.block_diag([cone] * k, format="csr")  # variables ordered column by column: y * S + s
+    sums = sp.hstack([sp.identity(n_seeds, format="csr")] * k, format="csr")
+    a = sp.vstack([blocks, sums], format="csc")
+    n_priv = blocks.shape[0]
+    lower = np.concatenate([np.full(n_priv, -highspy.kHighsInf), np.ones(n_seeds)])
+    upper = np.concatenate([np.zeros(n_priv), np.ones(n_seeds)])
+    h = _highs(a, lower, upper, cost.T.ravel(), solver="ipm", primal_feasibility_tolerance=1e-9)
+    h.run()
+    status = h.modelStatusToString(h.getModelStatus())
+    sol = h.getSolution()
+    z = np.asarray(sol.col_value).reshape(k, n_seeds).T
+    duals = np.asarray(sol.row_dual)[n_priv:]
+    return z, duals, float(h.getInfo().objective_function_value), status
+
+
+def solve_seed_lp(
+    cost: np.ndarray,
+    shape: tuple[int, int],
+    h0: float,
+    eps_axis: float,
+    *,
+    method: str = "colgen",
+    gap_tol: float = 1e-3,
+    max_iterations: int = 25,
+    progress: Progress = None,
+) -> SeedLPResult:
+    """Minimise ``sum C[s, y] z[s, y]`` over row-stochastic z with axis ratio bounds ``exp(eps_axis h0)``.
+
+    Parameters
+    ----------
+    cost : ndarray, shape (S, m)
+        Projected seed cost (:func:`seed_cost`); S = shape[0] * shape[1] in C order.
+    shape : tuple of int
+        Seed vertices along x and y.
+    h0 : float
+        Seed spacing (km).
+    eps_axis : float
+        Per-axis budget eps_t (1/km), see :func:`axis_budget`.
+    method : {"colgen", "full"}
+        Column generation over outputs (default) or the whole LP in one HiGHS IPM solve.
+    gap_tol : float
+        Column generation stops when the certified relative gap is below this.
+
+    Returns
+    -------
+    SeedLPResult
+        ``z`` repaired by :func:`repair_seed` (axis constraints exact, rows sum to 1).
+    """
+    cost = np.asarray(cost, dtype=np.float64)
+    n_seeds, n_out = cost.shape
+    if n_seeds != shape[0] * shape[1]:
+        raise DataError(f"cost has {n_seeds} rows but the seed grid {shape} has {shape[0] * shape[1]} seeds")
+    if not (np.isfinite(eps_axis) and eps_axis > 0 and h0 > 0):
+        raise DataError(f"eps_axis and h0 must be positive, got {eps_axis}, {h0}")
+    if method not in {"colgen", "full"}:
+        raise DataError(f"method must be 'colgen' or 'full', got {method!r}")
+    start = time.perf_counter()
+    ratio = float(np.exp((1.0 - REPAIR_MARGIN) * eps_axis * h0))
+    cone = _cone_rows(shape, ratio)
+    if method == "full":
+        active = np.arange(n_out)
+    else:
+        k0 = min(n_out, max(8, n_out // 8))
+        active = np.sort(np.argsort(cost.sum(axis=0))[:k0])
+    pricing = None
+    gap, iterations = 0.0, 0
+    while True:
+        iterations += 1
+        z_act, duals, objective, status = _master(cost[:, active], cone)
+        if status != "Optimal" or method == "full":
+            gap = 0.0 if status == "Optimal" else np.inf
+            break
+        rest = np.setdiff1d(np.arange(n_out), active)
+        if len(rest) == 0:
+            gap = 0.0
+            break
+        if pricing is None:
+            pricing = _highs(
+                sp.vstack([cone, np.ones((1, n_seeds))]),
+                np.r_[np.full(cone.shape[0], -highspy.kHighsInf), 1.0],
+                np.r_[np.zeros(cone.shape[0]), 1.0],
+                cost[:, 0],
+                solver="simplex",
+            )
+        reduced = _price(pricing, cost[:, rest] - duals[:, None])
+        gap = max(0.0, -n_seeds * min(0.0, reduced.min())) / max(abs(objective), 1e-12)
+        report(progress, min(0.9, 0.2 + 0.1 * iterations), f"seed LP: {len(active)} outputs, gap {gap:.2%}")
+        enter = rest[reduced < -1e-9 * max(1.0, abs(objective))]
+        if gap <= gap_tol or len(enter) == 0 or iterations >= max_iterations:
+            break
+        order = np.argsort(reduced[reduced < -1e-9 * max(1.0, abs(objective))])
+        active = np.sort(np.concatenate([active, enter[order[: max(8, len(active) // 2)]]]))
+    z = np.zeros((n_seeds, n_out))
+    if status == "Optimal":
+        z[:, active] = np.maximum(z_act, 0.0)
+    success = status == "Optimal"
+    if not success:
+        raise DataError(f"the seed LP failed: HiGHS status {status!r}")
+    z = repair_seed(z, shape, h0, eps_axis)
+    return SeedLPResult(
+        z=z,
+        objective=float(np.sum(cost * z)),
+        success=success,
+        status=status,
+        message=f"{len(active)} of {n_out} outputs, certified gap {gap:.3%}",
+        seconds=time.perf_counter() - start,
+        gap=float(gap),
+        columns=len(active),
+        iterations=iterations,
+    )
+
+
+def _price(model: highspy.Highs, reduced_costs: np.ndarray) -> np.ndarray:
+    """Minimum of (C_y - u)' z over the normalised cone, for each column of ``reduced_costs``."""
+    n = reduced_costs.shape[0]
+    idx = np.arange(n, dtype=np.int32)
+    out = np.empty(reduced_costs.shape[1])
+    for col in range(reduced_costs.shape[1]):
+        model.changeColsCost(n, idx, reduced_costs[:, col])
+        model.run()
+        out[col] = model.getInfo().objective_function_value
+    return out
+
+
+def _envelope(logz: np.ndarray, step: float) -> np.ndarray:
+    """Largest function below ``logz`` (sx, sy, m) with |difference| <= step between axis neighbours.
+
+    The l1 distance transform ``min_s' logz[s'] + step * l1(s, s')`` computed by forward/backward passes
+    along each axis (exact: the l1 metric is the sum of the axis metrics).
+    """
+    out = logz.copy()
+    for axis in (0, 1):
+        moved = np.moveaxis(out, axis, 0)
+        for k in range(1, moved.shape[0]):
+            np.minimum(moved[k], moved[k - 1] + step, out=moved[k])
+        for k in range(moved.shape[0] - 2, -1, -1):
+            np.minimum(moved[k], moved[k + 1] + step, out=moved[k])
+    return out
+
+
+def repair_seed(
+    z: np.ndarray, shape: tuple[int, int], h0: float, eps_axis: float, *, margin: float = REPAIR_MARGIN
+) -> np.ndarray:
+    """Make a near-feasible seed mechanism exactly feasible: |ln z_s - ln z_s'| <= eps_axis h0 on axis pairs.
+
+    Per output column, ln z is replaced by its lower envelope with axis steps ``(1 - margin) eps_axis h0``
+    over the grid's l1 path metric (ENGINEERING.md "LP tolerances"; exact for any metric), then rows are
+    re-normalised. Dividing row s by its sum moves ln z_s by |ln sum_s|, so every axis pair ends within
+    ``(1 - margin) eps_axis h0 + 2 max_s |ln sum_s|``, certified ``<= eps_axis h0`` below. The LP is solved
+    with the tightened ratio, so the envelope only removes solver tolerance (sums move by ~1e-10).
+    Columns that vanish stay zero. Raises DataError when the bound cannot be certified.
+    """
+    z = np.maximum(np.asarray(z, dtype=np.float64), 0.0)
+    sx, sy = shape
+    bound = eps_axis * h0
+    with np.errstate(divide="ignore"):
+        logz = np.log(z).reshape(sx, sy, -1)
+    mass = np.exp(_envelope(logz, (1.0 - margin) * bound)).reshape(sx * sy, -1)
+    sums = mass.sum(axis=1)
+    if np.any(sums <= 0):
+        raise DataError("the seed mechanism has an all-zero row; the LP solution is unusable")
+    shift = float(np.max(np.abs(np.log(sums))))
+    if 2.0 * shift > margin * bound:
+        raise DataError(
+            f"cannot certify the repaired seed mechanism: row sums moved by {shift:.3g} in log "
+            f"(allowed {margin * bound / 2:.3g}); the LP solution is too inaccurate"
+        )
+    result = mass / sums[:, None]
+    excess = _axis_excess(result, shape, bound)
+    if excess > 1e-12:
+        raise DataError(f"seed repair left an axis excess of {excess:.3g}")
+    return result
+
+
+def _axis_excess(z: np.ndarray, shape: tuple[int, int], bound: float) -> float:
+    """max over axis pairs and outputs of |ln z_a - ln z_b| - bound (both zero counts 0, one zero +inf)."""
+    pairs = _axis_pairs(shape)
+    a, b = z[pairs[:, 0]], z[pairs[:, 1]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        diff = np.abs(np.log(a) - np.log(b))
+    diff = np.where((a == 0) & (b == 0), 0.0, diff)
+    diff = np.where((a == 0) ^ (b == 0), np.inf, diff)
+    return float(diff.max() - bound) if diff.size else -bound
