@@ -1,0 +1,52 @@
+"""The CLI ``python -m mdp_core.geo bench ... --json`` (DESIGN.md) on the embedded city."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_cli_bench_json_and_npz(tmp_path: Path) -> None:
+    out = tmp_path / "tree.npz"
+    cmd = [
+        sys.executable,
+        "-m",
+        "mdp_core.geo",
+        "bench",
+        "--city",
+        "default",
+        "--depth",
+        "1",
+        "--eps",
+        "1.0",
+        "--samples",
+        "5000",
+        "--out",
+        str(out),
+        "--json",
+    ]
+    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    record = json.loads(run.stdout.strip().splitlines()[-1])
+    assert {"targets", "outputs", "seconds", "utility_km", "violation_ratio"} <= set(record)
+    assert set(record["utility_km"]) == {"tree", "em", "em_remap", "lp_coarse"}
+    assert record["violation_ratio"]["tree"] == 0.0 and record["violation_ratio"]["em"] == 0.0
+    assert record["utility_km"]["tree"] < record["utility_km"]["em"]
+    with np.load(out) as data:
+        assert data["matrix"].shape == (record["targets"], record["outputs"])
+        assert float(data["eps"]) == 1.0
+
+
+def test_cli_bad_city_is_an_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.osm"
+    bad.write_text("<osm>")
+    cmd = [sys.executable, "-m", "mdp_core.geo", "bench", "--city", str(bad), "--json"]
+    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2
+    assert "could not read the map file" in run.stderr
