@@ -49,7 +49,7 @@ def test_small_osm_file_and_bz2(tmp_path: Path) -> None:
 def test_bad_map_files_give_clear_errors(tmp_path: Path) -> None:
     bad = tmp_path / "broken.osm"
     bad.write_bytes(b"\x00\x01 not xml at all")
-    with pytest.raises(DataError, match="could not read the map file 'broken.osm'"):
+    with pytest.raises(DataError, match=r"could not read the map file 'broken\.osm'"):
         load_road_network(bad)
     with pytest.raises(DataError, match="map file not found"):
         load_road_network(tmp_path / "missing.osm.bz2")
