@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -42,7 +43,16 @@ VIOLATION_TOL = 1e-9
 
 @dataclass(frozen=True, eq=False)
 class GroupProfile:
-    """Everything DepHDP knows about one group, independent of eps, tau_dpn, tau_dim and the score."""
+    """Everything DepHDP knows about one group, independent of eps, tau_dpn, tau_dim and the score.
+
+    ``curves[kind][i]`` is the group's loss at ``eps_grid[i]``: the expected loss ``L_k`` of Eq. 23 for
+    record tasks; for a population task (entropy) the expected change of the group's marginal entropies,
+    ``sum_{l in G} |H(pi_l) - H((pi P)_l)|`` (nats), with ``pi`` the fitting prior of the group.
+    Kinds: ``"DPN"`` EM, ``"RMP"`` EM + Bayesian remapping, ``"CAL"`` EM with calibrated remapping (the
+    better of the two per grid point: DepHDP's DPN, "EM with calibrated Bayesian remapping" of 000 App.
+    D-D; for record tasks remapping never hurts, so CAL = RMP), ``"OPT"`` the LP optimum (or CAL where
+    that is better on the criterion).
+    """
 
     attributes: tuple[str, ...]
     sizes: tuple[int, ...]
@@ -52,10 +62,11 @@ class GroupProfile:
     mse: float
     radial: float
     eps_grid: np.ndarray
-    curves: dict[str, np.ndarray]  # "DPN", "RMP", and "OPT" when computed
+    curves: dict[str, np.ndarray]  # "DPN" (EM), "RMP" (EM + remap), "CAL", and "OPT" when computed
     envelopes: dict[str, tuple[np.ndarray, np.ndarray]]
     remap: list[np.ndarray]  # RMP output relabelling per grid point
-    opt_channels: list[np.ndarray] | None  # per grid point: LP channel (or the RMP channel when better)
+    use_remap: np.ndarray  # CAL (calibrated remapping): remap at grid point i iff it lowers the criterion
+    opt_channels: list[np.ndarray] | None  # per grid point: LP channel (or the CAL channel when better)
     opt_message: str
     seconds: dict[str, float]
     verified: dict[tuple[str, int], float] = field(default_factory=dict)
@@ -65,7 +76,7 @@ class GroupProfile:
         return int(np.prod(self.sizes))
 
     def channel(self, kind: str, i: int) -> np.ndarray:
-        """The verified channel of ``kind`` ("DPN", "RMP", "OPT") at grid point ``i``."""
+        """The verified channel of ``kind`` ("DPN", "RMP", "CAL", "OPT") at grid point ``i``."""
         eps = float(self.eps_grid[i])
         if kind == "OPT":
             if self.opt_channels is None:
@@ -73,10 +84,8 @@ class GroupProfile:
             P = self.opt_channels[i]
         else:
             P = exponential_mechanism(self.dist, eps)
-            if kind == "RMP":
-                R = np.zeros_like(P)
-                np.add.at(R.T, self.remap[i], P.T)
-                P = R
+            if kind == "RMP" or (kind == "CAL" and self.use_remap[i]):
+                P = _remapped(P, self.remap[i])
         key = (kind, i)
         if key not in self.verified:
             self.verified[key] = mdp_violation(P, self.dist, eps)
@@ -85,6 +94,34 @@ class GroupProfile:
                 f"{kind} channel of {self.attributes} failed verification ({self.verified[key]:.3g})"
             )
         return P
+
+
+def _remapped(P: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Post-processing: output column y of ``P`` is relabelled ``target[y]`` (merged columns add up)."""
+    R = np.zeros_like(P)
+    np.add.at(R.T, target, P.T)
+    return R
+
+
+def _entropy(p: np.ndarray) -> float:
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
+
+
+def _criterion(task: Task, prior: np.ndarray, loss: np.ndarray, sizes: list[int]) -> Callable:
+    """``P -> criterion``: expected loss ``sum_x pi(x) sum_y P[x, y] C[x, y]`` (000 Eq. 23), or for the
+    entropy task the expected marginal-entropy change ``sum_l |H(pi_l) - H((pi P)_l)|`` of the group."""
+    if task.population != "entropy":
+        return lambda P: expected_loss(P, prior, loss)
+    axes = [tuple(j for j in range(len(sizes)) if j != a) for a in range(len(sizes))]
+    joint = prior.reshape(sizes)
+    before = [_entropy(joint.sum(axis=ax)) for ax in axes]
+
+    def change(P: np.ndarray) -> float:
+        out = (prior @ P).reshape(sizes)
+        return float(sum(abs(h - _entropy(out.sum(axis=ax))) for h, ax in zip(before, axes, strict=True)))
+
+    return change
 
 
 # --------------------------------------------------------------------------- cache
@@ -175,34 +212,32 @@ def group_profile(
     mse, rad = mse_likeness(loss, dist), radial_fit(loss, dist)
     seconds["scores"] = time.perf_counter() - t0
     t0 = time.perf_counter()
+    crit = _criterion(task, prior, loss, sizes)
     em, rmp, remap = np.empty(grid.size), np.empty(grid.size), []
     for i, e in enumerate(grid):
         P = exponential_mechanism(dist, float(e))
-        em[i] = expected_loss(P, prior, loss)
-        target = remap_outputs(P, prior, loss)
-        remap.append(target)
-        R = np.zeros_like(P)
-        np.add.at(R.T, target, P.T)
-        rmp[i] = expected_loss(R, prior, loss)
+        em[i] = crit(P)
+        remap.append(remap_outputs(P, prior, loss))
+        rmp[i] = crit(_remapped(P, remap[-1]))
+    use_remap = rmp <= em  # calibrated remapping: post-process only where it lowers the criterion
     seconds["dpn"] = time.perf_counter() - t0
-    curves = {"DPN": em, "RMP": rmp}
+    curves = {"DPN": em, "RMP": rmp, "CAL": np.minimum(em, rmp)}
     opt_channels, message = None, f"OPT not computed: {dist.shape[0]} states > opt_max_domain"
     if with_opt:
         t0 = time.perf_counter()
         results = optimal_mechanisms(prior, loss, dist, grid, progress=progress)
         opt, opt_channels, failures = np.empty(grid.size), [], 0
         for i, r in enumerate(results):
-            if r.success and r.objective <= rmp[i]:
-                opt[i], P = r.objective, r.matrix
-            else:
+            value = crit(r.matrix) if r.success else np.inf
+            if value <= curves["CAL"][i]:
+                opt[i], P = value, r.matrix
+            else:  # LP failed, or (population task) the record-loss optimum is worse on the criterion
                 failures += not r.success
                 P = exponential_mechanism(dist, float(grid[i]))
-                R = np.zeros_like(P)
-                np.add.at(R.T, remap[i], P.T)
-                opt[i], P = rmp[i], R
+                opt[i], P = curves["CAL"][i], (_remapped(P, remap[i]) if use_remap[i] else P)
             opt_channels.append(P)
         curves["OPT"] = opt
-        message = "OPT computed" + (f" ({failures} LP failures: RMP kept there)" if failures else "")
+        message = "OPT computed" + (f" ({failures} LP failures: EM (+ remap) kept there)" if failures else "")
         seconds["opt"] = time.perf_counter() - t0
     envelopes = {k: shifted_envelopes(grid, v[None, :]) for k, v in curves.items()}
     prof = GroupProfile(
@@ -217,6 +252,7 @@ def group_profile(
         curves=curves,
         envelopes={k: (lo[0], up[0]) for k, (lo, up) in envelopes.items()},
         remap=remap,
+        use_remap=use_remap,
         opt_channels=opt_channels,
         opt_message=message,
         seconds=seconds,
@@ -243,6 +279,8 @@ def surrogate_for(
     task: Task, codes: np.ndarray, profiles: list[GroupProfile], config: DepHDPConfig, dkey: str
 ) -> Surrogate:
     groups = tuple(pr.attributes for pr in profiles)
+    if task.population == "entropy":  # marginal-entropy changes of disjoint groups add up: no fit needed
+        return Surrogate(0.0, (1.0,) * len(groups), float("nan"), float("nan"), 0)
     key = ("surrogate", dkey, task.signature, groups, float(config.p), config.calibration_pairs, config.seed)
     sur = _OTHER.get(key)
     if sur is None:

@@ -2,7 +2,8 @@
 
 For each global budget eps, DepHDP and the four baselines (SPL+DPN, SPL+RMP, ALC+DPN, ALC+RMP) are
 configured on the fitting split only (62.5 % of the records by default); every test record is then
-privatised locally R times, and the task loss ``mean_i gamma(U(x_i), U(M(x_i)))`` on the test split is
+privatised locally R times, and the task loss (:meth:`mdp_core.tasks.Task.evaluation_loss`: the mean
+record loss ``mean_i gamma(U(x_i), U(M(x_i)))``, or the population metric of a population task) is
 reported as ``mean +- 1.96 sd`` over the R repetitions, along with the population metrics of 000 Case III.
 """
 
@@ -116,7 +117,7 @@ def evaluate_dephdp(
             losses, pops = [], []
             for _ in range(repetitions):
                 y = mech.privatize(test.codes, rng).to_numpy()
-                losses.append(float(np.mean(res.task.loss(x_test, y))))
+                losses.append(res.task.evaluation_loss(x_test, y))
                 pops.append(population_metrics(x_test, y))
             mean, sd = float(np.mean(losses)), float(np.std(losses, ddof=1))
             pop = {k: float(np.mean([d[k] for d in pops])) for k in pops[0]}

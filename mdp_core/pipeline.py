@@ -6,9 +6,11 @@ Stages (000 Sec. III-B):
 1. Groups: connected components of the NMI graph ``I_ij > tau_group`` on the released attributes
    (the schema target is never released), split until each joint domain is ``<= max_group_domain``.
 2. Per group: the loss matrix ``C_k`` (Eq. 16-17), MSE-likeness and radial-fit (Eq. 25-29), and
-   loss-budget profiles on one geometric eps grid for EM (DPN), EM + Bayesian remapping (RMP, the DPN
-   mechanism used by DepHDP as in 000 App. D-D) and, for groups with ``|X_k| <= opt_max_domain``, the LP
-   optimum (OPT, warm-started along the grid; where an LP fails the RMP channel is kept). Profiles are
+   loss-budget profiles on one geometric eps grid for EM (DPN), EM + Bayesian remapping (RMP), EM with
+   calibrated remapping (CAL: remap where it helps; DepHDP's DPN as in 000 App. D-D) and, for groups with
+   ``|X_k| <= opt_max_domain``, the LP optimum (OPT, warm-started along the grid; where an LP fails or is
+   worse the CAL channel is kept). Population tasks (entropy) profile the expected change of the group's
+   marginal entropies instead of the expected record loss (see :mod:`mdp_core._profiles`). Profiles are
    cached by group signature (data, attributes, levels, task, p, grid), never by the whole configuration,
    so changing eps, tau_dpn, tau_dim or the score never recomputes them.
 3. Selection by Eq. 24 (``tau_dim`` is capped at ``opt_max_domain``, the largest group with an OPT profile).
@@ -328,7 +330,7 @@ def _assemble(
     for pr in profiles:
         score = pr.radial if config.score == "radial" else pr.mse
         selection.append(select_mechanism(pr.domain_size, score, tau_dim=tau_dim, tau_dpn=config.tau_dpn))
-    kinds = ["OPT" if s == "OPT" else "RMP" for s in selection]
+    kinds = ["OPT" if s == "OPT" else "CAL" for s in selection]
 
     def run(kinds_k: list[str], optimise: bool, candidates: dict | None = None) -> tuple:
         curves = _curves(profiles, kinds_k)

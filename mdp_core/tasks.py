@@ -12,6 +12,14 @@ Every task statistic is *additive before a link*: ``U(x) = link(bias + sum_l E_l
   regression on one-hot attributes, fitted on the given (fitting) codes; ``gamma = |U(x) - U(y)|``.
   Strongly non-radial.
 * ``"threshold"`` threshold query: ``U(x) = 1[x_a >= t]`` for one attribute ``a``; ``gamma = |U(x) - U(y)|``.
+* ``"entropy"`` entropy-based dependency preservation (000 Case III): ``U(x)_l = -ln p_l(x_l)``, the
+  surprisal of each attribute value under the fitting marginals (add-1/2 smoothed), and
+  ``gamma = sum_l |U_l(x) - U_l(y)|``. Why: to first order the plug-in entropy of attribute l moves by
+  ``H(Y_l) - H(X_l) ~ (1/n) sum_i [s_l(y_il) - s_l(x_il)]`` (the gradient of ``-sum p ln p`` is
+  ``-ln p - 1`` and the ``-1`` cancels), so the mean record loss bounds ``sum_l |Delta H_l|`` to first
+  order. 000 leaves the per-record discrepancy of its entropy task open; this is our choice. Its task loss
+  in evaluation is the population metric :func:`entropy_loss` (marginal entropies, joint entropy and
+  total correlation), not the record mean.
 
 The target column is never one of the released attributes.
 """
@@ -33,6 +41,7 @@ __all__ = [
     "TASKS",
     "Task",
     "entropy_change",
+    "entropy_loss",
     "make_task",
     "marginal_tv",
     "population_metrics",
@@ -45,6 +54,7 @@ TASKS: dict[str, str] = {
     "record": "Record fidelity: squared distance sum_l d_l^2",
     "mismatch": "Attribute mismatch: fraction of attributes changed (frequency estimation)",
     "threshold": "Threshold query |1[x_a >= t] - 1[y_a >= t]|",
+    "entropy": "Entropy preservation: change of marginal / joint entropy and total correlation",
 }
 
 
@@ -67,6 +77,9 @@ class Task:
         ``"sq"``: ``sum_j (u_j - v_j)^2``; ``"abs"``: ``sum_j |u_j - v_j|``.
     signature : str
         Stable identity (name, attributes, parameter fingerprint): part of cache keys.
+    population : {"entropy", None}
+        When set, the task is judged on the population (:meth:`evaluation_loss` is :func:`entropy_loss`);
+        otherwise by the mean record loss.
     """
 
     name: str
@@ -77,6 +90,7 @@ class Task:
     gamma_kind: Literal["sq", "abs"]
     signature: str
     description: str = ""
+    population: Literal["entropy"] | None = None
 
     def scores(self, codes: np.ndarray) -> np.ndarray:
         """Pre-link sums ``bias + sum_l E_l[x_l]``, shape (n, dim)."""
@@ -104,6 +118,13 @@ class Task:
     def loss(self, x_codes: np.ndarray, y_codes: np.ndarray) -> np.ndarray:
         """Record-level loss ``c(y|x) = gamma(U(x), U(y))`` (000 Eq. 18), shape (n,)."""
         return self.gamma(self.utility(x_codes), self.utility(y_codes))
+
+    def evaluation_loss(self, x_codes: np.ndarray, y_codes: np.ndarray) -> float:
+        """The task loss of a privatised table (000 Eq. 9 / Sec. IV-A): the mean record loss
+        ``mean_i gamma(U(x_i), U(y_i))``, or for a population task its population metric."""
+        if self.population == "entropy":
+            return entropy_loss(x_codes, y_codes)
+        return float(np.mean(self.loss(x_codes, y_codes)))
 
 
 def _codes_array(codes: object, width: int) -> np.ndarray:
@@ -171,6 +192,8 @@ def make_task(
         return _task(name, attrs, tables, bias, "sigmoid", "abs")
     if name == "threshold":
         return _threshold_task(encoded, attrs, sizes, attribute, threshold)
+    if name == "entropy":
+        return _entropy_task(encoded, attrs, sizes)
     blocks: list[np.ndarray] = []
     for a, m in zip(attrs, sizes, strict=True):
         if name == "mismatch":
@@ -179,6 +202,34 @@ def make_task(
             blocks.append(_coordinate(encoded, a)[:, None])
         else:
             blocks.append(np.eye(m) / np.sqrt(2.0))
+    return _task(name, attrs, _block_tables(blocks), 0.0, "identity", "sq")
+
+
+def _task(
+    name: str,
+    attrs: tuple[str, ...],
+    tables: list[np.ndarray],
+    bias: float,
+    link: str,
+    kind: str,
+    population: str | None = None,
+) -> Task:
+    sig = f"{name}|{','.join(attrs)}|{_fingerprint(np.array([bias]), *tables)}"
+    return Task(
+        name,
+        attrs,
+        tuple(tables),
+        float(bias),
+        link,
+        kind,
+        sig,
+        TASKS[name],
+        population,  # type: ignore[arg-type]
+    )
+
+
+def _block_tables(blocks: list[np.ndarray]) -> list[np.ndarray]:
+    """Place per-attribute blocks (m_l x w_l) side by side: table l is m_l x sum(w), zero outside block l."""
     dim = sum(b.shape[1] for b in blocks)
     tables, offset = [], 0
     for b in blocks:
@@ -186,14 +237,17 @@ def make_task(
         t[:, offset : offset + b.shape[1]] = b
         tables.append(t)
         offset += b.shape[1]
-    return _task(name, attrs, tables, 0.0, "identity", "sq")
+    return tables
 
 
-def _task(
-    name: str, attrs: tuple[str, ...], tables: list[np.ndarray], bias: float, link: str, kind: str
-) -> Task:
-    sig = f"{name}|{','.join(attrs)}|{_fingerprint(np.array([bias]), *tables)}"
-    return Task(name, attrs, tuple(tables), float(bias), link, kind, sig, TASKS[name])  # type: ignore[arg-type]
+def _entropy_task(encoded: Encoded, attrs: tuple[str, ...], sizes: list[int]) -> Task:
+    """Surprisal coordinates ``s_l(v) = -ln((count_l(v) + 1/2) / (n + m_l / 2))`` on the fitting data."""
+    n = len(encoded.codes)
+    blocks = []
+    for a, m in zip(attrs, sizes, strict=True):
+        counts = np.bincount(encoded.codes[a].to_numpy(), minlength=m)[:m]
+        blocks.append(-np.log((counts + 0.5) / (n + 0.5 * m))[:, None])
+    return _task("entropy", attrs, _block_tables(blocks), 0.0, "identity", "abs", population="entropy")
 
 
 def _threshold_task(
@@ -289,6 +343,16 @@ def total_correlation_change(true_codes: np.ndarray, priv_codes: np.ndarray) -> 
     a, b = np.asarray(true_codes), np.asarray(priv_codes)
     tc = lambda c: float(_marginal_entropies(c).sum() - _joint_entropy(c))  # noqa: E731
     return abs(tc(a) - tc(b))
+
+
+def entropy_loss(true_codes: np.ndarray, priv_codes: np.ndarray) -> float:
+    """Case III loss of 000 (Sec. IV-A): the change of the information-theoretic statistics (nats),
+    ``sum_l |H(X_l) - H(Y_l)| + |H(X) - H(Y)| + |TC(X) - TC(Y)|`` with empirical (plug-in) entropies of
+    the marginals, of the joint records, and ``TC = sum_l H(X_l) - H(X)``."""
+    a, b = np.asarray(true_codes), np.asarray(priv_codes)
+    ha, hb = _marginal_entropies(a), _marginal_entropies(b)
+    ja, jb = _joint_entropy(a), _joint_entropy(b)
+    return float(np.abs(ha - hb).sum() + abs(ja - jb) + abs((ha.sum() - ja) - (hb.sum() - jb)))
 
 
 def population_metrics(true_codes: np.ndarray, priv_codes: np.ndarray) -> dict[str, float]:

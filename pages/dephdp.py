@@ -110,9 +110,12 @@ st.plotly_chart(view.curves_figure(result, k), key="dep_curves")
 st.subheader("DepHDP vs homogeneous baselines (surrogate loss)")
 st.plotly_chart(view.comparison_figure(view.comparison(fit, config)), key="dep_compare")
 s1, s2, s3 = st.columns(3)
-s1.metric("Surrogate held-out R²", f"{result.surrogate.r2_heldout:.3f}")
-s2.metric("Surrogate training R²", f"{result.surrogate.r2_train:.3f}")
-s3.metric("Calibration pairs", f"{result.surrogate.pairs:,}")
+r2_heldout, r2_train, pairs = view.surrogate_metrics(result)
+s1.metric("Surrogate held-out R²", r2_heldout)
+s2.metric("Surrogate training R²", r2_train)
+s3.metric("Calibration pairs", pairs)
+if note := view.surrogate_note(result):
+    st.caption(note)
 
 if st.toggle("Evaluate on the held-out test split (ε ∈ {1, 2, 5, 10})", key="dep_evaluate"):
     reps = st.slider("Repetitions", 5, 50, 20, 5, key="dep_reps")

@@ -30,8 +30,10 @@ __all__ = [
     "groups_table",
     "privatized_csv",
     "result_for",
-    "scatter_x_range",
     "scatter_figure",
+    "scatter_x_range",
+    "surrogate_metrics",
+    "surrogate_note",
 ]
 
 P_OPTIONS = ["1", "1.5", "2", "3", "4", "inf"]
@@ -117,6 +119,35 @@ def privatized_csv(result: DepHDPResult, test: core.Encoded, seed: int) -> bytes
     return test.decode(codes).to_csv(index=False).encode()
 
 
+def surrogate_metrics(result: DepHDPResult) -> tuple[str, str, str]:
+    """Held-out R², training R² and pair count as display strings ("exact" when no fit was needed)."""
+    s = result.surrogate
+    if s.pairs == 0:
+        return "exact", "exact", "none needed"
+    return f"{s.r2_heldout:.3f}", f"{s.r2_train:.3f}", f"{s.pairs:,}"
+
+
+def surrogate_note(result: DepHDPResult) -> str:
+    """A plain-language reading of the surrogate fit, shown next to its R² ("" when nothing to say)."""
+    s = result.surrogate
+    if s.pairs == 0:
+        return (
+            "Entropy task: the marginal-entropy changes of disjoint groups add up, so the surrogate is exact "
+            "(every β_k = 1) and needs no calibration pairs."
+        )
+    zero = sum(b == 0.0 for b in s.betas)
+    if s.r2_heldout >= 0.5 and zero == 0:
+        return ""
+    return (
+        f"Low fit by nature of the task, not a fitting error: held-out R² = {s.r2_heldout:.2f}, and "
+        f"{zero} of {len(s.betas)} groups get β_k = 0. This task's loss is not a sum of per-group losses "
+        "(perturbing several groups shifts the same model score in opposite directions, which cancel), so "
+        "a linear surrogate with β_k ≥ 0 (000 Eq. 20) explains little of it. Groups with β_k = 0 count for "
+        "nothing in the allocation and receive the smallest budget: trust the held-out evaluation below "
+        "more than the surrogate losses."
+    )
+
+
 def groups_table(result: DepHDPResult) -> pd.DataFrame:
     return result.scores[["group", "domain_size", "radial_fit", "mse_likeness", "mechanism", "beta", "eps_k"]]
 
@@ -200,7 +231,7 @@ def curves_figure(result: DepHDPResult, k: int) -> go.Figure:
             fig.add_trace(
                 go.Scatter(x=grid, y=pr.curves[kind], name=label, mode="lines+markers", marker={"size": 4})
             )
-    kind = "OPT" if result.selection[k] == "OPT" else "RMP"
+    kind = "OPT" if result.selection[k] == "OPT" else "CAL"
     lo, up = pr.envelopes[kind]
     fig.add_trace(go.Scatter(x=grid, y=lo, name="lower envelope (GCM, shifted)", line={"dash": "dot"}))
     fig.add_trace(go.Scatter(x=grid, y=up, name="upper envelope (LCM, shifted)", line={"dash": "dash"}))
