@@ -95,3 +95,49 @@ def test_config_validation() -> None:
         DepHDPConfig(task="nope")
     with pytest.raises(TypeError, match="Encoded"):
         run_dephdp("heart", DepHDPConfig())  # type: ignore[arg-type]
+
+
+def _marginal_entropy_change(prior: np.ndarray, P: np.ndarray, sizes: tuple[int, ...]) -> float:
+    """Independent: sum over the group's attributes of |H(prior marginal) - H(output marginal)|."""
+    out = prior @ P
+    total = 0.0
+    for ax in range(len(sizes)):
+        pm, qm = np.zeros(sizes[ax]), np.zeros(sizes[ax])
+        for x, idx in enumerate(np.ndindex(*sizes)):
+            pm[idx[ax]] += prior[x]
+            qm[idx[ax]] += out[x]
+        h = lambda p: -sum(v * np.log(v) for v in p if v > 0)  # noqa: E731
+        total += abs(h(pm) - h(qm))
+    return total
+
+
+def test_entropy_task_profiles_and_exact_surrogate(fit: core.Encoded) -> None:
+    res = run_dephdp(fit, DepHDPConfig(eps=2.0, task="entropy", tau_dpn=0.5))
+    s = res.surrogate
+    assert s.pairs == 0 and s.beta0 == 0.0 and s.betas == (1.0,) * len(res.groups)
+    pr = max(
+        res.profiles, key=lambda q: len(q.sizes) if q.domain_size <= 60 else 0
+    )  # a multi-attribute group
+    i = 10
+    for kind in ("DPN", "RMP", "CAL"):
+        assert pr.curves[kind][i] == pytest.approx(
+            _marginal_entropy_change(pr.prior, pr.channel(kind, i), pr.sizes), abs=1e-12
+        )
+    np.testing.assert_array_equal(pr.curves["CAL"], np.minimum(pr.curves["DPN"], pr.curves["RMP"]))
+    for q in res.profiles:
+        if "OPT" in q.curves:
+            assert np.all(q.curves["OPT"] <= q.curves["CAL"] + 1e-12)
+            assert q.curves["OPT"][i] == pytest.approx(
+                _marginal_entropy_change(q.prior, q.channel("OPT", i), q.sizes), abs=1e-12
+            )
+    q = dual_exponent(2.0)
+    assert budget_norm(res.eps_used, q) <= 2.0 * (1 + 1e-12)
+    for b in res.baselines.values():
+        assert res.value <= b.value + 1e-12
+
+
+def test_record_task_calibrated_remapping_is_remapping(result: core.DepHDPResult) -> None:
+    for pr in result.profiles:  # remapping is Bayes-optimal post-processing for a record loss
+        assert pr.use_remap.all()
+        np.testing.assert_array_equal(pr.curves["CAL"], pr.curves["RMP"])
+    assert all(k in ("OPT", "CAL") for k in result.mechanism.kinds)

@@ -69,3 +69,34 @@ def test_population_metrics() -> None:
     assert core.marginal_tv(a, b) == pytest.approx(0.25)
     h = lambda p: -sum(x * np.log(x) for x in p if x > 0)  # noqa: E731
     assert core.entropy_change(a, b) == pytest.approx(abs(h([0.5, 0.5]) - h([0.75, 0.25])))
+
+
+def test_entropy_task_is_surprisal_change(heart: core.Encoded) -> None:
+    task = make_task("entropy", heart)
+    assert task.population == "entropy" and "target" not in task.attributes
+    codes = heart.codes[list(task.attributes)].to_numpy()
+    n = len(codes)
+    surprisal = []
+    for j, a in enumerate(task.attributes):  # independent: -ln((count + 1/2) / (n + m/2)) per value
+        m = heart.domain_sizes[a]
+        counts = np.array([(codes[:, j] == v).sum() for v in range(m)])
+        surprisal.append(-np.log((counts + 0.5) / (n + 0.5 * m)))
+    rng = np.random.default_rng(3)
+    y = np.column_stack([rng.integers(0, heart.domain_sizes[a], n) for a in task.attributes])
+    expected = sum(np.abs(s[codes[:, j]] - s[y[:, j]]) for j, s in enumerate(surprisal))
+    np.testing.assert_allclose(task.loss(codes, y), expected, atol=1e-12)
+    assert task.evaluation_loss(codes, y) == pytest.approx(core.entropy_loss(codes, y))
+    assert make_task("record", heart).evaluation_loss(codes, y) == pytest.approx(
+        np.mean(make_task("record", heart).loss(codes, y))
+    )
+
+
+def test_entropy_loss_by_hand() -> None:
+    a = np.array([[0, 0], [1, 1], [0, 1], [1, 0]])  # marginals (1/2, 1/2), 4 distinct rows
+    b = np.array([[0, 0], [0, 0], [0, 1], [1, 0]])  # marginals (3/4, 1/4), rows {00 x2, 01, 10}
+    h = lambda p: -sum(x * np.log(x) for x in p if x > 0)  # noqa: E731
+    dh = abs(h([0.5, 0.5]) - h([0.75, 0.25]))
+    joint_a, joint_b = np.log(4), h([0.5, 0.25, 0.25])
+    tc_a, tc_b = 2 * h([0.5, 0.5]) - joint_a, 2 * h([0.75, 0.25]) - joint_b
+    assert core.entropy_loss(a, b) == pytest.approx(2 * dh + abs(joint_a - joint_b) + abs(tc_a - tc_b))
+    assert core.entropy_loss(a, a) == 0.0
