@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
+from mdp_core import DepHDPConfig
 from ui.widgets import log_grid
 
 
@@ -53,3 +55,24 @@ def test_dephdp_page_config_upload_validates(app: AppTest) -> None:
     assert app.slider(key="dep_tau_dpn").value == 0.5
     assert app.select_slider(key="dep_p").value == "inf"
     assert app.selectbox(key="dep_task").value == "record"
+
+
+def test_dephdp_page_axes_and_entropy_task(app: AppTest) -> None:
+    app.switch_page("pages/dephdp.py").run()
+    scatter = _spec(app, 0)
+    largest = int(app.dataframe[0].value.domain_size.max())
+    tau_dim = min(300, DepHDPConfig().opt_max_domain)
+    lo, hi = scatter["layout"]["xaxis"]["range"]  # log10 units: from below 1 to a bit beyond the data
+    assert lo < 0 < math.log10(max(largest, tau_dim)) < hi <= math.log10(2 * max(largest, tau_dim))
+    for ann in scatter["layout"]["annotations"]:  # labels sit inside the axis (log10 x on a log axis)
+        assert ann.get("xref", "x") != "x" or lo <= ann["x"] <= hi
+    curves = _spec(app, 2)
+    grid = DepHDPConfig().eps_grid
+    clo, chi = math.log10(grid[0]), math.log10(grid[-1])
+    for ann in curves["layout"]["annotations"]:
+        assert ann.get("xref", "x") != "x" or clo - 1e-9 <= ann["x"] <= chi + 1e-9
+    app.selectbox(key="dep_task").set_value("entropy").run()
+    assert not app.exception
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Surrogate held-out R²"] == "exact"
+    assert any("Entropy task" in c.value for c in app.caption)
