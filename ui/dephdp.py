@@ -179,6 +179,7 @@ def scatter_figure(result: DepHDPResult) -> go.Figure:
         yaxis_title=score_col.replace("_", "-"),
         xaxis_type="log",
         xaxis_range=scatter_x_range(int(df.domain_size.max()), tau_dim),
+        xaxis_dtick="D2",
         yaxis_range=[-0.05, 1.05],
         height=380,
         margin={"t": 30},
@@ -240,7 +241,9 @@ def curves_figure(result: DepHDPResult, k: int) -> go.Figure:
     fig.update_layout(
         xaxis_type="log",
         xaxis_title="group budget ε_k",
-        yaxis_title="expected group loss L_k",
+        yaxis_title="expected marginal-entropy change (nats)"
+        if result.task.population == "entropy"
+        else "expected group loss L_k",
         height=380,
         margin={"t": 30},
     )
