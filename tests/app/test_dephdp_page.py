@@ -40,6 +40,8 @@ def test_dephdp_page_renders_and_reacts(app: AppTest) -> None:
     assert float(np.sqrt(np.sum(eps_k**2))) <= eps * (1 + 1e-12)  # l2 metric: ||eps_k||_2 <= eps
     after = float({m.label: m.value for m in app.metric}["DepHDP surrogate loss"])
     assert after < before
+    r2 = float({m.label: m.value for m in app.metric}["Surrogate held-out R²"])
+    assert r2 < 0.5 and any("Low fit by nature of the task" in c.value for c in app.caption)
 
 
 def test_dephdp_page_config_upload_validates(app: AppTest) -> None:
