@@ -43,7 +43,7 @@ with c1:
         "Mechanism shown", list(geo.METHOD_LABELS), format_func=geo.METHOD_LABELS.get, key="geo_method"
     )
 with c2:
-    eps = eps_slider("Privacy budget ε (1/km)", key="geo_eps", default=1.0, lo=0.1, hi=20.0)
+    eps = eps_slider("Privacy budget ε (1/km)", key="geo_eps", default=1.0, lo=0.1, hi=5.0)
 with c3:
     seed_n = st.slider(
         "Seed cells", 4, 16, 12, key="geo_seed_n", help="Seed-grid cells along the longer side."
@@ -111,7 +111,7 @@ st.download_button(
 )
 
 if st.toggle("Loss against ε", key="geo_curve"):
-    values = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+    values = (0.25, 0.5, 1.0, 2.0, 4.0)
     with st.spinner("Sweeping ε…"):
         curve = geo.cached_curve(config, values)
     st.plotly_chart(geo.fig_loss_curve(curve), key="geo_curve_chart")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,13 @@ def small_problem(city: RoadNetwork) -> GeoProblem:
     return build_problem(city, seed_n=5, depth=2, n_tasks=12, rng=np.random.default_rng(1))
 
 
-def write_osm(path: Path, nx_: int = 4, ny: int = 3) -> Path:
+@pytest.fixture
+def write_osm() -> Callable[..., Path]:
+    """The :func:`_write_osm` helper (a fixture, so test modules need not import conftest)."""
+    return _write_osm
+
+
+def _write_osm(path: Path, nx_: int = 4, ny: int = 3) -> Path:
     """A tiny valid OSM XML: an nx_ x ny street grid near Helsinki, all ways tagged highway=residential."""
     nodes, ways = [], []
     nid = lambda i, j: 1000 + i * ny + j  # noqa: E731

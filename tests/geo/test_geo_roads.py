@@ -8,7 +8,6 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 import pytest
-from conftest import write_osm
 from scipy.sparse.csgraph import dijkstra
 
 from mdp_core.errors import DataError
@@ -35,7 +34,7 @@ def test_embedded_city_loads_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(net.paths_lonlat) > 1000
 
 
-def test_small_osm_file_and_bz2(tmp_path: Path) -> None:
+def test_small_osm_file_and_bz2(tmp_path: Path, write_osm) -> None:  # type: ignore[no-untyped-def]
     path = write_osm(tmp_path / "tiny.osm", 4, 3)
     net = load_road_network(path)
     assert net.n_nodes == 8  # osmnx simplification drops the 4 degree-2 corners
