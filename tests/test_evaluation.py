@@ -36,3 +36,13 @@ def test_evaluation_table(heart: core.Encoded) -> None:
     assert (res.pivot("surrogate")["DepHDP"] <= res.pivot("surrogate").min(axis=1) + 1e-12).all()
     with pytest.raises(DataError, match="repetitions"):
         evaluate_dephdp(heart, DepHDPConfig(), repetitions=1)
+
+
+def test_entropy_task_is_judged_on_the_population(heart: core.Encoded) -> None:
+    res = evaluate_dephdp(heart, DepHDPConfig(task="entropy"), eps_values=(10.0,), repetitions=3, seed=1)
+    t = res.table.set_index("method")
+    # the task loss is the Case III population metric, which includes the sum of marginal entropy changes
+    assert (t["mean"] >= t["entropy_change"] * (len(heart.columns) - 1) - 1e-12).all()
+    # remapping collapses outputs onto frequent values (entropy falls): DepHDP remaps only where it helps
+    assert t.loc["DepHDP", "hi"] < t.loc["ALC+RMP", "lo"]
+    assert t.loc["DepHDP", "mean"] <= t.loc["ALC+DPN", "mean"]
