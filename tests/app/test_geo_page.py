@@ -44,7 +44,7 @@ def test_geo_page_controls(app: AppTest) -> None:
     true_layer = next(layer for layer in _deck(at)["layers"] if layer["id"] == "geo_true")
     assert len(true_layer["data"]) == 1
     at.selectbox(key="geo_depth").set_value(1).run()
-    at.select_slider(key="geo_eps").set_value(4.0).run()
+    at.select_slider(key="geo_eps").set_value(2.0).run()
     assert not at.exception
     at.toggle(key="geo_curve").set_value(True).run()
     assert not at.exception
