@@ -6,11 +6,14 @@ The full model has ``|X|^2 |Y|`` privacy rows; it is solved exactly with far few
 
 1. dropping every pair ``(x, x')`` implied by a chain ``d(x, z) + d(z, x') = d(x, x')`` (the rows for
    ``(x, z)`` and ``(z, x')`` multiply to the row for ``(x, x')``);
-2. row generation: start from each input's nearest partners, solve with HiGHS, add the violated rows
-   (most violated first), re-solve warm (dual simplex keeps its basis), until no row is violated -- then
-   the solution is optimal for the full LP;
-3. along an ascending eps grid, one model is kept and its coefficients changed in place, so every solve
-   after the first starts from the previous basis;
+2. column generation over outputs (:mod:`mdp_core._colgen`): a master LP over an active set of outputs
+   (started from the outputs EM + Bayesian remapping uses), with row generation of its privacy rows;
+   the duals of the row sums price every other output exactly (an O(n) dynamic programme on tree
+   metrics such as ordinal chains, a closed form on nominal metrics, tents then a pricing LP otherwise),
+   and outputs enter until none prices out -- the master optimum is then the optimum of the full LP,
+   certified by a Lagrangian lower bound;
+3. along an ascending eps grid one master is kept, coefficients changed in place, so every solve after
+   the first starts from the previous basis with the outputs and rows found so far;
 4. a repair step (log-Lipschitz lower envelope per output column, then row normalisation) turns the
    solver's output, which meets rows only to an absolute tolerance, into a matrix whose
    :func:`~mdp_core.mechanisms.mdp_violation` is ``<= 1e-9``, verified before it is returned.
@@ -22,9 +25,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import highspy
 import numpy as np
 
+from mdp_core._colgen import ColumnGeneration
 from mdp_core._validation import (
     Progress,
     as_float_array,
@@ -35,7 +38,7 @@ from mdp_core._validation import (
     report,
 )
 from mdp_core.errors import DataError
-from mdp_core.mechanisms import mdp_violation
+from mdp_core.mechanisms import bayesian_remap, exponential_mechanism, mdp_violation
 
 __all__ = [
     "MechanismResult",
@@ -47,7 +50,6 @@ __all__ = [
 
 #: A mechanism is accepted when ``mdp_violation(P, dist_in, eps) <= VIOLATION_TOL``.
 VIOLATION_TOL = 1e-9
-_ROW_TOL = 1e-10  # a privacy row is "violated" when z[x,y] - e^(eps d) z[x',y] exceeds this
 _BLOCK = 8_000_000
 
 
@@ -74,13 +76,16 @@ class MechanismResult:
     violation : float
         ``mdp_violation(matrix, dist_in, eps)``.
     rows : int
-        Privacy rows in the final LP (after pair elimination and row generation).
+        Privacy rows in the final master LP (after pair elimination, column and row generation).
     full_rows : int
         Privacy rows of the full LP, ``|X| (|X| - 1) |Y|``.
     rounds : int
-        Row-generation rounds (solver calls).
+        Master solves (row- and column-generation rounds).
     eps : float
         The budget.
+    extra : dict
+        Diagnostics: ``outputs`` (active outputs), ``lower_bound`` (certified bound on the LP optimum),
+        ``pricing`` (``"tree"``, ``"nominal"`` or ``"general"``), ``repair_rounds``.
     """
 
     matrix: np.ndarray
@@ -181,139 +186,6 @@ def repair_mechanism(
     return np.exp(L), viol, rounds
 
 
-class _RowGenLP:
-    """One HiGHS model of the privacy LP restricted to a growing set of rows."""
-
-    def __init__(self, prior: np.ndarray, loss: np.ndarray, d: np.ndarray, *, threads: int = 0) -> None:
-        self.n, self.m = loss.shape
-        self.d = d
-        a, b = chain_free_pairs(d)
-        # ordered pairs (i -> j): row z[i, y] - exp(eps d_ij) z[j, y] <= 0
-        self.pi = np.concatenate([a, b])
-        self.pj = np.concatenate([b, a])
-        self.pd = d[self.pi, self.pj]
-        self.in_model = np.zeros((self.pi.size, self.m), dtype=bool)
-        self.row_pair = np.empty(0, dtype=np.int64)
-        self.row_y = np.empty(0, dtype=np.int64)
-        self.eps = float("nan")
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("primal_feasibility_tolerance", 1e-9)
-        h.setOptionValue("dual_feasibility_tolerance", 1e-9)
-        if threads:
-            h.setOptionValue("threads", threads)
-        lp = highspy.HighsLp()
-        nv = self.n * self.m
-        lp.num_col_ = nv
-        lp.num_row_ = self.n
-        lp.col_cost_ = (prior[:, None] * loss).ravel()
-        lp.col_lower_ = np.zeros(nv)
-        lp.col_upper_ = np.ones(nv)
-        lp.row_lower_ = np.ones(self.n)
-        lp.row_upper_ = np.ones(self.n)
-        # row sums, column-wise: variable x*m + y sits in row x
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = np.arange(nv + 1, dtype=np.int32)
-        lp.a_matrix_.index_ = np.repeat(np.arange(self.n, dtype=np.int32), self.m)
-        lp.a_matrix_.value_ = np.ones(nv)
-        h.passModel(lp)
-        self.h = h
-
-    # -- rows -------------------------------------------------------------------------------------------
-    def initial_rows(self) -> tuple[np.ndarray, np.ndarray]:
-        """Each input's nearest kept partners (ties included), both directions, every output."""
-        n = self.n
-        near = np.full(n, np.inf)
-        np.minimum.at(near, self.pi, self.pd)
-        keep = np.nonzero(self.pd <= near[self.pi] * (1 + 1e-9))[0]
-        keep = np.union1d(keep, self._reverse(keep))
-        pairs = np.repeat(keep, self.m)
-        ys = np.tile(np.arange(self.m), keep.size)
-        return pairs, ys
-
-    def _reverse(self, k: np.ndarray) -> np.ndarray:
-        half = self.pi.size // 2
-        return np.where(k < half, k + half, k - half)
-
-    def add_rows(self, pairs: np.ndarray, ys: np.ndarray) -> None:
-        if pairs.size == 0:
-            return
-        count = pairs.size
-        cols_i = self.pi[pairs] * self.m + ys
-        cols_j = self.pj[pairs] * self.m + ys
-        index = np.empty(2 * count, dtype=np.int32)
-        index[0::2] = cols_i
-        index[1::2] = cols_j
-        value = np.empty(2 * count)
-        value[0::2] = 1.0
-        value[1::2] = -np.exp(self.eps * self.pd[pairs])
-        starts = np.arange(0, 2 * count, 2, dtype=np.int32)
-        self.h.addRows(count, np.full(count, -np.inf), np.zeros(count), 2 * count, starts, index, value)
-        self.in_model[pairs, ys] = True
-        self.row_pair = np.concatenate([self.row_pair, pairs])
-        self.row_y = np.concatenate([self.row_y, ys])
-
-    def set_eps(self, eps: float) -> None:
-        """Change the coefficient ``-exp(eps d)`` of every privacy row in place (keeps the basis)."""
-        if eps == self.eps:
-            return
-        self.eps = eps
-        if self.row_pair.size == 0:
-            return
-        cols = (self.pj[self.row_pair] * self.m + self.row_y).tolist()
-        vals = (-np.exp(eps * self.pd[self.row_pair])).tolist()
-        change = self.h.changeCoeff
-        for r, c, v in zip(range(self.n, self.n + len(cols)), cols, vals, strict=True):
-            change(r, c, v)
-
-    def violated(self, Z: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
-        """Up to ``limit`` rows not in the model that ``Z`` violates, most violated first."""
-        viol = Z[self.pi] - np.exp(self.eps * self.pd)[:, None] * Z[self.pj]
-        viol[self.in_model] = 0.0
-        pairs, ys = np.nonzero(viol > _ROW_TOL)
-        if pairs.size > limit:
-            top = np.argpartition(-viol[pairs, ys], limit)[:limit]
-            pairs, ys = pairs[top], ys[top]
-        return pairs, ys
-
-    # -- solve ------------------------------------------------------------------------------------------
-    def solve(self, eps: float, *, time_limit: float, max_rounds: int) -> dict:
-        """Row generation at ``eps`` from the current model; returns raw solution info."""
-        self.set_eps(eps)
-        if self.row_pair.size == 0:
-            self.add_rows(*self.initial_rows())
-        rounds = 0
-        start = time.perf_counter()
-        status = "not solved"
-        Z = np.full((self.n, self.m), np.nan)
-        while True:
-            remaining = time_limit - (time.perf_counter() - start)
-            if remaining <= 0:
-                return {"ok": False, "status": "time limit", "Z": Z, "rounds": rounds}
-            self.h.setOptionValue("time_limit", float(remaining))
-            self.h.run()
-            rounds += 1
-            model_status = self.h.getModelStatus()
-            status = self.h.modelStatusToString(model_status)
-            if model_status != highspy.HighsModelStatus.kOptimal:
-                return {"ok": False, "status": status, "Z": Z, "rounds": rounds}
-            Z = np.asarray(self.h.getSolution().col_value).reshape(self.n, self.m)
-            limit = max(4 * self.n * self.m, self.row_pair.size // 2)
-            pairs, ys = self.violated(Z, limit)
-            if pairs.size == 0:
-                break
-            if rounds >= max_rounds:
-                return {"ok": False, "status": "round limit", "Z": Z, "rounds": rounds}
-            self.add_rows(pairs, ys)
-        return {
-            "ok": True,
-            "status": status,
-            "Z": Z,
-            "rounds": rounds,
-            "lp_objective": float(self.h.getInfo().objective_function_value),
-        }
-
-
 def _validate(
     prior: object, loss: object, dist_in: object, max_inputs: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -340,7 +212,7 @@ def _failure(
 
 
 def _finish(
-    raw: dict, model: _RowGenLP, prior: np.ndarray, loss: np.ndarray, eps: float, started: float
+    raw: dict, model: ColumnGeneration, prior: np.ndarray, loss: np.ndarray, eps: float, started: float
 ) -> MechanismResult:
     shape = (model.n, model.m)
     full_rows = model.n * (model.n - 1) * model.m
@@ -364,15 +236,23 @@ def _finish(
         objective=objective,
         success=True,
         status=raw["status"],
-        message=f"Optimal ({model.row_pair.size:,} of {full_rows:,} privacy rows, {raw['rounds']} rounds).",
+        message=(
+            f"Optimal ({model.outputs.size} of {model.m} outputs active, {model.rows:,} of {full_rows:,} "
+            f"privacy rows, {raw['rounds']} rounds)."
+        ),
         seconds=seconds,
         lp_objective=raw["lp_objective"],
         violation=viol,
-        rows=int(model.row_pair.size),
+        rows=model.rows,
         full_rows=full_rows,
         rounds=raw["rounds"],
         eps=eps,
-        extra={"repair_rounds": repair_rounds},
+        extra={
+            "repair_rounds": repair_rounds,
+            "outputs": int(model.outputs.size),
+            "lower_bound": raw["lower_bound"],
+            "pricing": model.kind,
+        },
     )
 
 
@@ -385,9 +265,9 @@ def optimal_mechanism(
     max_inputs: int = 1000,
     max_variables: int = 2_000_000,
     time_limit: float = 600.0,
-    max_rounds: int = 200,
+    max_rounds: int = 2000,
 ) -> MechanismResult:
-    """Exact LP-optimal eps-mDP mechanism (000 Definition 3, Eq. 3), by row generation on HiGHS.
+    """Exact LP-optimal eps-mDP mechanism (000 Definition 3, Eq. 3), by column and row generation on HiGHS.
 
     Minimises ``sum_x prior[x] sum_y P[x, y] loss[x, y]`` subject to
     ``P[x, y] <= exp(eps d(x, x')) P[x', y]`` for all ``x, x', y`` and rows on the simplex. The returned
@@ -409,7 +289,7 @@ def optimal_mechanism(
     time_limit : float
         Seconds for the solver calls.
     max_rounds : int
-        Row-generation rounds before giving up.
+        Master solves before giving up.
 
     Returns
     -------
@@ -422,9 +302,17 @@ def optimal_mechanism(
     limit = _size_problem(c.shape, max_inputs, max_variables)
     if limit:
         return _failure(c.shape, "size limit", limit, time.perf_counter() - started, eps)
-    model = _RowGenLP(p, c, d)
+    model = _model(p, c, d, eps)
     raw = model.solve(eps, time_limit=time_limit, max_rounds=max_rounds)
     return _finish(raw, model, p, c, eps, started)
+
+
+def _model(prior: np.ndarray, loss: np.ndarray, d: np.ndarray, eps: float) -> ColumnGeneration:
+    """Column-generation model started from the outputs used by EM + Bayesian remapping at ``eps``."""
+    remap = bayesian_remap(exponential_mechanism(d, eps), prior, loss)
+    start = np.nonzero(remap.max(axis=0) > 0)[0]
+    a, b = chain_free_pairs(d)
+    return ColumnGeneration(prior, loss, d, a, b, start)
 
 
 def _size_problem(shape: tuple[int, int], max_inputs: int, max_variables: int) -> str:
@@ -446,13 +334,13 @@ def optimal_mechanisms(
     max_inputs: int = 1000,
     max_variables: int = 2_000_000,
     time_limit: float = 600.0,
-    max_rounds: int = 200,
+    max_rounds: int = 2000,
 ) -> list[MechanismResult]:
     """LP-optimal mechanisms along an ascending eps grid, each solve warm-started from the previous one.
 
-    One HiGHS model is kept: its privacy-row coefficients ``-exp(eps d)`` are changed in place and the
-    rows generated so far stay, so each later solve starts from the previous optimal basis (which stays
-    primal feasible, as constraints only loosen when eps grows). Same guarantees as
+    One master LP is kept: its privacy-row coefficients ``-exp(eps d)`` are changed in place and the
+    outputs and rows generated so far stay, so each later solve starts from the previous optimal basis
+    (which stays primal feasible, as constraints only loosen when eps grows). Same guarantees as
     :func:`optimal_mechanism` at every grid point.
 
     Parameters
@@ -476,7 +364,7 @@ def optimal_mechanisms(
     limit = _size_problem(c.shape, max_inputs, max_variables)
     if limit:
         return [_failure(c.shape, "size limit", limit, 0.0, float(e)) for e in grid]
-    model = _RowGenLP(p, c, d)
+    model = _model(p, c, d, float(grid[0]))
     results: list[MechanismResult] = []
     for k, eps in enumerate(grid):
         started = time.perf_counter()

@@ -1,0 +1,428 @@
+"""Column generation (Dantzig-Wolfe over output columns) for the LP-optimal mechanism of 000 Eq. 3.
+
+Apart from the row sums ``sum_y P[x, y] = 1`` the LP separates by output column: every column
+``P[:, y]`` lies in the log-Lipschitz cone
+
+    K = {v >= 0 : v_x <= exp(eps d(x, x')) v_x'  for all x, x'},
+
+which only depends on ``d`` and ``eps`` (not on ``y``). So the LP is
+
+    min sum_y <c_y, v_y>   s.t.  sum_y v_y = 1,  v_y in K,        c_y[x] = prior[x] loss[x, y],
+
+and every ``v_y`` is a non-negative combination of rays of ``K``. The *master* keeps a set of rays per
+output (``n`` equality rows, one column per ray); its duals ``u`` (one per input) price a new ray ``v`` for
+output ``y`` by the reduced cost ``<c_y - u, v>``. The *pricing problem* per output is
+
+    mu_y = min { <c_y - u, v> : v in K, v <= 1 }       (the box only bounds the cone; mu_y <= 0),
+
+and the master is optimal for the full LP iff ``mu_y >= 0`` for every ``y``. For any ``u``,
+``sum_x u_x + sum_y mu_y`` is a lower bound on the LP optimum (Lagrangian relaxation of the row sums,
+with ``P[x, y] <= 1``), so stopping when every ``mu_y >= -tol`` certifies a gap of at most ``m tol``.
+
+Exact pricing:
+
+* tree metrics (the chain-free pairs of :func:`mdp_core.lp.chain_free_pairs` form a tree; ordinal chains,
+  1-D numeric): ``K`` is cut out by the tree edges alone. With ``v_root = 1``,
+  ``g(p) = w_p + sum_children min(exp(-eps d) g(c), exp(eps d) g(c))`` computed leaves-first gives
+  ``min <w, v> = g(root)`` (the minimum is linear in ``v_p`` for fixed ``v_p``, so each child sits at an end
+  of its interval); ``mu >= min(0, g(root))`` since ``v_root <= 1`` on the box. O(n m) for all outputs.
+* the discrete metric ``d = c 1[x != x']``: ``K = {max v <= exp(eps c) min v}``, and the box minimum is
+  ``sum_x w_x (1 if w_x < 0 else exp(-eps c))`` (or 0). O(n m).
+* any other metric: the tents ``exp(-eps d(., z))`` (in ``K`` by the triangle inequality) screen all
+  outputs with one matrix product; only when no tent prices out is the per-output pricing LP (``n``
+  variables, one row per chain-free ordered pair, the box as bounds) solved with HiGHS, its objective
+  changed in place so that primal simplex restarts from the previous basis. Its optimal vertex is passed
+  through the log-Lipschitz lower envelope so that the added ray lies in ``K`` exactly.
+
+Rays for a smaller eps stay in ``K`` for a larger one, so along an ascending eps grid one master keeps
+all its columns and its basis.
+"""
+
+from __future__ import annotations
+
+import time
+
+import highspy
+import numpy as np
+
+#: An output enters the master when its pricing value ``mu_y`` is below ``-_ADD_TOL``.
+_ADD_TOL = 2e-10
+_MASTER_DUAL_TOL = 1e-10
+_DUAL, _PRIMAL = 1, 4  # HiGHS simplex_strategy: after adding rows / after adding columns
+_CUTS_PER_INPUT = 1_000_000  # all violated rows (measured: fewer rounds than 1 or 4 per input)
+_ROW_TOL = 1e-10  # a privacy row is "violated" when z[x,y] - e^(eps d) z[x',y] exceeds this
+
+
+def _highs() -> highspy.Highs:
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    return h
+
+
+def tree_order(n: int, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Breadth-first order of the graph with edges ``(a, b)`` rooted at 0, or None if it is not a tree.
+
+    Returns
+    -------
+    (order, parent, edge) : int arrays
+        Nodes in BFS order, each node's parent (``-1`` for the root) and the index of the edge to it.
+    """
+    if a.size != n - 1:
+        return None
+    adj: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for k, (i, j) in enumerate(zip(a.tolist(), b.tolist(), strict=True)):
+        adj[i].append((j, k))
+        adj[j].append((i, k))
+    parent = np.full(n, -2, dtype=np.int64)
+    edge = np.full(n, -1, dtype=np.int64)
+    parent[0] = -1
+    order = [0]
+    for node in order:
+        for nxt, k in adj[node]:
+            if parent[nxt] == -2:
+                parent[nxt] = node
+                edge[nxt] = k
+                order.append(nxt)
+    if len(order) != n:
+        return None
+    return np.asarray(order, dtype=np.int64), parent, edge
+
+
+def tree_pricing(
+    W: np.ndarray, order: np.ndarray, parent: np.ndarray, step: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact minimum of ``<w, v>`` over ``{v in K : v_root = 1}`` for a tree metric, for every column of W.
+
+    Parameters
+    ----------
+    W : array (n, m)
+        One objective ``w`` per column.
+    order, parent : int arrays (n,)
+        BFS order from the root and parents (:func:`tree_order`).
+    step : array (n,)
+        ``eps d(x, parent(x))`` (unused at the root).
+
+    Returns
+    -------
+    (g_root, V)
+        ``g_root[y] = min <W[:, y], v>`` with ``v_root = 1``, and the minimising rays (columns of ``V``,
+        ``V[root] = 1``, each tree edge tight).
+    """
+    G = W.astype(np.float64, copy=True)
+    up = np.zeros(W.shape, dtype=bool)  # child sits at exp(+step) times its parent
+    for node in order[:0:-1]:  # leaves first, root excluded
+        g = G[node]
+        hi = np.exp(step[node]) * g
+        lo = np.exp(-step[node]) * g
+        up[node] = hi < lo
+        G[parent[node]] += np.minimum(hi, lo)
+    logv = np.zeros(W.shape)
+    for node in order[1:]:
+        logv[node] = logv[parent[node]] + np.where(up[node], step[node], -step[node])
+    return G[order[0]], np.exp(logv)
+
+
+def nominal_pricing(W: np.ndarray, ratio: float) -> tuple[np.ndarray, np.ndarray]:
+    """Exact box minimum of ``<w, v>`` over ``{v : max v <= ratio min v, v <= 1}`` per column of W.
+
+    Returns
+    -------
+    (mu, V)
+        ``mu[y] = sum_x W[x, y] (1 if W[x, y] < 0 else 1 / ratio)`` and the rays attaining it.
+    """
+    V = np.where(W < 0, 1.0, 1.0 / ratio)
+    return np.einsum("xy,xy->y", W, V), V
+
+
+def lower_envelope(V: np.ndarray, d: np.ndarray, eps: float) -> np.ndarray:
+    """Largest vectors below the columns of ``V`` that lie in ``K``: ``min_x' V[x', y] exp(eps d(x, x'))``."""
+    with np.errstate(divide="ignore"):
+        L = np.log(np.clip(V, 0.0, None))
+    return np.exp((L[None, :, :] + eps * d[:, :, None]).min(axis=1))
+
+
+class _LPPricer:
+    """Pricing LP ``min <w, v>, v in K, 0 <= v <= 1`` on one HiGHS model (objective changed in place)."""
+
+    def __init__(self, d: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+        n = d.shape[0]
+        self.n = n
+        self.pi = np.concatenate([a, b])
+        self.pj = np.concatenate([b, a])
+        self.pd = d[self.pi, self.pj]
+        self.eps = float("nan")
+        rows = self.pi.size
+        h = _highs()
+        h.setOptionValue("primal_feasibility_tolerance", 1e-10)
+        h.setOptionValue("dual_feasibility_tolerance", 1e-10)
+        lp = highspy.HighsLp()
+        lp.num_col_ = n
+        lp.num_row_ = rows
+        lp.col_cost_ = np.zeros(n)
+        lp.col_lower_ = np.zeros(n)
+        lp.col_upper_ = np.ones(n)
+        lp.row_lower_ = np.full(rows, -highspy.kHighsInf)
+        lp.row_upper_ = np.zeros(rows)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp.a_matrix_.start_ = np.arange(0, 2 * rows + 1, 2, dtype=np.int32)
+        index = np.empty(2 * rows, dtype=np.int32)
+        index[0::2] = self.pi
+        index[1::2] = self.pj
+        lp.a_matrix_.index_ = index
+        lp.a_matrix_.value_ = np.tile([1.0, -1.0], rows)
+        h.passModel(lp)
+        self.h = h
+        self.cols = np.arange(n, dtype=np.int32)
+        self.rows = rows
+
+    def set_eps(self, eps: float) -> None:
+        if eps == self.eps:
+            return
+        self.eps = eps
+        change = self.h.changeCoeff
+        for r, (j, v) in enumerate(zip(self.pj.tolist(), (-np.exp(eps * self.pd)).tolist(), strict=True)):
+            change(r, j, v)
+
+    def price(self, w: np.ndarray) -> tuple[float, np.ndarray] | None:
+        """Box minimum and minimiser for one objective; None if HiGHS fails."""
+        self.h.changeColsCost(self.n, self.cols, w)
+        self.h.run()
+        if self.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        v = np.asarray(self.h.getSolution().col_value)
+        return float(self.h.getInfo().objective_function_value), v
+
+
+class ColumnGeneration:
+    """Restricted master over an active set of outputs, with row generation, plus exact pricing.
+
+    The master is the LP restricted to the active outputs ``Y'`` (all ``n`` variables of each, the
+    privacy rows of its chain-free pairs generated on demand); the outputs outside ``Y'`` are zero. After
+    the master is optimal and violates no chain-free row, the duals ``u`` of the row sums price every
+    inactive output (module docstring); outputs with ``mu_y < 0`` enter. When none does, the master
+    optimum is the optimum of the full LP. Reusable along an ascending eps grid (coefficients changed in
+    place, basis kept).
+
+    Parameters
+    ----------
+    prior : array (n,)
+    loss : array (n, m)
+    d : array (n, n)
+        Input metric.
+    a, b : int arrays
+        Chain-free pairs of ``d`` (:func:`mdp_core.lp.chain_free_pairs`).
+    start : int array
+        Outputs active from the start.
+    """
+
+    def __init__(
+        self,
+        prior: np.ndarray,
+        loss: np.ndarray,
+        d: np.ndarray,
+        a: np.ndarray,
+        b: np.ndarray,
+        start: np.ndarray,
+    ) -> None:
+        self.n, self.m = loss.shape
+        n = self.n
+        self.C = prior[:, None] * loss
+        self.d = d
+        self.eps = float("nan")
+        off = d[~np.eye(n, dtype=bool)]
+        self.kind = "general"
+        self.tree = tree_order(n, a, b)
+        if self.tree is not None:
+            self.kind = "tree"
+            order, parent, _ = self.tree
+            self.tree_d = np.zeros(n)
+            self.tree_d[order[1:]] = d[order[1:], parent[order[1:]]]
+        elif off.size and np.ptp(off) <= 1e-12 * off.max():
+            self.kind = "nominal"
+            self.nominal_c = float(off.max())
+        self.pricer = _LPPricer(d, a, b) if self.kind == "general" else None
+        # ordered chain-free pairs (i -> j): row z[i, y] - exp(eps d_ij) z[j, y] <= 0
+        self.pi = np.concatenate([a, b])
+        self.pj = np.concatenate([b, a])
+        self.pd = d[self.pi, self.pj]
+        near = np.full(n, np.inf)
+        np.minimum.at(near, self.pi, self.pd)
+        self.near_pairs = np.nonzero(self.pd <= near[self.pi] * (1 + 1e-9))[0]
+        half = a.size
+        self.near_pairs = np.union1d(self.near_pairs, (self.near_pairs + half) % (2 * half))
+        self.all_rows = self.kind != "general"
+        self.block_of = np.full(self.m, -1, dtype=np.int64)  # output -> master block
+        self.outputs = np.empty(0, dtype=np.int64)  # block -> output
+        self.in_model = np.zeros((self.pi.size, 0), dtype=bool)
+        self.row_pair = np.empty(0, dtype=np.int64)
+        self.row_block = np.empty(0, dtype=np.int64)
+        h = _highs()
+        h.setOptionValue("dual_feasibility_tolerance", _MASTER_DUAL_TOL)
+        h.setOptionValue("primal_feasibility_tolerance", 1e-10)
+        lp = highspy.HighsLp()
+        lp.num_col_ = 0
+        lp.num_row_ = n
+        lp.row_lower_ = np.ones(n)
+        lp.row_upper_ = np.ones(n)
+        h.passModel(lp)
+        self.h = h
+        self.start = np.unique(start)
+        self.lp_rounds = 0
+        self.log: list[tuple] = []
+
+    @property
+    def rows(self) -> int:
+        """Privacy rows in the master."""
+        return int(self.row_pair.size)
+
+    # -- master ---------------------------------------------------------------------------------------
+    def add_outputs(self, ys: np.ndarray) -> None:
+        """Activate outputs ``ys``: their ``n`` variables each, and their initial privacy rows."""
+        ys = ys[self.block_of[ys] < 0]
+        if ys.size == 0:
+            return
+        n, k0, k = self.n, self.outputs.size, ys.size
+        self.block_of[ys] = np.arange(k0, k0 + k)
+        self.outputs = np.concatenate([self.outputs, ys])
+        self.in_model = np.hstack([self.in_model, np.zeros((self.pi.size, k), dtype=bool)])
+        nv = n * k
+        self.h.addCols(
+            nv,
+            self.C[:, ys].T.ravel(),
+            np.zeros(nv),
+            np.ones(nv),
+            nv,
+            np.arange(nv, dtype=np.int32),
+            np.tile(np.arange(n, dtype=np.int32), k),
+            np.ones(nv),
+        )
+        pairs = np.arange(self.pi.size) if self.all_rows else self.near_pairs
+        blocks = np.arange(k0, k0 + k)
+        self.add_rows(np.tile(pairs, k), np.repeat(blocks, pairs.size))
+
+    def add_rows(self, pairs: np.ndarray, blocks: np.ndarray) -> None:
+        if pairs.size == 0:
+            return
+        n, count = self.n, pairs.size
+        index = np.empty(2 * count, dtype=np.int32)
+        index[0::2] = blocks * n + self.pi[pairs]
+        index[1::2] = blocks * n + self.pj[pairs]
+        value = np.empty(2 * count)
+        value[0::2] = 1.0
+        value[1::2] = -np.exp(self.eps * self.pd[pairs])
+        starts = np.arange(0, 2 * count, 2, dtype=np.int32)
+        self.h.addRows(
+            count, np.full(count, -highspy.kHighsInf), np.zeros(count), 2 * count, starts, index, value
+        )
+        self.in_model[pairs, blocks] = True
+        self.row_pair = np.concatenate([self.row_pair, pairs])
+        self.row_block = np.concatenate([self.row_block, blocks])
+
+    def set_eps(self, eps: float) -> None:
+        """Change every privacy coefficient ``-exp(eps d)`` in place (keeps the basis)."""
+        if eps == self.eps:
+            return
+        self.eps = eps
+        if self.pricer is not None:
+            self.pricer.set_eps(eps)
+        self.tents = np.exp(-eps * self.d)  # column z: the tent at z, peak 1
+        if self.outputs.size == 0:
+            self.add_outputs(self.start)
+            return
+        cols = (self.row_block * self.n + self.pj[self.row_pair]).tolist()
+        vals = (-np.exp(eps * self.pd[self.row_pair])).tolist()
+        change = self.h.changeCoeff
+        for r, c, v in zip(range(self.n, self.n + len(cols)), cols, vals, strict=True):
+            change(r, c, v)
+
+    def violated(self, Z: np.ndarray, per_input: int = _CUTS_PER_INPUT) -> tuple[np.ndarray, np.ndarray]:
+        """Chain-free rows (pair, block) not in the master that ``Z`` violates: per input and block the
+        ``per_input`` most violated ones (later rounds find the others if they are still violated)."""
+        viol = Z[self.pi] - np.exp(self.eps * self.pd)[:, None] * Z[self.pj]
+        viol[self.in_model] = 0.0
+        pairs, blocks = np.nonzero(viol > _ROW_TOL)
+        if pairs.size == 0:
+            return pairs, blocks
+        key = self.pi[pairs] * Z.shape[1] + blocks
+        order = np.lexsort((-viol[pairs, blocks], key))
+        sorted_key = key[order]
+        group_start = np.r_[0, np.nonzero(sorted_key[1:] != sorted_key[:-1])[0] + 1]
+        rank = np.arange(order.size) - np.repeat(group_start, np.diff(np.r_[group_start, order.size]))
+        keep = order[rank < per_input]
+        return pairs[keep], blocks[keep]
+
+    # -- pricing --------------------------------------------------------------------------------------
+    def price(self, W: np.ndarray, deadline: float) -> tuple[np.ndarray, bool]:
+        """Pricing values ``mu`` (``-inf`` where not computed) for the columns of ``W``; True if exact."""
+        if self.kind == "tree":
+            order, parent, _ = self.tree
+            g, _ = tree_pricing(W, order, parent, self.eps * self.tree_d)
+            return np.minimum(g, 0.0), True
+        if self.kind == "nominal":
+            mu, _ = nominal_pricing(W, np.exp(self.eps * self.nominal_c))
+            return np.minimum(mu, 0.0), True
+        rc = (W.T @ self.tents).min(axis=1)  # best tent per output: an upper bound on mu
+        if np.any(rc < -_ADD_TOL):
+            return np.where(rc < -_ADD_TOL, rc, 0.0), False
+        self.lp_rounds += 1
+        mu = np.zeros(W.shape[1])
+        for y in range(W.shape[1]):
+            if time.perf_counter() > deadline:
+                return np.full(W.shape[1], -np.inf), False
+            res = self.pricer.price(W[:, y])
+            if res is None:
+                raise RuntimeError("pricing LP failed")
+            mu[y] = min(res[0], 0.0)
+        return mu, True
+
+    def solve(self, eps: float, *, time_limit: float, max_rounds: int, max_enter: int = 0) -> dict:
+        """Row and column generation at ``eps`` from the current master; returns the raw solution."""
+        deadline = time.perf_counter() + time_limit
+        self.set_eps(eps)
+        rounds = 0
+        max_enter = max_enter or max(8, self.n // 4)
+        strategy = _DUAL
+        while True:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                return {"ok": False, "status": "time limit", "rounds": rounds}
+            if rounds >= max_rounds:
+                return {"ok": False, "status": "round limit", "rounds": rounds}
+            self.h.setOptionValue("time_limit", float(remaining))
+            self.h.setOptionValue("simplex_strategy", strategy)
+            t0 = time.perf_counter()
+            self.h.run()
+            iterations = self.h.getInfo().simplex_iteration_count
+            self.log.append((strategy, time.perf_counter() - t0, self.rows, self.outputs.size, iterations))
+            rounds += 1
+            status = self.h.getModelStatus()
+            if status != highspy.HighsModelStatus.kOptimal:
+                return {"ok": False, "status": self.h.modelStatusToString(status), "rounds": rounds}
+            sol = self.h.getSolution()
+            Z = np.asarray(sol.col_value).reshape(-1, self.n).T  # (n, blocks)
+            pairs, blocks = self.violated(Z)
+            if pairs.size:
+                self.add_rows(pairs, blocks)
+                strategy = _DUAL
+                continue
+            u = np.asarray(sol.row_dual)[: self.n]
+            inactive = np.nonzero(self.block_of < 0)[0]
+            mu, exact = self.price(self.C[:, inactive] - u[:, None], deadline)
+            enter = np.nonzero(mu < -_ADD_TOL)[0]
+            if enter.size:
+                enter = enter[np.argsort(mu[enter])[:max_enter]]
+                self.add_outputs(inactive[enter])
+                strategy = _PRIMAL
+                continue
+            if not exact:
+                return {"ok": False, "status": "time limit", "rounds": rounds}
+            P = np.zeros((self.n, self.m))
+            P[:, self.outputs] = Z
+            return {
+                "ok": True,
+                "status": "Optimal",
+                "rounds": rounds,
+                "Z": P,
+                "lp_objective": float(self.h.getInfo().objective_function_value),
+                "lower_bound": float(u.sum() + mu.sum()),
+            }
