@@ -11,6 +11,7 @@ from scipy.sparse import lil_matrix
 from scipy.sparse.csgraph import shortest_path
 
 import mdp_core as core
+from mdp_core import _colgen
 
 
 def random_metric(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -196,3 +197,148 @@ def test_bad_input(args: tuple, match: str) -> None:
 def test_bad_grid() -> None:
     with pytest.raises(core.DataError, match="eps_grid"):
         core.optimal_mechanisms([0.5, 0.5], np.ones((2, 2)), 1 - np.eye(2), [1.0, 1.0])
+
+
+# -- column generation (mdp_core._colgen) --------------------------------------------------------------
+
+
+def cone_lp(w: np.ndarray, d: np.ndarray, eps: float, *, root: int | None = None) -> float:
+    """Brute force: min <w, v> over the log-Lipschitz cone, all ordered pairs, with v_root = 1 or v <= 1."""
+    n = w.size
+    i, j = np.nonzero(~np.eye(n, dtype=bool))
+    A = np.zeros((i.size, n))
+    A[np.arange(i.size), i] = 1.0
+    A[np.arange(i.size), j] -= np.exp(eps * d[i, j])
+    if root is None:
+        res = linprog(w, A_ub=A, b_ub=np.zeros(i.size), bounds=(0, 1), method="highs")
+    else:
+        e = np.zeros((1, n))
+        e[0, root] = 1.0
+        res = linprog(w, A_ub=A, b_ub=np.zeros(i.size), A_eq=e, b_eq=[1.0], bounds=(0, None), method="highs")
+    assert res.status == 0
+    return float(res.fun)
+
+
+def random_tree_metric(rng: np.random.Generator, n: int) -> np.ndarray:
+    w = np.zeros((n, n))
+    for k in range(1, n):
+        p = int(rng.integers(0, k))
+        w[k, p] = w[p, k] = rng.uniform(0.1, 1.0)
+    return shortest_path(w, directed=False)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_tree_pricing_matches_brute_force(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 9))
+    d = random_tree_metric(rng, n) if seed % 2 else np.abs(np.subtract.outer(*(2 * [rng.random(n).cumsum()])))
+    a, b = core.chain_free_pairs(d)
+    tree = _colgen.tree_order(n, a, b)
+    assert tree is not None and a.size == n - 1
+    order, parent, _ = tree
+    eps = float(rng.uniform(0.3, 4))
+    step = np.zeros(n)
+    step[order[1:]] = eps * d[order[1:], parent[order[1:]]]
+    W = rng.normal(size=(n, 4))
+    g, V = _colgen.tree_pricing(W, order, parent, step)
+    for y in range(4):
+        assert g[y] == pytest.approx(cone_lp(W[:, y], d, eps, root=int(order[0])), rel=1e-9, abs=1e-9)
+        assert W[:, y] @ V[:, y] == pytest.approx(g[y], rel=1e-12, abs=1e-12)  # the ray attains it ...
+        assert core.mdp_violation(V[:, [y]], d, eps) <= 1e-12  # ... and lies in the cone
+
+
+def test_tree_order_rejects_cycles() -> None:
+    a, b = core.chain_free_pairs(grid_metric(3, 1.0))
+    assert _colgen.tree_order(9, a, b) is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_nominal_pricing_matches_brute_force(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n, c, eps = int(rng.integers(2, 8)), float(rng.uniform(0.2, 2)), float(rng.uniform(0.2, 3))
+    d = c * (1 - np.eye(n))
+    W = rng.normal(size=(n, 3))
+    mu, V = _colgen.nominal_pricing(W, np.exp(eps * c))
+    for y in range(3):
+        assert min(mu[y], 0.0) == pytest.approx(cone_lp(W[:, y], d, eps), abs=1e-9)
+        assert core.mdp_violation(V[:, [y]], d, eps) <= 1e-12
+
+
+def test_lp_pricer_matches_brute_force() -> None:
+    rng = np.random.default_rng(3)
+    d = grid_metric(3, 2.0)
+    a, b = core.chain_free_pairs(d)
+    pricer = _colgen._LPPricer(d, a, b)
+    pricer.set_eps(1.1)
+    for _ in range(4):
+        w = rng.normal(size=9)
+        value, _ = pricer.price(w)
+        assert value == pytest.approx(cone_lp(w, d, 1.1), abs=1e-9)
+
+
+def threshold_loss(values: np.ndarray, t: float) -> np.ndarray:
+    above = values > t
+    return (above[:, None] != above[None, :]).astype(float)
+
+
+@pytest.mark.parametrize(
+    "case", ["chain-threshold", "chain-rect", "nominal-01", "l2-threshold", "random-01", "tree-squared"]
+)
+def test_column_generation_matches_full_lp(case: str) -> None:
+    rng = np.random.default_rng(sum(map(ord, case)))
+    if case.startswith("chain"):
+        x = np.sort(rng.uniform(0, 3, 9))
+        d = np.abs(x[:, None] - x[None, :])
+        loss = (
+            threshold_loss(x, 1.5) if case == "chain-threshold" else (x[:, None] - np.linspace(0, 3, 5)) ** 2
+        )
+    elif case == "nominal-01":
+        d = 0.7 * (1 - np.eye(7))
+        loss = 1 - np.eye(7)
+    elif case == "l2-threshold":
+        d = grid_metric(3, 2.0)
+        loss = threshold_loss(np.arange(9) % 3 + np.arange(9) // 3, 2)
+    elif case == "tree-squared":
+        d = random_tree_metric(rng, 8)
+        loss = d**2
+    else:
+        d = random_metric(rng, 7)
+        loss = 1 - np.eye(7)
+    n = d.shape[0]
+    prior = rng.dirichlet(np.full(n, 0.7))
+    for eps in (0.4, 1.7, 6.0):
+        res = core.optimal_mechanism(prior, loss, d, eps)
+        assert res.success, res.message
+        ref = loop_lp(prior, loss, d, eps)
+        assert res.objective == pytest.approx(ref, abs=1e-7)
+        # our certificate: lower bound and optimum within 1e-9 (linprog's own optimum is only ~1e-7 exact)
+        assert res.extra["lower_bound"] <= ref + 1e-7
+        assert res.lp_objective - res.extra["lower_bound"] <= 1e-9
+        assert core.mdp_violation(res.matrix, d, eps) <= 1e-9
+        inactive = np.ones(loss.shape[1], dtype=bool)
+        inactive[res.matrix.max(axis=0) > 0] = False
+        assert res.extra["outputs"] >= np.count_nonzero(~inactive)
+        assert np.all(res.matrix[:, inactive] == 0.0)
+
+
+def test_pricing_kinds() -> None:
+    x = np.arange(5.0)
+    kinds = {
+        "tree": np.abs(x[:, None] - x[None, :]),
+        "nominal": 1 - np.eye(5),
+        "general": grid_metric(3, 2.0)[:5, :5],
+    }
+    for kind, d in kinds.items():
+        res = core.optimal_mechanism(np.full(5, 0.2), d**2, d, 1.0)
+        assert res.extra["pricing"] == kind
+
+
+def test_inactive_outputs_are_exactly_zero() -> None:
+    # a wide loss matrix: many outputs are never worth using, and column generation never activates them
+    rng = np.random.default_rng(0)
+    d = grid_metric(3, 2.0)
+    loss = np.hstack([d**2, 5.0 + rng.uniform(0, 1, (9, 20))])
+    res = core.optimal_mechanism(np.full(9, 1 / 9), loss, d, 2.0)
+    assert res.success and res.extra["outputs"] < loss.shape[1]
+    assert np.all(res.matrix[:, 9:] == 0.0)
+    assert res.objective == pytest.approx(loop_lp(np.full(9, 1 / 9), loss, d, 2.0), abs=1e-7)
