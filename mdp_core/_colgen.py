@@ -49,6 +49,7 @@ import numpy as np
 _ADD_TOL = 2e-10
 _MASTER_DUAL_TOL = 1e-10
 _DUAL, _PRIMAL = 1, 4  # HiGHS simplex_strategy: after adding rows / after adding columns
+_SHARE_ROWS = False
 _CUTS_PER_INPUT = 1_000_000  # all violated rows (measured: fewer rounds than 1 or 4 per input)
 # a privacy row is "violated" when z[x,y] - e^(eps d) z[x',y] > _ROW_RTOL z[x,y] + _ROW_ATOL: relative, as
 # an absolute test alone lets tiny probabilities break ratios (then the master is only a relaxation)
@@ -270,6 +271,7 @@ class ColumnGeneration:
         self.h = h
         self.start = np.unique(start)
         self.lp_rounds = 0
+        # per master solve: (simplex strategy, seconds, privacy rows, active outputs, simplex iterations)
         self.log: list[tuple] = []
 
     @property
@@ -298,7 +300,12 @@ class ColumnGeneration:
             np.tile(np.arange(n, dtype=np.int32), k),
             np.ones(nv),
         )
-        pairs = np.arange(self.pi.size) if self.all_rows else self.near_pairs
+        if self.all_rows:
+            pairs = np.arange(self.pi.size)
+        elif _SHARE_ROWS and k0:  # rows other outputs needed are likely needed here too
+            pairs = np.union1d(self.near_pairs, np.nonzero(self.in_model[:, :k0].any(axis=1))[0])
+        else:
+            pairs = self.near_pairs
         blocks = np.arange(k0, k0 + k)
         self.add_rows(np.tile(pairs, k), np.repeat(blocks, pairs.size))
 
@@ -383,7 +390,8 @@ class ColumnGeneration:
         self.set_eps(eps)
         rounds = 0
         max_enter = max_enter or max(8, self.n // 4)
-        strategy = _DUAL
+        # every row is present from the start on tree / nominal metrics: only columns ever enter
+        strategy = _PRIMAL if self.all_rows else _DUAL
         while True:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
