@@ -406,6 +406,12 @@ class ColumnGeneration:
             self.log.append((strategy, time.perf_counter() - t0, self.rows, self.outputs.size, iterations))
             rounds += 1
             status = self.h.getModelStatus()
+            if status != highspy.HighsModelStatus.kOptimal and time.perf_counter() < deadline:
+                self.h.clearSolver()  # numerical trouble from a warm basis: one cold retry
+                self.h.setOptionValue("simplex_strategy", 0)
+                self.h.setOptionValue("time_limit", float(max(deadline - time.perf_counter(), 1e-3)))
+                self.h.run()
+                status = self.h.getModelStatus()
             if status != highspy.HighsModelStatus.kOptimal:
                 return {"ok": False, "status": self.h.modelStatusToString(status), "rounds": rounds}
             sol = self.h.getSolution()
