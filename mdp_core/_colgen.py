@@ -398,7 +398,8 @@ class ColumnGeneration:
                 return {"ok": False, "status": "time limit", "rounds": rounds}
             if rounds >= max_rounds:
                 return {"ok": False, "status": "round limit", "rounds": rounds}
-            self.h.setOptionValue("time_limit", float(remaining))
+            # HiGHS compares time_limit with its run clock, which accumulates over run() calls
+            self.h.setOptionValue("time_limit", self.h.getRunTime() + float(remaining))
             self.h.setOptionValue("simplex_strategy", strategy)
             t0 = time.perf_counter()
             self.h.run()
@@ -409,7 +410,8 @@ class ColumnGeneration:
             if status != highspy.HighsModelStatus.kOptimal and time.perf_counter() < deadline:
                 self.h.clearSolver()  # numerical trouble from a warm basis: one cold retry
                 self.h.setOptionValue("simplex_strategy", 0)
-                self.h.setOptionValue("time_limit", float(max(deadline - time.perf_counter(), 1e-3)))
+                left = max(deadline - time.perf_counter(), 1e-3)
+                self.h.setOptionValue("time_limit", self.h.getRunTime() + left)
                 self.h.run()
                 status = self.h.getModelStatus()
             if status != highspy.HighsModelStatus.kOptimal:
