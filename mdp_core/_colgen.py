@@ -1,41 +1,44 @@
-"""Column generation (Dantzig-Wolfe over output columns) for the LP-optimal mechanism of 000 Eq. 3.
+"""Column generation over outputs for the LP-optimal mechanism of 000 Definition 3, Eq. 3.
 
 Apart from the row sums ``sum_y P[x, y] = 1`` the LP separates by output column: every column
 ``P[:, y]`` lies in the log-Lipschitz cone
 
     K = {v >= 0 : v_x <= exp(eps d(x, x')) v_x'  for all x, x'},
 
-which only depends on ``d`` and ``eps`` (not on ``y``). So the LP is
+which only depends on ``d`` and ``eps`` (not on ``y``); the chain-free pairs of
+:func:`mdp_core.lp.chain_free_pairs` already cut it out. So the LP is
 
-    min sum_y <c_y, v_y>   s.t.  sum_y v_y = 1,  v_y in K,        c_y[x] = prior[x] loss[x, y],
+    min sum_y <c_y, v_y>   s.t.  sum_y v_y = 1,  v_y in K,        c_y[x] = prior[x] loss[x, y].
 
-and every ``v_y`` is a non-negative combination of rays of ``K``. The *master* keeps a set of rays per
-output (``n`` equality rows, one column per ray); its duals ``u`` (one per input) price a new ray ``v`` for
-output ``y`` by the reduced cost ``<c_y - u, v>``. The *pricing problem* per output is
+The *master* is this LP restricted to an active set ``Y'`` of outputs (all ``n`` variables of each; its
+privacy rows generated on demand, the violated ones added until none is left); outputs outside ``Y'`` are
+zero. Its duals ``u`` of the row sums price every inactive output by
 
     mu_y = min { <c_y - u, v> : v in K, v <= 1 }       (the box only bounds the cone; mu_y <= 0),
 
-and the master is optimal for the full LP iff ``mu_y >= 0`` for every ``y``. For any ``u``,
-``sum_x u_x + sum_y mu_y`` is a lower bound on the LP optimum (Lagrangian relaxation of the row sums,
-with ``P[x, y] <= 1``), so stopping when every ``mu_y >= -tol`` certifies a gap of at most ``m tol``.
+and outputs with ``mu_y < 0`` enter. When none does, the master optimum is optimal for the full LP: for
+any ``u``, ``sum_x u_x + sum_y mu_y`` is a lower bound on the LP optimum (Lagrangian relaxation of the row
+sums, valid as ``P[x, y] <= 1``; active outputs contribute ``mu_y = 0`` by the master's optimality), so
+the gap is at most ``m * 2e-10`` and is reported as ``lower_bound``.
 
 Exact pricing:
 
-* tree metrics (the chain-free pairs of :func:`mdp_core.lp.chain_free_pairs` form a tree; ordinal chains,
-  1-D numeric): ``K`` is cut out by the tree edges alone. With ``v_root = 1``,
-  ``g(p) = w_p + sum_children min(exp(-eps d) g(c), exp(eps d) g(c))`` computed leaves-first gives
-  ``min <w, v> = g(root)`` (the minimum is linear in ``v_p`` for fixed ``v_p``, so each child sits at an end
-  of its interval); ``mu >= min(0, g(root))`` since ``v_root <= 1`` on the box. O(n m) for all outputs.
+* tree metrics (the chain-free pairs form a tree; ordinal chains, 1-D numeric): ``K`` is cut out by the
+  tree edges alone. With ``v_root = 1`` (no loss: every non-zero ``v`` in ``K`` is positive everywhere
+  and ``K`` is a cone), ``g(p) = w_p + sum_children min(exp(-eps d) g(c), exp(eps d) g(c))`` computed
+  leaves-first gives ``min <w, v> = g(root)`` (for fixed ``v_p`` the subtree minimum is linear in
+  ``v_p``, so each child sits at an end of its interval ``[exp(-eps d) v_p, exp(eps d) v_p]``); and
+  ``mu >= min(0, g(root))`` since ``v_root <= 1`` on the box. O(n m) for all outputs.
 * the discrete metric ``d = c 1[x != x']``: ``K = {max v <= exp(eps c) min v}``, and the box minimum is
   ``sum_x w_x (1 if w_x < 0 else exp(-eps c))`` (or 0). O(n m).
 * any other metric: the tents ``exp(-eps d(., z))`` (in ``K`` by the triangle inequality) screen all
-  outputs with one matrix product; only when no tent prices out is the per-output pricing LP (``n``
-  variables, one row per chain-free ordered pair, the box as bounds) solved with HiGHS, its objective
-  changed in place so that primal simplex restarts from the previous basis. Its optimal vertex is passed
-  through the log-Lipschitz lower envelope so that the added ray lies in ``K`` exactly.
+  outputs with one matrix product (a negative tent value is an upper bound on ``mu_y``: the output
+  enters); only when no tent prices out is the per-output pricing LP (``n`` variables, one row per
+  chain-free ordered pair, the box as bounds) solved with HiGHS for every inactive output, its objective
+  changed in place so that primal simplex restarts from the previous basis.
 
-Rays for a smaller eps stay in ``K`` for a larger one, so along an ascending eps grid one master keeps
-all its columns and its basis.
+Along an ascending eps grid the master keeps its outputs, rows and basis (coefficients changed in
+place; the old optimum stays feasible as the rows only loosen).
 """
 
 from __future__ import annotations
@@ -135,13 +138,6 @@ def nominal_pricing(W: np.ndarray, ratio: float) -> tuple[np.ndarray, np.ndarray
     """
     V = np.where(W < 0, 1.0, 1.0 / ratio)
     return np.einsum("xy,xy->y", W, V), V
-
-
-def lower_envelope(V: np.ndarray, d: np.ndarray, eps: float) -> np.ndarray:
-    """Largest vectors below the columns of ``V`` that lie in ``K``: ``min_x' V[x', y] exp(eps d(x, x'))``."""
-    with np.errstate(divide="ignore"):
-        L = np.log(np.clip(V, 0.0, None))
-    return np.exp((L[None, :, :] + eps * d[:, :, None]).min(axis=1))
 
 
 class _LPPricer:
