@@ -421,7 +421,10 @@ class ColumnGeneration:
                 continue
             u = np.asarray(sol.row_dual)[: self.n]
             inactive = np.nonzero(self.block_of < 0)[0]
-            mu, exact = self.price(self.C[:, inactive] - u[:, None], deadline)
+            try:
+                mu, exact = self.price(self.C[:, inactive] - u[:, None], deadline)
+            except RuntimeError as exc:
+                return {"ok": False, "status": str(exc), "rounds": rounds}
             enter = np.nonzero(mu < -_ADD_TOL)[0]
             if enter.size:
                 enter = enter[np.argsort(mu[enter])[:max_enter]]

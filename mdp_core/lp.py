@@ -287,7 +287,7 @@ def optimal_mechanism(
     max_inputs, max_variables : int
         Size limits; beyond them ``success=False`` with a message (no exception).
     time_limit : float
-        Seconds for the solver calls.
+        Wall-clock seconds for column and row generation (solver calls and pricing).
     max_rounds : int
         Master solves before giving up.
 
