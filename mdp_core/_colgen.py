@@ -54,9 +54,10 @@ _MASTER_DUAL_TOL = 1e-10
 _DUAL, _PRIMAL = 1, 4  # HiGHS simplex_strategy: after adding rows / after adding columns
 _SHARE_ROWS = False
 _CUTS_PER_INPUT = 1_000_000  # all violated rows (measured: fewer rounds than 1 or 4 per input)
-# a privacy row is "violated" when z[x,y] - e^(eps d) z[x',y] > _ROW_RTOL z[x,y] + _ROW_ATOL: relative, as
-# an absolute test alone lets tiny probabilities break ratios (then the master is only a relaxation)
-_ROW_RTOL, _ROW_ATOL = 1e-9, 1e-13
+# a privacy row is "violated" when z[x,y] - e^(eps d) z[x',y] > _ROW_ATOL (absolute, like HiGHS's own row
+# tolerance; a relative test carried 61k instead of 42k rows on the l2 grid n = 100, eps = 2, for the same
+# optimum: ratios of tiny entries are the repair step's job, which is verified)
+_ROW_ATOL = 1e-10
 
 
 def _highs() -> highspy.Highs:
@@ -345,7 +346,7 @@ class ColumnGeneration:
         ``per_input`` most violated ones (later rounds find the others if they are still violated)."""
         viol = Z[self.pi] - np.exp(self.eps * self.pd)[:, None] * Z[self.pj]
         viol[self.in_model] = 0.0
-        pairs, blocks = np.nonzero(viol > _ROW_RTOL * Z[self.pi] + _ROW_ATOL)
+        pairs, blocks = np.nonzero(viol > _ROW_ATOL)
         if pairs.size == 0:
             return pairs, blocks
         key = self.pi[pairs] * Z.shape[1] + blocks
