@@ -213,6 +213,9 @@ class ColumnGeneration:
         Chain-free pairs of ``d`` (:func:`mdp_core.lp.chain_free_pairs`).
     start : int array
         Outputs active from the start.
+    start_rows : bool array (2 * a.size, m), optional
+        Privacy rows (ordered pair, output) to put in the master with the start outputs, e.g. the rows a
+        previous solve at a nearby eps needed (pairs ordered as ``(a, b)`` then ``(b, a)``).
     """
 
     def __init__(
@@ -223,6 +226,7 @@ class ColumnGeneration:
         a: np.ndarray,
         b: np.ndarray,
         start: np.ndarray,
+        start_rows: np.ndarray | None = None,
     ) -> None:
         self.n, self.m = loss.shape
         n = self.n
@@ -267,9 +271,16 @@ class ColumnGeneration:
         h.passModel(lp)
         self.h = h
         self.start = np.unique(start)
+        self.start_rows = start_rows
         self.lp_rounds = 0
         # per master solve: (simplex strategy, seconds, privacy rows, active outputs, simplex iterations)
         self.log: list[tuple] = []
+
+    def row_mask(self) -> np.ndarray:
+        """Privacy rows in the master as a bool array (ordered pair, output) for ``start_rows``."""
+        mask = np.zeros((self.pi.size, self.m), dtype=bool)
+        mask[:, self.outputs] = self.in_model
+        return mask
 
     @property
     def rows(self) -> int:
@@ -334,6 +345,10 @@ class ColumnGeneration:
         self.tents = np.exp(-eps * self.d)  # column z: the tent at z, peak 1
         if self.outputs.size == 0:
             self.add_outputs(self.start)
+            if self.start_rows is not None and not self.all_rows:
+                extra = self.start_rows[:, self.outputs] & ~self.in_model
+                pairs, blocks = np.nonzero(extra)
+                self.add_rows(pairs, blocks)
             return
         cols = (self.row_block * self.n + self.pj[self.row_pair]).tolist()
         vals = (-np.exp(eps * self.pd[self.row_pair])).tolist()

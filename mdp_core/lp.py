@@ -307,12 +307,24 @@ def optimal_mechanism(
     return _finish(raw, model, p, c, eps, started)
 
 
-def _model(prior: np.ndarray, loss: np.ndarray, d: np.ndarray, eps: float) -> ColumnGeneration:
-    """Column-generation model started from the outputs used by EM + Bayesian remapping at ``eps``."""
+def _model(
+    prior: np.ndarray,
+    loss: np.ndarray,
+    d: np.ndarray,
+    eps: float,
+    *,
+    pairs: tuple[np.ndarray, np.ndarray] | None = None,
+    previous: MechanismResult | None = None,
+    previous_rows: np.ndarray | None = None,
+) -> ColumnGeneration:
+    """Column-generation model started from the outputs used by EM + Bayesian remapping at ``eps``,
+    plus the outputs (and their rows) of a previous optimum at a nearby eps."""
     remap = bayesian_remap(exponential_mechanism(d, eps), prior, loss)
     start = np.nonzero(remap.max(axis=0) > 0)[0]
-    a, b = chain_free_pairs(d)
-    return ColumnGeneration(prior, loss, d, a, b, start)
+    if previous is not None and previous.success:
+        start = np.union1d(start, np.nonzero(previous.matrix.max(axis=0) > 0)[0])
+    a, b = chain_free_pairs(d) if pairs is None else pairs
+    return ColumnGeneration(prior, loss, d, a, b, start, previous_rows)
 
 
 def _size_problem(shape: tuple[int, int], max_inputs: int, max_variables: int) -> str:
@@ -364,11 +376,15 @@ def optimal_mechanisms(
     limit = _size_problem(c.shape, max_inputs, max_variables)
     if limit:
         return [_failure(c.shape, "size limit", limit, 0.0, float(e)) for e in grid]
-    model = _model(p, c, d, float(grid[0]))
+    pairs = chain_free_pairs(d)
     results: list[MechanismResult] = []
+    previous_rows = None
     for k, eps in enumerate(grid):
         started = time.perf_counter()
+        previous = results[-1] if results else None
+        model = _model(p, c, d, float(eps), pairs=pairs, previous=previous, previous_rows=previous_rows)
         raw = model.solve(float(eps), time_limit=time_limit, max_rounds=max_rounds)
         results.append(_finish(raw, model, p, c, float(eps), started))
+        previous_rows = model.row_mask()
         report(progress, (k + 1) / grid.size, f"OPT at eps = {eps:.3g}")
     return results
