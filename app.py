@@ -17,21 +17,21 @@ SAMPLE_LABELS = {
 }
 
 PAGES = [
-    st.Page("pages/home.py", title="Overview", icon=":material/home:", default=True),
-    st.Page("pages/data.py", title="Data & dependencies", icon=":material/hub:", url_path="data"),
+    st.Page("views/home.py", title="Overview", icon=":material/home:", default=True),
+    st.Page("views/data.py", title="Data & dependencies", icon=":material/hub:", url_path="data"),
     st.Page(
-        "pages/mechanisms.py", title="Mechanism playground", icon=":material/tune:", url_path="mechanisms"
+        "views/mechanisms.py", title="Mechanism playground", icon=":material/tune:", url_path="mechanisms"
     ),
     st.Page(
-        "pages/dephdp.py",
+        "views/dephdp.py",
         title="Mechanism selection (DepHDP)",
         icon=":material/account_tree:",
         url_path="dephdp",
     ),
-    st.Page("pages/leakage.py", title="Correlated leakage", icon=":material/water_drop:", url_path="leakage"),
-    st.Page("pages/geo_map.py", title="Geo mechanisms", icon=":material/map:", url_path="geo"),
+    st.Page("views/leakage.py", title="Correlated leakage", icon=":material/water_drop:", url_path="leakage"),
+    st.Page("views/geo_map.py", title="Geo mechanisms", icon=":material/map:", url_path="geo"),
     st.Page(
-        "pages/noise_shape.py", title="Noise shape", icon=":material/show_chart:", url_path="noise-shape"
+        "views/noise_shape.py", title="Noise shape", icon=":material/show_chart:", url_path="noise-shape"
     ),
 ]
 

@@ -17,7 +17,7 @@ def _spec(at: AppTest, index: int) -> dict:
 
 
 def test_dephdp_page_renders_and_reacts(app: AppTest) -> None:
-    app.switch_page("pages/dephdp.py").run()
+    app.switch_page("views/dephdp.py").run()
     assert not app.exception
     assert app.title[0].value == "Mechanism selection (DepHDP)"
     scatter = _spec(app, 0)
@@ -45,7 +45,7 @@ def test_dephdp_page_renders_and_reacts(app: AppTest) -> None:
 
 
 def test_dephdp_page_config_upload_validates(app: AppTest) -> None:
-    app.switch_page("pages/dephdp.py").run()
+    app.switch_page("views/dephdp.py").run()
     app.file_uploader(key="dep_config_upload").set_value(
         ("bad.json", b'{"tau_dpn": 7}', "application/json")
     ).run()
@@ -60,7 +60,7 @@ def test_dephdp_page_config_upload_validates(app: AppTest) -> None:
 
 
 def test_dephdp_page_axes_and_entropy_task(app: AppTest) -> None:
-    app.switch_page("pages/dephdp.py").run()
+    app.switch_page("views/dephdp.py").run()
     scatter = _spec(app, 0)
     largest = int(app.dataframe[0].value.domain_size.max())
     tau_dim = min(300, DepHDPConfig().opt_max_domain)

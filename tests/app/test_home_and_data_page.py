@@ -32,7 +32,7 @@ def test_dataset_picker_and_bad_upload_keeps_previous_table(app: AppTest) -> Non
 
 
 def test_data_page_slider_changes_groups(app: AppTest) -> None:
-    app.switch_page("pages/data.py").run()
+    app.switch_page("views/data.py").run()
     assert not app.exception
     assert [m.value for m in app.metric][:2] == ["303", "14"]
     charts = app.get("plotly_chart")

@@ -13,7 +13,7 @@ def _spec(at: AppTest, key_fragment: int) -> dict:
 
 
 def test_leakage_page_pair_curves_and_eps(app: AppTest) -> None:
-    app.switch_page("pages/leakage.py").run()
+    app.switch_page("views/leakage.py").run()
     assert not app.exception
     assert app.selectbox(key="leak_target").value == "age"
     app.selectbox(key="leak_target").set_value("sex").run()
@@ -45,7 +45,7 @@ def test_leakage_page_pair_curves_and_eps(app: AppTest) -> None:
 
 
 def test_leakage_page_uncertainty_all_pairs_and_calibration(app: AppTest) -> None:
-    app.switch_page("pages/leakage.py").run()
+    app.switch_page("views/leakage.py").run()
     app.radio(key="leak_unc").set_value("relative").run()
     app.slider(key="leak_e").set_value(0.2).run()
     assert not app.exception

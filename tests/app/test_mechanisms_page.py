@@ -1,4 +1,4 @@
-"""AppTest for pages/mechanisms.py (mechanism playground)."""
+"""AppTest for views/mechanisms.py (mechanism playground)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ui import mechanisms as mech
 @pytest.fixture
 def at(app: AppTest) -> AppTest:
     """The app (fresh, caches cleared) on the playground page with the default heart data."""
-    app.switch_page("pages/mechanisms.py").run()
+    app.switch_page("views/mechanisms.py").run()
     assert not app.exception
     return app
 

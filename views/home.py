@@ -58,7 +58,7 @@ steps = [
     ),
 ]
 for i, (title, page, text) in enumerate(steps, start=1):
-    st.page_link(f"pages/{page}", label=f"{i}. {title}")
+    st.page_link(f"views/{page}", label=f"{i}. {title}")
     st.caption(text)
 
 st.divider()
