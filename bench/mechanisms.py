@@ -111,7 +111,7 @@ def run(quick: bool = False) -> list[dict]:
                 "eps": eps,
                 "ours_s": res.seconds,
                 "objective": res.objective,
-                "ok": res.success,
+                "ok": res.success if res.success else res.status,
                 "rows_kept": f"{res.rows}/{res.full_rows}",
                 "rounds": res.rounds,
                 "outputs": res.extra.get("outputs"),
