@@ -49,9 +49,15 @@ def run(quick: bool = False) -> list[dict]:
         repeats = 3 if quick else 7
         t_ours = _best_of(lambda e=enc: core.nmi_matrix(e.codes), repeats)
         t_loop = _best_of(lambda e=enc: plain_loop_nmi(e.codes), repeats)
-        rows.append({
-            "dataset": name, "rows": len(enc.codes), "attributes": enc.codes.shape[1],
-            "nmi_matrix_s": t_ours, "plain_loop_s": t_loop, "speedup": t_loop / t_ours,
-            "max_abs_diff": float(np.abs(ours - ref).max()),
-        })
+        rows.append(
+            {
+                "dataset": name,
+                "rows": len(enc.codes),
+                "attributes": enc.codes.shape[1],
+                "nmi_matrix_s": t_ours,
+                "plain_loop_s": t_loop,
+                "speedup": t_loop / t_ours,
+                "max_abs_diff": float(np.abs(ours - ref).max()),
+            }
+        )
     return rows
