@@ -39,8 +39,9 @@ def _check_codes(codes: pd.DataFrame) -> np.ndarray:
 def nmi_matrix(codes: pd.DataFrame) -> pd.DataFrame:
     """Normalised mutual information of every pair of columns.
 
-    ``MI = H_i + H_j - H_ij`` from one joint histogram (``np.bincount``) per pair over column-contiguous
-    codes; measured faster than one sparse one-hot product ``X^T X`` (bench/nmi.py).
+    ``MI = H_i + H_j - H_ij`` from one joint histogram (``np.bincount``) per pair; column ``i`` is scaled
+    once by the largest domain size and reused for every partner ``j``. Measured faster than a sparse
+    one-hot product ``X^T X``, a stacked single histogram and the plain per-pair loop (bench/nmi.py).
 
     Parameters
     ----------
@@ -52,26 +53,26 @@ def nmi_matrix(codes: pd.DataFrame) -> pd.DataFrame:
     DataFrame
         Symmetric, values in [0, 1], diagonal 1, indexed by column names.
     """
-    arr = np.asfortranarray(_check_codes(codes))
+    arr = _check_codes(codes)
     n, k = arr.shape
-    sizes = arr.max(axis=0) + 1
-    ent = np.array([_entropy(np.bincount(arr[:, i]) / n) for i in range(k)])
+    width = int(arr.max()) + 1
+    ent = np.array([_entropy_of_counts(np.bincount(arr[:, i]), n) for i in range(k)])
     nmi = np.eye(k)
-    for i in range(k):
+    for i in range(k - 1):
+        scaled = arr[:, i] * width
         for j in range(i + 1, k):
             denom = ent[i] + ent[j]
             if denom > 0:
-                joint = np.bincount(arr[:, i] * sizes[j] + arr[:, j], minlength=sizes[i] * sizes[j]) / n
-                mi = ent[i] + ent[j] - _entropy(joint)
-                nmi[i, j] = nmi[j, i] = float(np.clip(2.0 * mi / denom, 0.0, 1.0))
+                joint = _entropy_of_counts(np.bincount(scaled + arr[:, j]), n)
+                nmi[i, j] = nmi[j, i] = min(max(2.0 * (denom - joint) / denom, 0.0), 1.0)
     names = list(codes.columns)
     return pd.DataFrame(nmi, index=names, columns=names)
 
 
-def _entropy(p: np.ndarray) -> float:
-    """Shannon entropy in nats of a probability vector (zeros ignored)."""
-    p = p[p > 0]
-    return float(-(p * np.log(p)).sum())
+def _entropy_of_counts(counts: np.ndarray, n: int) -> float:
+    """Shannon entropy (nats) of the empirical distribution ``counts / n``: ``ln n - sum c ln c / n``."""
+    c = counts[counts > 0].astype(np.float64)
+    return float(np.log(n) - (c * np.log(c)).sum() / n)
 
 
 def nmi_pairs(nmi: pd.DataFrame) -> pd.DataFrame:
