@@ -33,7 +33,7 @@ def _check_codes(codes: pd.DataFrame) -> np.ndarray:
     arr = codes.to_numpy()
     if not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0:
         raise DataError("codes must be non-negative integers (use mdp_core.discretize)")
-    return arr.astype(np.int64)
+    return arr.astype(np.int64, copy=False)
 
 
 def nmi_matrix(codes: pd.DataFrame) -> pd.DataFrame:
