@@ -6,6 +6,21 @@ The public API (see DESIGN.md) is re-exported here; each submodule lists its nam
 
 from __future__ import annotations
 
+from mdp_core import (
+    adequacy,
+    allocation,
+    data,
+    dependency,
+    errors,
+    evaluation,
+    ggm,
+    leakage,
+    lp,
+    mechanisms,
+    metrics,
+    pipeline,
+    tasks,
+)
 from mdp_core.adequacy import *
 from mdp_core.allocation import *
 from mdp_core.data import *
@@ -20,4 +35,25 @@ from mdp_core.metrics import *
 from mdp_core.pipeline import *
 from mdp_core.tasks import *
 
+__all__ = sorted(
+    {
+        name
+        for module in (
+            adequacy,
+            allocation,
+            data,
+            dependency,
+            errors,
+            evaluation,
+            ggm,
+            leakage,
+            lp,
+            mechanisms,
+            metrics,
+            pipeline,
+            tasks,
+        )
+        for name in module.__all__
+    }
+)
 __version__ = "0.1.0"
