@@ -56,3 +56,10 @@ def test_selection_rule_and_validation() -> None:
         radial_fit(np.zeros((2, 2)), np.zeros(3))
     with pytest.raises(DataError, match="non-negative"):
         mse_likeness(np.zeros(2), np.array([0.0, -1.0]))
+
+
+def test_constant_loss_scores_one_despite_rounding() -> None:
+    # Regression: float noise in the isotonic fit of a constant loss once gave radial-fit 0.9998.
+    c = np.full(4, 1.959713549502156)
+    d = np.array([0.63696169, 0.26978671, 0.04097352, 0.01652764])
+    assert radial_fit(c, d) == 1.0 and mse_likeness(c, d) == 1.0
