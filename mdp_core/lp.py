@@ -12,8 +12,8 @@ The full model has ``|X|^2 |Y|`` privacy rows; it is solved exactly with far few
    metrics such as ordinal chains, a closed form on nominal metrics, tents then a pricing LP otherwise),
    and outputs enter until none prices out -- the master optimum is then the optimum of the full LP,
    certified by a Lagrangian lower bound;
-3. along an ascending eps grid one master is kept, coefficients changed in place, so every solve after
-   the first starts from the previous basis with the outputs and rows found so far;
+3. along an ascending eps grid each grid point gets a fresh master seeded with the previous optimum's
+   outputs and the privacy rows binding there (one warm master accumulating rows was measured slower);
 4. a repair step (log-Lipschitz lower envelope per output column, then row normalisation) turns the
    solver's output, which meets rows only to an absolute tolerance, into a matrix whose
    :func:`~mdp_core.mechanisms.mdp_violation` is ``<= 1e-9``, verified before it is returned.
@@ -350,10 +350,9 @@ def optimal_mechanisms(
 ) -> list[MechanismResult]:
     """LP-optimal mechanisms along an ascending eps grid, each solve warm-started from the previous one.
 
-    One master LP is kept: its privacy-row coefficients ``-exp(eps d)`` are changed in place and the
-    outputs and rows generated so far stay, so each later solve starts from the previous optimal basis
-    (which stays primal feasible, as constraints only loosen when eps grows). Same guarantees as
-    :func:`optimal_mechanism` at every grid point.
+    Each grid point gets a fresh master seeded with the outputs of the previous optimum and the privacy
+    rows binding there (the previous optimum stays feasible, as constraints only loosen when eps grows).
+    Same guarantees as :func:`optimal_mechanism` at every grid point.
 
     Parameters
     ----------
