@@ -37,8 +37,8 @@ Exact pricing:
   chain-free ordered pair, the box as bounds) solved with HiGHS for every inactive output, its objective
   changed in place so that primal simplex restarts from the previous basis.
 
-Along an ascending eps grid the master keeps its outputs, rows and basis (coefficients changed in
-place; the old optimum stays feasible as the rows only loosen).
+Along an ascending eps grid, :func:`mdp_core.lp.optimal_mechanisms` seeds each grid point's master with
+the previous optimum's outputs and the rows binding there (:meth:`ColumnGeneration.row_mask`).
 """
 
 from __future__ import annotations
