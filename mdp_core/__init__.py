@@ -35,25 +35,7 @@ from mdp_core.metrics import *
 from mdp_core.pipeline import *
 from mdp_core.tasks import *
 
-__all__ = sorted(
-    {
-        name
-        for module in (
-            adequacy,
-            allocation,
-            data,
-            dependency,
-            errors,
-            evaluation,
-            ggm,
-            leakage,
-            lp,
-            mechanisms,
-            metrics,
-            pipeline,
-            tasks,
-        )
-        for name in module.__all__
-    }
-)
+_MODULES = (adequacy, allocation, data, dependency, errors, evaluation, ggm, leakage, lp, mechanisms, metrics,
+            pipeline, tasks)  # fmt: skip
+__all__ = sorted({name for module in _MODULES for name in module.__all__})
 __version__ = "0.1.0"
