@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
-from mdp_core._validation import as_float_array, check_eps, check_positive
+from mdp_core._validation import as_float_array, check_eps, check_positive, check_shape
 from mdp_core.errors import DataError
 
 __all__ = ["VectorScale", "ggm_delta_vector_bounds", "ggm_scale_vector"]
@@ -73,12 +73,7 @@ def _bernstein(x: np.ndarray, alpha: float) -> tuple[float, float, float]:
 
 
 def _check_inputs(p: object, eps: object, sensitivity: object) -> tuple[float, float, np.ndarray]:
-    try:
-        pf = float(p)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"p must be a number in [1, inf], got {type(p).__name__}") from exc
-    if np.isnan(pf) or pf < 1.0:
-        raise DataError(f"p must be in [1, inf] (shape parameter), got {p!r}")
+    pf = check_shape(p)
     sens = np.abs(as_float_array(sensitivity, "sensitivity").ravel())
     if not np.any(sens > 0):
         raise DataError("sensitivity must have at least one non-zero coordinate")

@@ -19,6 +19,7 @@ __all__ = [
     "check_loss_matrix",
     "check_positive",
     "check_prior",
+    "check_shape",
     "check_stochastic_matrix",
     "report",
 ]
@@ -84,6 +85,17 @@ def check_distance_matrix(
             if np.any(d > d[:, [y]] + d[[y], :] + atol):
                 raise DataError(f"{name} violates the triangle inequality (not a metric)")
     return d
+
+
+def check_shape(p: object, name: str = "p") -> float:
+    """Generalized Gaussian shape parameter: a number in [1, inf] (inf allowed)."""
+    try:
+        value = float(p)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a number in [1, inf], got {type(p).__name__}") from exc
+    if np.isnan(value) or value < 1.0:
+        raise DataError(f"{name} must be in [1, inf] (shape parameter), got {p!r}")
+    return value
 
 
 def check_prior(prior: object, n: int | None = None, name: str = "prior") -> np.ndarray:

@@ -31,7 +31,7 @@ import scipy.special as sc
 from scipy.optimize import minimize_scalar
 
 from mdp_core._ggm_vector import VectorScale, ggm_delta_vector_bounds, ggm_scale_vector
-from mdp_core._validation import Progress, check_eps, check_positive, report
+from mdp_core._validation import Progress, check_eps, check_positive, check_shape, report
 from mdp_core.errors import DataError
 
 __all__ = [
@@ -61,16 +61,6 @@ _TAIL_CAP = 2000.0  # |u|^p beyond which the GG tail mass (< e^-2000) is treated
 
 
 # --------------------------------------------------------------------------- validation
-def _check_p(p: object, name: str = "p") -> float:
-    try:
-        value = float(p)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a number in [1, inf], got {type(p).__name__}") from exc
-    if np.isnan(value) or value < 1.0:
-        raise DataError(f"{name} must be in [1, inf] (shape parameter), got {p!r}")
-    return value
-
-
 def _check_delta(delta: object, name: str = "delta") -> float:
     value = check_positive(delta, name)
     if value >= 1.0:
@@ -267,7 +257,7 @@ def ggm_delta(p: float, scale: float, eps: float, sensitivity: float = 1.0) -> f
         ``F(x*) - e^eps F(x* - h)`` in units of ``b`` (``h = Delta / b``); ``min(1, h / 2)`` for ``p = inf``
         and ``max(0, 1 - exp((eps - h) / 2))`` for ``p = 1``.
     """
-    p = _check_p(p)
+    p = check_shape(p)
     b = check_positive(scale, "scale")
     eps = check_eps(eps)
     h = check_positive(sensitivity, "sensitivity") / b
@@ -299,7 +289,7 @@ def ggm_scale(p: float, eps: float, delta: float, sensitivity: float = 1.0) -> f
         ``b(p)``, rounded up by a relative 1e-12 so that ``ggm_delta(p, b, eps, Delta) <= delta``.
         ``p = 1``: ``Delta / (eps - 2 ln(1 - delta))``; ``p = inf``: ``Delta / (2 delta)``.
     """
-    p = _check_p(p)
+    p = check_shape(p)
     eps = check_eps(eps)
     delta = _check_delta(delta)
     sens = check_positive(sensitivity, "sensitivity")
@@ -332,7 +322,7 @@ def ggm_scale_curve(p_values: object, eps: float, delta: float, sensitivity: flo
 
 def ggm_moment(p: float, scale: float, m: float = 2.0) -> float:
     """``E|Z|^m = b^m Gamma((m + 1) / p) / Gamma(1 / p)``; ``b^m / (m + 1)`` if ``p = inf`` (003 5.2)."""
-    p = _check_p(p)
+    p = check_shape(p)
     b = check_positive(scale, "scale")
     m = check_positive(m, "m")
     if np.isinf(p):
@@ -347,7 +337,7 @@ def ggm_second_moment(p: float, scale: float) -> float:
 
 def ggm_tolerance(p: float, scale: float, t: float) -> float:
     """``P(|Z| <= t) = P(1/p, (t/b)^p)`` (regularised lower gamma); ``min(1, t/b)`` if ``p = inf``."""
-    p = _check_p(p)
+    p = check_shape(p)
     b = check_positive(scale, "scale")
     t = check_positive(t, "t")
     if np.isinf(p):
@@ -357,7 +347,7 @@ def ggm_tolerance(p: float, scale: float, t: float) -> float:
 
 def ggm_logpdf(z: object, p: float, scale: float) -> np.ndarray:
     """Log density ``ln(p / (2 b Gamma(1/p))) - (|z| / b)^p``; ``-ln 2b`` on ``[-b, b]`` if ``p = inf``."""
-    p = _check_p(p)
+    p = check_shape(p)
     b = check_positive(scale, "scale")
     z = np.asarray(z, dtype=np.float64)
     if np.isinf(p):
@@ -372,7 +362,7 @@ def ggm_pdf(z: object, p: float, scale: float) -> np.ndarray:
 
 def ggm_sample(p: float, scale: float, size: int | tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     """Draw ``GG(0, b, p)`` noise: ``b * sign * G^(1/p)`` with ``G ~ Gamma(1/p)``; uniform for ``p = inf``."""
-    p = _check_p(p)
+    p = check_shape(p)
     b = check_positive(scale, "scale")
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
