@@ -17,8 +17,11 @@ __all__ = [
     "current_nmi",
     "current_schema",
     "ensure_loaded",
+    "inferred_schema",
     "load_sample",
     "load_upload",
+    "select_sample",
+    "select_upload",
 ]
 
 #: Pass as ``st.cache_data(hash_funcs=HASH_FUNCS)`` to key a cache on an Encoded table by its fingerprint.
@@ -72,11 +75,18 @@ def current_frame() -> pd.DataFrame | None:
     return get_state().frame
 
 
-def current_schema() -> core.Schema | None:
+def inferred_schema() -> core.Schema | None:
+    """The schema inferred from the current table (cached), before user overrides."""
     state = get_state()
     if state.frame is None:
         return None
-    return _schema(state.dataset_key, state.frame, state.target).with_kinds(state.kind_overrides)
+    return _schema(state.dataset_key, state.frame, state.target)
+
+
+def current_schema() -> core.Schema | None:
+    """The inferred schema with the user's kind overrides applied."""
+    inferred = inferred_schema()
+    return None if inferred is None else inferred.with_kinds(get_state().kind_overrides)
 
 
 @st.cache_data(max_entries=16)

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import mdp_core as core
-from ui.data import current_encoded, current_nmi, current_schema
+from ui.data import current_encoded, current_nmi, current_schema, inferred_schema
 from ui.dependency import graph_figure, nmi_heatmap
 from ui.state import get_state
 
@@ -57,7 +57,7 @@ edited = st.data_editor(
         ),
     },
 )
-inferred = core.infer_schema(frame, target=schema.target)
+inferred = inferred_schema()
 new_overrides = {r.attribute: r.kind for r in edited.itertuples() if r.kind != inferred.kind(r.attribute)}
 new_bins = {r.attribute: int(r.bins) for r in edited.itertuples() if int(r.bins) != state.default_bins}
 if new_overrides != state.kind_overrides or new_bins != state.bins:
