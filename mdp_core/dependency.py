@@ -72,7 +72,9 @@ def nmi_matrix(codes: pd.DataFrame) -> pd.DataFrame:
 def _entropy_of_counts(counts: np.ndarray, n: int) -> float:
     """Shannon entropy (nats) of the empirical distribution ``counts / n``: ``ln n - sum c ln c / n``."""
     c = counts[counts > 0].astype(np.float64)
-    return float(np.log(n) - (c * np.log(c)).sum() / n)
+    if c.size <= 1:
+        return 0.0  # exactly: ln n - n ln n / n would leave rounding noise and fake a dependency
+    return max(float(np.log(n) - (c * np.log(c)).sum() / n), 0.0)
 
 
 def nmi_pairs(nmi: pd.DataFrame) -> pd.DataFrame:

@@ -110,3 +110,9 @@ def test_pairs_sparse_and_bad_arguments() -> None:
         core.dependency_groups(nmi.to_numpy(), 0.1)  # type: ignore[arg-type]
     with pytest.raises(DataError, match="non-negative integers"):
         core.nmi_matrix(pd.DataFrame({"a": [0.5, 1.5]}))
+
+
+def test_constant_columns_have_zero_nmi() -> None:
+    # Regression: entropies from counts left ~1e-16 for a constant column, which made two constants "identical".
+    nmi = core.nmi_matrix(pd.DataFrame({"c1": np.zeros(37, dtype=int), "c2": np.zeros(37, dtype=int)}))
+    assert nmi.loc["c1", "c2"] == 0.0
