@@ -6,15 +6,18 @@ The full model has ``|X|^2 |Y|`` privacy rows; it is solved exactly with far few
 
 1. dropping every pair ``(x, x')`` implied by a chain ``d(x, z) + d(z, x') = d(x, x')`` (the rows for
    ``(x, z)`` and ``(z, x')`` multiply to the row for ``(x, x')``);
-2. column generation over outputs (:mod:`mdp_core._colgen`): a master LP over an active set of outputs
+2. dropping every output whose loss is at least another output's for every input (its mass can move
+   there at no cost: the columns of ``P`` form a convex cone);
+3. column generation over outputs (:mod:`mdp_core._colgen`): a master LP over an active set of outputs
    (started from the outputs EM + Bayesian remapping uses), with row generation of its privacy rows;
    the duals of the row sums price every other output exactly (an O(n) dynamic programme on tree
    metrics such as ordinal chains, a closed form on nominal metrics, tents then a pricing LP otherwise),
    and outputs enter until none prices out -- the master optimum is then the optimum of the full LP,
-   certified by a Lagrangian lower bound;
-3. along an ascending eps grid each grid point gets a fresh master seeded with the previous optimum's
+   certified by a Lagrangian lower bound; on tree metrics a Dantzig-Wolfe master over rays of the
+   per-output cone (:mod:`mdp_core._rays`, no privacy rows at all) is tried first;
+4. along an ascending eps grid each grid point gets a fresh master seeded with the previous optimum's
    outputs and the privacy rows binding there (one warm master accumulating rows was measured slower);
-4. a repair step (log-Lipschitz lower envelope per output column, then row normalisation) turns the
+5. a repair step (log-Lipschitz lower envelope per output column, then row normalisation) turns the
    solver's output, which meets rows only to an absolute tolerance, into a matrix whose
    :func:`~mdp_core.mechanisms.mdp_violation` is ``<= 1e-9``, verified before it is returned.
 """
@@ -27,7 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mdp_core._colgen import ColumnGeneration
+from mdp_core._colgen import ColumnGeneration, tree_order
+from mdp_core._rays import RayMaster
 from mdp_core._validation import (
     Progress,
     as_float_array,
@@ -212,10 +216,17 @@ def _failure(
 
 
 def _finish(
-    raw: dict, model: ColumnGeneration, prior: np.ndarray, loss: np.ndarray, eps: float, started: float
+    raw: dict,
+    model: ColumnGeneration | RayMaster,
+    keep: np.ndarray,
+    prior: np.ndarray,
+    loss: np.ndarray,
+    eps: float,
+    started: float,
 ) -> MechanismResult:
-    shape = (model.n, model.m)
-    full_rows = model.n * (model.n - 1) * model.m
+    shape = loss.shape
+    n, m = shape
+    full_rows = n * (n - 1) * m
     if not raw["ok"]:
         return _failure(
             shape,
@@ -224,21 +235,28 @@ def _finish(
             time.perf_counter() - started,
             eps,
         )
-    P, viol, repair_rounds = repair_mechanism(raw["Z"], model.d, eps)
+    Z = np.zeros(shape)
+    Z[:, keep] = raw["Z"]
+    P, viol, repair_rounds = Z / Z.sum(axis=1, keepdims=True), float("inf"), 0
+    if model.rows == 0:  # ray master: columns are in the cone already, only the row sums are approximate
+        viol = mdp_violation(P, model.d, eps)
+    if not viol <= VIOLATION_TOL:
+        P, viol, repair_rounds = repair_mechanism(Z, model.d, eps)
     seconds = time.perf_counter() - started
     if not viol <= VIOLATION_TOL:
         return _failure(
             shape, "repair failed", f"Could not certify the LP solution (violation {viol:.3g}).", seconds, eps
         )
     objective = float(prior @ np.einsum("xy,xy->x", P, loss))
+    rows = f"{model.rows:,} of {full_rows:,} privacy rows" if model.rows else "no privacy rows (ray master)"
     return MechanismResult(
         matrix=P,
         objective=objective,
         success=True,
         status=raw["status"],
         message=(
-            f"Optimal ({model.outputs.size} of {model.m} outputs active, {model.rows:,} of {full_rows:,} "
-            f"privacy rows, {raw['rounds']} rounds)."
+            f"Optimal ({model.outputs.size} of {m} outputs active ({keep.size} undominated), {rows}, "
+            f"{raw['rounds']} rounds)."
         ),
         seconds=seconds,
         lp_objective=raw["lp_objective"],
@@ -250,10 +268,42 @@ def _finish(
         extra={
             "repair_rounds": repair_rounds,
             "outputs": int(model.outputs.size),
+            "undominated": int(keep.size),
             "lower_bound": raw["lower_bound"],
             "pricing": model.kind,
         },
     )
+
+
+def _undominated_outputs(loss: np.ndarray, *, rtol: float = 1e-12) -> np.ndarray:
+    """Outputs not dominated by another: ``y`` is dropped when some ``y'`` has
+    ``loss[:, y'] <= loss[:, y] + rtol * max|loss|`` for every input (the first of equal ones is kept).
+
+    Moving the mass of a dominated output to its dominator keeps every column of ``P`` in the
+    log-Lipschitz cone (a sum of cone members) and raises the expected loss by at most
+    ``rtol * max|loss|``, so the LP over the kept outputs has the same optimum up to that.
+
+    Returns
+    -------
+    int array
+        Kept output indices, ascending.
+    """
+    m = loss.shape[1]
+    tol = rtol * max(float(np.abs(loss).max()), 1e-300)
+    L = loss.T  # (m, n)
+    dominated = np.zeros(m, dtype=bool)
+    step = max(1, _BLOCK // max(m * loss.shape[0], 1))
+    for lo in range(0, m, step):
+        block = L[lo : lo + step]  # candidates y in this block
+        le = np.all(L[None, :, :] <= block[:, None, :] + tol, axis=2)  # le[y, y']: y' dominates y
+        ge = np.all(block[:, None, :] <= L[None, :, :] + tol, axis=2)
+        ys = np.arange(lo, lo + block.shape[0])
+        # y' strictly better somewhere, or equal and earlier
+        earlier = np.arange(m)[None, :] < ys[:, None]
+        dominated[ys] = np.any(le & (~ge | earlier), axis=1)
+    if dominated.all():  # only possible through tolerance cycles
+        dominated[np.argmin(loss.sum(axis=0))] = False
+    return np.nonzero(~dominated)[0]
 
 
 def optimal_mechanism(
@@ -302,29 +352,56 @@ def optimal_mechanism(
     limit = _size_problem(c.shape, max_inputs, max_variables)
     if limit:
         return _failure(c.shape, "size limit", limit, time.perf_counter() - started, eps)
-    model = _model(p, c, d, eps)
-    raw = model.solve(eps, time_limit=time_limit, max_rounds=max_rounds)
-    return _finish(raw, model, p, c, eps, started)
+    result, _ = _solve_point(_Problem(p, c, d), eps, None, None, time_limit, max_rounds, started)
+    return result
 
 
-def _model(
-    prior: np.ndarray,
-    loss: np.ndarray,
-    d: np.ndarray,
+#: Dantzig-Wolfe rounds on a tree metric before falling back to the block master.
+_RAY_ROUNDS = 40
+
+
+@dataclass
+class _Problem:
+    """Validated data plus what every grid point shares: chain-free pairs, tree, undominated outputs."""
+
+    prior: np.ndarray
+    loss: np.ndarray
+    d: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.pairs = chain_free_pairs(self.d)
+        self.tree = tree_order(self.d.shape[0], *self.pairs)
+        self.keep = _undominated_outputs(self.loss)
+
+
+def _solve_point(
+    problem: _Problem,
     eps: float,
-    *,
-    pairs: tuple[np.ndarray, np.ndarray] | None = None,
-    previous: MechanismResult | None = None,
-    previous_rows: np.ndarray | None = None,
-) -> ColumnGeneration:
-    """Column-generation model started from the outputs used by EM + Bayesian remapping at ``eps``,
-    plus the outputs (and their rows) of a previous optimum at a nearby eps."""
-    remap = bayesian_remap(exponential_mechanism(d, eps), prior, loss)
+    previous: MechanismResult | None,
+    previous_rows: np.ndarray | None,
+    time_limit: float,
+    max_rounds: int,
+    started: float,
+) -> tuple[MechanismResult, np.ndarray | None]:
+    """One grid point: the ray master on trees, else (or if it does not converge) the block master.
+
+    Returns the result and the privacy rows binding at the block master's optimum (None for rays)."""
+    p, d, keep = problem.prior, problem.d, problem.keep
+    c = problem.loss[:, keep]
+    deadline = started + time_limit
+    if problem.tree is not None:
+        rays = RayMaster(p, c, d, problem.tree)
+        raw = rays.solve(eps, time_limit=time_limit, max_rounds=min(_RAY_ROUNDS, max_rounds))
+        if raw["ok"]:
+            return _finish(raw, rays, keep, p, problem.loss, eps, started), None
+    remap = bayesian_remap(exponential_mechanism(d, eps), p, c)
     start = np.nonzero(remap.max(axis=0) > 0)[0]
     if previous is not None and previous.success:
-        start = np.union1d(start, np.nonzero(previous.matrix.max(axis=0) > 0)[0])
-    a, b = chain_free_pairs(d) if pairs is None else pairs
-    return ColumnGeneration(prior, loss, d, a, b, start, previous_rows)
+        start = np.union1d(start, np.nonzero(previous.matrix[:, keep].max(axis=0) > 0)[0])
+    model = ColumnGeneration(p, c, d, *problem.pairs, start, previous_rows)
+    left = max(deadline - time.perf_counter(), 1e-3)
+    raw = model.solve(eps, time_limit=left, max_rounds=max_rounds)
+    return _finish(raw, model, keep, p, problem.loss, eps, started), model.row_mask() if raw["ok"] else None
 
 
 def _size_problem(shape: tuple[int, int], max_inputs: int, max_variables: int) -> str:
@@ -375,15 +452,14 @@ def optimal_mechanisms(
     limit = _size_problem(c.shape, max_inputs, max_variables)
     if limit:
         return [_failure(c.shape, "size limit", limit, 0.0, float(e)) for e in grid]
-    pairs = chain_free_pairs(d)
+    problem = _Problem(p, c, d)
     results: list[MechanismResult] = []
     previous_rows = None
     for k, eps in enumerate(grid):
-        started = time.perf_counter()
         previous = results[-1] if results else None
-        model = _model(p, c, d, float(eps), pairs=pairs, previous=previous, previous_rows=previous_rows)
-        raw = model.solve(float(eps), time_limit=time_limit, max_rounds=max_rounds)
-        results.append(_finish(raw, model, p, c, float(eps), started))
-        previous_rows = model.row_mask()
+        result, previous_rows = _solve_point(
+            problem, float(eps), previous, previous_rows, time_limit, max_rounds, time.perf_counter()
+        )
+        results.append(result)
         report(progress, (k + 1) / grid.size, f"OPT at eps = {eps:.3g}")
     return results

@@ -324,7 +324,7 @@ def test_column_generation_matches_full_lp(case: str) -> None:
 def test_pricing_kinds() -> None:
     x = np.arange(5.0)
     kinds = {
-        "tree": np.abs(x[:, None] - x[None, :]),
+        "tree rays": np.abs(x[:, None] - x[None, :]),
         "nominal": 1 - np.eye(5),
         "general": grid_metric(3, 2.0)[:5, :5],
     }
@@ -342,3 +342,113 @@ def test_inactive_outputs_are_exactly_zero() -> None:
     assert res.success and res.extra["outputs"] < loss.shape[1]
     assert np.all(res.matrix[:, 9:] == 0.0)
     assert res.objective == pytest.approx(loop_lp(np.full(9, 1 / 9), loss, d, 2.0), abs=1e-7)
+
+
+# -- ray master (mdp_core._rays) and dominated outputs ------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ray_master_matches_full_lp_on_trees_with_any_loss(seed: int) -> None:
+    # random trees, random non-monotone losses and more outputs than inputs: no universal optimality to lean on
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(4, 8))
+    d = random_tree_metric(rng, n)
+    loss = rng.uniform(0, 1, (n, n + 3))
+    prior = rng.dirichlet(np.ones(n))
+    for eps in (0.3, 2.0, 9.0):
+        res = core.optimal_mechanism(prior, loss, d, eps)
+        assert res.success and res.extra["pricing"] == "tree rays", res.message
+        assert res.rows == 0
+        assert res.objective == pytest.approx(loop_lp(prior, loss, d, eps), abs=1e-7)
+        assert res.lp_objective - res.extra["lower_bound"] <= 1e-9
+        assert core.mdp_violation(res.matrix, d, eps) <= 1e-9
+
+
+def test_ray_master_certifies_the_geometric_optimum_in_one_round() -> None:
+    # equal steps and a loss non-decreasing in |x - y|: truncated geometric + remap is optimal (GRS 2009)
+    n = 40
+    x = np.arange(n) / (n - 1)
+    d = np.abs(x[:, None] - x[None, :])
+    prior = np.random.default_rng(1).dirichlet(np.ones(n))
+    for eps in (0.5, 8.0):
+        res = core.optimal_mechanism(prior, d**2, d, eps)
+        assert res.success and res.rounds == 1
+        a = np.exp(-eps * d[0, 1])
+        geo = np.exp(-eps * d) * (1 - a) / (1 + a)
+        geo[:, 0], geo[:, -1] = a ** np.arange(n) / (1 + a), a ** np.arange(n)[::-1] / (1 + a)
+        remapped = core.bayesian_remap(geo, prior, d**2)
+        assert res.objective == pytest.approx(core.expected_loss(remapped, prior, d**2), abs=1e-12)
+
+
+def test_ray_master_falls_back_to_the_block_master(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mdp_core import lp
+
+    rng = np.random.default_rng(3)
+    d = random_tree_metric(rng, 7)
+    loss = rng.uniform(0, 1, (7, 9))
+    prior = rng.dirichlet(np.ones(7))
+    monkeypatch.setattr(lp, "_RAY_ROUNDS", 1)
+    fallback = core.optimal_mechanism(prior, loss, d, 3.0)
+    monkeypatch.undo()
+    rays = core.optimal_mechanism(prior, loss, d, 3.0)
+    assert rays.rounds > 1  # so the one-round budget really did run out
+    assert fallback.extra["pricing"] == "tree" and fallback.rows > 0
+    assert fallback.objective == pytest.approx(rays.objective, abs=1e-9)
+
+
+def brute_undominated(loss: np.ndarray) -> set[int]:
+    m = loss.shape[1]
+    keep = set()
+    for y in range(m):
+        beaten = any(
+            np.all(loss[:, z] <= loss[:, y]) and (np.any(loss[:, z] < loss[:, y]) or z < y)
+            for z in range(m)
+            if z != y
+        )
+        if not beaten:
+            keep.add(y)
+    return keep
+
+
+@settings(max_examples=40, deadline=None)
+@given(hst.integers(1, 6), hst.integers(1, 9), hst.integers(0, 10_000))
+def test_undominated_outputs_match_brute_force(n: int, m: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    loss = rng.integers(0, 3, (n, m)).astype(float)  # small integers: many ties and dominations
+    from mdp_core.lp import _undominated_outputs
+
+    assert set(_undominated_outputs(loss).tolist()) == brute_undominated(loss)
+
+
+def test_dominated_outputs_get_no_mass_and_do_not_change_the_optimum() -> None:
+    rng = np.random.default_rng(5)
+    d = random_metric(rng, 6)
+    loss = rng.uniform(0, 1, (6, 6))
+    wide = np.hstack([loss, loss + 0.1, loss[:, :2]])  # worse copies and exact duplicates
+    prior = rng.dirichlet(np.ones(6))
+    res = core.optimal_mechanism(prior, wide, d, 1.5)
+    assert res.success and res.extra["undominated"] == 6
+    assert np.all(res.matrix[:, 6:] == 0.0)
+    assert res.objective == pytest.approx(loop_lp(prior, loss, d, 1.5), abs=1e-7)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_box_minimum_bound_is_valid_and_beats_the_root_bound(seed: int) -> None:
+    from mdp_core._rays import box_minimum_bound
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 9))
+    d = random_tree_metric(rng, n)
+    order, parent, _ = _colgen.tree_order(n, *core.chain_free_pairs(d))
+    eps = float(rng.uniform(0.3, 6))
+    step = np.zeros(n)
+    step[order[1:]] = eps * d[order[1:], parent[order[1:]]]
+    W = rng.normal(size=(n, 5))
+    bound = box_minimum_bound(W, order, parent, step)
+    g, _ = _colgen.tree_pricing(W, order, parent, step)
+    for y in range(5):
+        exact = cone_lp(W[:, y], d, eps)  # brute-force box minimum
+        assert np.minimum(g[y], 0) - 1e-12 <= bound[y] <= exact + 1e-9
+        # every root's value is a valid bound, and re-rooting computes each exactly
+        for r in range(n):
+            assert bound[y] >= min(cone_lp(W[:, y], d, eps, root=r), 0.0) - 1e-9
