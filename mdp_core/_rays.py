@@ -92,6 +92,8 @@ class RayMaster:
         self.tree_d[kids] = d[kids, self.parent[kids]]
         self.outputs = np.empty(0, dtype=np.int64)
         self.columns = 0
+        # (outputs, ln ray / eps) of the last optimum
+        self.shapes: tuple[np.ndarray, np.ndarray] | None = None
 
     def _master(self) -> highspy.Highs:
         h = highspy.Highs()
@@ -126,7 +128,10 @@ class RayMaster:
 
     def _start(self, eps: float) -> None:
         tents = np.exp(-eps * self.d)
-        best = np.argsort(self.C.T @ tents, axis=0)[:_TENT_OUTPUTS]  # (k, n): best outputs per tent
+        # along an eps grid: the previous optimum's rays, rescaled (ln v / eps is 1-Lipschitz, so
+        # exp(eps' ln v / eps) is a ray at eps'), and fewer tents
+        warm = self.shapes is not None
+        best = np.argsort(self.C.T @ tents, axis=0)[: 1 if warm else _TENT_OUTPUTS]  # best outputs per tent
         self.h = self._master()
         self.col_y: list[np.ndarray] = []
         self.col_v: list[np.ndarray] = []
@@ -135,10 +140,15 @@ class RayMaster:
         self._add(np.arange(self.m), np.ones((self.n, self.m)))
         z = np.tile(np.arange(self.n), best.shape[0])
         self._add(best.ravel(), tents[:, z])
+        if warm:
+            ys, shapes = self.shapes
+            V = np.exp(eps * shapes)
+            self._add(ys, V / V.max(axis=0))
 
     def solve(self, eps: float, *, time_limit: float, max_rounds: int) -> dict:
         """Dantzig-Wolfe rounds at ``eps``; same result dict as :meth:`ColumnGeneration.solve`."""
         deadline = time.perf_counter() + time_limit
+        self.eps = eps
         self._start(eps)
         self.step = step = eps * self.tree_d
         for rounds in range(1, max_rounds + 1):
@@ -167,6 +177,8 @@ class RayMaster:
         P = np.zeros((self.n, self.m))
         np.add.at(P.T, ys[used], (V[:, used] * w[used]).T)
         self.outputs = np.unique(ys[used])
+        with np.errstate(divide="ignore"):
+            self.shapes = (ys[used], np.log(V[:, used]) / self.eps)
         lower = u.sum() + box_minimum_bound(self.C - u[:, None], self.order, self.parent, self.step).sum()
         lp_objective = float(self.h.getInfo().objective_function_value)
         if lp_objective - lower > self.m * _ADD_TOL:

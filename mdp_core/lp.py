@@ -372,6 +372,7 @@ class _Problem:
         self.pairs = chain_free_pairs(self.d)
         self.tree = tree_order(self.d.shape[0], *self.pairs)
         self.keep = _undominated_outputs(self.loss)
+        self.rays: RayMaster | None = None  # kept along an eps grid: it starts from its last optimum
 
 
 def _solve_point(
@@ -390,7 +391,9 @@ def _solve_point(
     c = problem.loss[:, keep]
     deadline = started + time_limit
     if problem.tree is not None:
-        rays = RayMaster(p, c, d, problem.tree)
+        if problem.rays is None:
+            problem.rays = RayMaster(p, c, d, problem.tree)
+        rays = problem.rays
         raw = rays.solve(eps, time_limit=time_limit, max_rounds=min(_RAY_ROUNDS, max_rounds))
         if raw["ok"]:
             return _finish(raw, rays, keep, p, problem.loss, eps, started), None
