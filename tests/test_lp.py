@@ -134,10 +134,10 @@ def test_path_equals_cold_solves_and_is_monotone() -> None:
 
 
 @settings(max_examples=15, deadline=None)
-@given(n=hst.integers(2, 7), eps=hst.floats(0.05, 10), seed=hst.integers(0, 2**31))
-def test_properties(n: int, eps: float, seed: int) -> None:
+@given(n=hst.integers(2, 7), eps=hst.floats(0.05, 10), seed=hst.integers(0, 2**31), tree=hst.booleans())
+def test_properties(n: int, eps: float, seed: int, tree: bool) -> None:
     rng = np.random.default_rng(seed)
-    d = random_metric(rng, n)
+    d = random_tree_metric(rng, n) if tree else random_metric(rng, n)
     prior = rng.dirichlet(np.ones(n))
     loss = rng.uniform(0, 1, (n, n))
     res = core.optimal_mechanism(prior, loss, d, eps)
@@ -452,3 +452,18 @@ def test_box_minimum_bound_is_valid_and_beats_the_root_bound(seed: int) -> None:
         # every root's value is a valid bound, and re-rooting computes each exactly
         for r in range(n):
             assert bound[y] >= min(cone_lp(W[:, y], d, eps, root=r), 0.0) - 1e-9
+
+
+def test_ray_path_on_a_tree_equals_cold_solves_up_to_large_eps() -> None:
+    # the ray master restarts each grid point from the previous optimum's rays, rescaled to the new eps
+    rng = np.random.default_rng(8)
+    d = random_tree_metric(rng, 9)
+    d /= d.max()  # diameter 1: the reference LP's coefficients stay below exp(20)
+    prior = rng.dirichlet(np.ones(9))
+    loss = rng.uniform(0, 1, (9, 11))
+    grid = np.geomspace(0.05, 20.0, 9)
+    path = core.optimal_mechanisms(prior, loss, d, grid)
+    for eps, res in zip(grid, path, strict=True):
+        assert res.success and res.extra["pricing"] == "tree rays", res.message
+        assert res.objective == pytest.approx(loop_lp(prior, loss, d, eps), abs=1e-7)
+        assert core.mdp_violation(res.matrix, d, eps) <= 1e-9
