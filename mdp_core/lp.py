@@ -379,11 +379,11 @@ def _solve_point(
     problem: _Problem,
     eps: float,
     previous: MechanismResult | None,
-    previous_rows: np.ndarray | None,
+    warm: dict | None,
     time_limit: float,
     max_rounds: int,
     started: float,
-) -> tuple[MechanismResult, np.ndarray | None]:
+) -> tuple[MechanismResult, dict | None]:
     """One grid point: the ray master on trees, else (or if it does not converge) the block master.
 
     Returns the result and the privacy rows binding at the block master's optimum (None for rays)."""
@@ -401,10 +401,10 @@ def _solve_point(
     start = np.nonzero(remap.max(axis=0) > 0)[0]
     if previous is not None and previous.success:
         start = np.union1d(start, np.nonzero(previous.matrix[:, keep].max(axis=0) > 0)[0])
-    model = ColumnGeneration(p, c, d, *problem.pairs, start, previous_rows)
+    model = ColumnGeneration(p, c, d, *problem.pairs, start, warm)
     left = max(deadline - time.perf_counter(), 1e-3)
     raw = model.solve(eps, time_limit=left, max_rounds=max_rounds)
-    return _finish(raw, model, keep, p, problem.loss, eps, started), model.row_mask() if raw["ok"] else None
+    return _finish(raw, model, keep, p, problem.loss, eps, started), model.warm_start() if raw["ok"] else None
 
 
 def _size_problem(shape: tuple[int, int], max_inputs: int, max_variables: int) -> str:
@@ -457,11 +457,11 @@ def optimal_mechanisms(
         return [_failure(c.shape, "size limit", limit, 0.0, float(e)) for e in grid]
     problem = _Problem(p, c, d)
     results: list[MechanismResult] = []
-    previous_rows = None
+    warm = None
     for k, eps in enumerate(grid):
         previous = results[-1] if results else None
-        result, previous_rows = _solve_point(
-            problem, float(eps), previous, previous_rows, time_limit, max_rounds, time.perf_counter()
+        result, warm = _solve_point(
+            problem, float(eps), previous, warm, time_limit, max_rounds, time.perf_counter()
         )
         results.append(result)
         report(progress, (k + 1) / grid.size, f"OPT at eps = {eps:.3g}")

@@ -349,7 +349,7 @@ def test_inactive_outputs_are_exactly_zero() -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_ray_master_matches_full_lp_on_trees_with_any_loss(seed: int) -> None:
-    # random trees, random non-monotone losses and more outputs than inputs: no universal optimality to lean on
+    # random trees, non-monotone losses, more outputs than inputs: no universal optimality to lean on
     rng = np.random.default_rng(seed)
     n = int(rng.integers(4, 8))
     d = random_tree_metric(rng, n)
