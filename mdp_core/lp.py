@@ -16,10 +16,13 @@ The full model has ``|X|^2 |Y|`` privacy rows; it is solved exactly with far few
    certified by a Lagrangian lower bound; on tree metrics a Dantzig-Wolfe master over rays of the
    per-output cone (:mod:`mdp_core._rays`, no privacy rows at all) is tried first;
 4. along an ascending eps grid each grid point gets a fresh master seeded with the previous optimum's
-   outputs and the privacy rows binding there (one warm master accumulating rows was measured slower);
+   outputs, the privacy rows binding there and the optimal basis restricted to them (one warm master
+   accumulating rows was measured slower); the ray master restarts from the previous optimum's rays,
+   rescaled to the new eps;
 5. a repair step (log-Lipschitz lower envelope per output column, then row normalisation) turns the
    solver's output, which meets rows only to an absolute tolerance, into a matrix whose
-   :func:`~mdp_core.mechanisms.mdp_violation` is ``<= 1e-9``, verified before it is returned.
+   :func:`~mdp_core.mechanisms.mdp_violation` is ``<= 1e-9``, verified before it is returned (the ray
+   master's columns lie in the cone by construction: only its rows are normalised, then verified).
 """
 
 from __future__ import annotations
