@@ -66,6 +66,16 @@ def _highs() -> highspy.Highs:
     return h
 
 
+def run_until(h: highspy.Highs, deadline: float) -> highspy.HighsModelStatus:
+    """Run HiGHS until ``deadline`` (a ``time.perf_counter()`` value) at the latest; its model status.
+
+    HiGHS compares ``time_limit`` with its run clock, which accumulates over ``run()`` calls on one object.
+    """
+    h.setOptionValue("time_limit", h.getRunTime() + max(deadline - time.perf_counter(), 1e-3))
+    h.run()
+    return h.getModelStatus()
+
+
 def tree_order(n: int, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Breadth-first order of the graph with edges ``(a, b)`` rooted at 0, or None if it is not a tree.
 
@@ -437,27 +447,20 @@ class ColumnGeneration:
         # every row is present from the start on tree / nominal metrics: only columns ever enter
         strategy = _PRIMAL if self.all_rows else _DUAL
         while True:
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0:
+            if time.perf_counter() >= deadline:
                 return {"ok": False, "status": "time limit", "rounds": rounds}
             if rounds >= max_rounds:
                 return {"ok": False, "status": "round limit", "rounds": rounds}
-            # HiGHS compares time_limit with its run clock, which accumulates over run() calls
-            self.h.setOptionValue("time_limit", self.h.getRunTime() + float(remaining))
             self.h.setOptionValue("simplex_strategy", strategy)
             t0 = time.perf_counter()
-            self.h.run()
+            status = run_until(self.h, deadline)
             iterations = self.h.getInfo().simplex_iteration_count
             self.log.append((strategy, time.perf_counter() - t0, self.rows, self.outputs.size, iterations))
             rounds += 1
-            status = self.h.getModelStatus()
             if status != highspy.HighsModelStatus.kOptimal and time.perf_counter() < deadline:
                 self.h.clearSolver()  # numerical trouble from a warm basis: one cold retry
                 self.h.setOptionValue("simplex_strategy", 0)
-                left = max(deadline - time.perf_counter(), 1e-3)
-                self.h.setOptionValue("time_limit", self.h.getRunTime() + left)
-                self.h.run()
-                status = self.h.getModelStatus()
+                status = run_until(self.h, deadline)
             if status != highspy.HighsModelStatus.kOptimal:
                 return {"ok": False, "status": self.h.modelStatusToString(status), "rounds": rounds}
             sol = self.h.getSolution()

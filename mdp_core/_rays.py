@@ -30,7 +30,7 @@ import time
 import highspy
 import numpy as np
 
-from mdp_core._colgen import _ADD_TOL, tree_pricing
+from mdp_core._colgen import _ADD_TOL, run_until, tree_pricing
 
 #: Outputs each tent is attached to at the start (the best ones for it).
 _TENT_OUTPUTS = 3
@@ -152,10 +152,7 @@ class RayMaster:
         self._start(eps)
         self.step = step = eps * self.tree_d
         for rounds in range(1, max_rounds + 1):
-            left = max(deadline - time.perf_counter(), 1e-3)
-            self.h.setOptionValue("time_limit", self.h.getRunTime() + left)
-            self.h.run()
-            status = self.h.getModelStatus()
+            status = run_until(self.h, deadline)
             if status != highspy.HighsModelStatus.kOptimal:
                 return {"ok": False, "status": self.h.modelStatusToString(status), "rounds": rounds}
             sol = self.h.getSolution()
