@@ -305,15 +305,13 @@ class ColumnGeneration:
     def _set_warm_basis(self) -> None:
         """Start the simplex from the warm basis (new variables at zero, new rows' slacks basic)."""
         warm = self.warm
-        statuses = list(highspy.HighsBasisStatus.__members__.values())
-        by_value = {int(v): v for v in statuses}
         col = warm["cols"][:, self.outputs].T.ravel()
         col = np.where(col < 0, int(highspy.HighsBasisStatus.kLower), col)
         row = warm["rows"][self.row_pair, self.outputs[self.row_block]]
         row = np.where(row < 0, int(highspy.HighsBasisStatus.kBasic), row)
         basis = highspy.HighsBasis()
-        basis.col_status = [by_value[int(v)] for v in col]
-        basis.row_status = [by_value[int(v)] for v in np.concatenate([warm["sums"], row])]
+        basis.col_status = [highspy.HighsBasisStatus(int(v)) for v in col]
+        basis.row_status = [highspy.HighsBasisStatus(int(v)) for v in np.concatenate([warm["sums"], row])]
         basis.valid = True
         self.h.setBasis(basis)  # an unusable basis is rejected by HiGHS, which then starts cold
 

@@ -91,7 +91,6 @@ class RayMaster:
         kids = self.order[1:]
         self.tree_d[kids] = d[kids, self.parent[kids]]
         self.outputs = np.empty(0, dtype=np.int64)
-        self.columns = 0
         # (outputs, ln ray / eps) of the last optimum
         self.shapes: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -124,7 +123,6 @@ class RayMaster:
         self.h.addCols(k, cost, np.zeros(k), np.full(k, highspy.kHighsInf), n * k, starts, index, V.T.ravel())
         self.col_y.append(ys)
         self.col_v.append(V)
-        self.columns += k
 
     def _start(self, eps: float) -> None:
         tents = np.exp(-eps * self.d)
@@ -135,7 +133,6 @@ class RayMaster:
         self.h = self._master()
         self.col_y: list[np.ndarray] = []
         self.col_v: list[np.ndarray] = []
-        self.columns = 0
         # the constant column of every output keeps the master feasible
         self._add(np.arange(self.m), np.ones((self.n, self.m)))
         z = np.tile(np.arange(self.n), best.shape[0])

@@ -240,10 +240,10 @@ def _finish(
         )
     Z = np.zeros(shape)
     Z[:, keep] = raw["Z"]
-    P, viol, repair_rounds = Z / Z.sum(axis=1, keepdims=True), float("inf"), 0
     if model.rows == 0:  # ray master: columns are in the cone already, only the row sums are approximate
+        P, repair_rounds = Z / Z.sum(axis=1, keepdims=True), 0
         viol = mdp_violation(P, model.d, eps)
-    if not viol <= VIOLATION_TOL:
+    if model.rows or not viol <= VIOLATION_TOL:
         P, viol, repair_rounds = repair_mechanism(Z, model.d, eps)
     seconds = time.perf_counter() - started
     if not viol <= VIOLATION_TOL:
@@ -389,7 +389,8 @@ def _solve_point(
 ) -> tuple[MechanismResult, dict | None]:
     """One grid point: the ray master on trees, else (or if it does not converge) the block master.
 
-    Returns the result and the privacy rows binding at the block master's optimum (None for rays)."""
+    Returns the result and the block master's :meth:`~ColumnGeneration.warm_start` for the next grid
+    point (None after the ray master or a failed solve)."""
     p, d, keep = problem.prior, problem.d, problem.keep
     c = problem.loss[:, keep]
     deadline = started + time_limit
