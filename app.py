@@ -17,21 +17,21 @@ SAMPLE_LABELS = {
 }
 
 PAGES = [
-    st.Page("views/home.py", title="Overview", icon=":material/home:", default=True),
-    st.Page("views/data.py", title="Data & dependencies", icon=":material/hub:", url_path="data"),
+    st.Page("views/home.py", title="Overview", icon="🏠", default=True),
+    st.Page("views/data.py", title="Data & dependencies", icon="🕸️", url_path="data"),
     st.Page(
-        "views/mechanisms.py", title="Mechanism playground", icon=":material/tune:", url_path="mechanisms"
+        "views/mechanisms.py", title="Mechanism playground", icon="🎛️", url_path="mechanisms"
     ),
     st.Page(
         "views/dephdp.py",
         title="Mechanism selection (DepHDP)",
-        icon=":material/account_tree:",
+        icon="🌳",
         url_path="dephdp",
     ),
-    st.Page("views/leakage.py", title="Correlated leakage", icon=":material/water_drop:", url_path="leakage"),
-    st.Page("views/geo_map.py", title="Geo mechanisms", icon=":material/map:", url_path="geo"),
+    st.Page("views/leakage.py", title="Correlated leakage", icon="💧", url_path="leakage"),
+    st.Page("views/geo.py", title="Geo mechanisms", icon="🗺️", url_path="geo"),
     st.Page(
-        "views/noise_shape.py", title="Noise shape", icon=":material/show_chart:", url_path="noise-shape"
+        "views/noise.py", title="Noise shape", icon="📈", url_path="noise-shape"
     ),
 ]
 
@@ -85,7 +85,7 @@ def sidebar() -> None:
             st.caption(note)
 
 
-st.set_page_config(page_title="mDP Lab", page_icon=":material/lock:", layout="wide")
+st.set_page_config(page_title="mDP Lab", page_icon="🔒", layout="wide")
 navigation = st.navigation(PAGES)
 sidebar()
 navigation.run()

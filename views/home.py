@@ -47,13 +47,13 @@ steps = [
     ),
     (
         "Geo mechanisms",
-        "geo_map.py",
+        "geo.py",
         "Location privacy over a real city's roads: tree-extended optimal mechanisms "
         "against the exponential mechanism, remapping and a coarse LP.",
     ),
     (
         "Noise shape",
-        "noise_shape.py",
+        "noise.py",
         "For one numeric release under (ε, δ)-DP: the generalized Gaussian shape with the smallest error.",
     ),
 ]

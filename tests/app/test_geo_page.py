@@ -12,7 +12,7 @@ def _deck(at: AppTest) -> dict:
 
 
 def test_geo_page_default_city(app: AppTest) -> None:
-    at = app.switch_page("views/geo_map.py").run()
+    at = app.switch_page("views/geo.py").run()
     assert not at.exception
     deck = _deck(at)
     ids = {layer["id"] for layer in deck["layers"]}
@@ -35,7 +35,7 @@ def test_geo_page_default_city(app: AppTest) -> None:
 
 
 def test_geo_page_controls(app: AppTest) -> None:
-    at = app.switch_page("views/geo_map.py").run()
+    at = app.switch_page("views/geo.py").run()
     at.selectbox(key="geo_method").set_value("em").run()
     assert not at.exception
     first = at.selectbox(key="geo_true").options[0]
@@ -57,7 +57,7 @@ def test_geo_page_controls(app: AppTest) -> None:
 
 
 def test_geo_page_bad_upload(app: AppTest) -> None:
-    at = app.switch_page("views/geo_map.py").run()
+    at = app.switch_page("views/geo.py").run()
     at.radio(key="geo_source").set_value("Upload a map file").run()
     assert not at.exception
     assert any("Upload a map file" in i.value for i in at.info)

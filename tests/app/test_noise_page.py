@@ -1,4 +1,4 @@
-"""AppTest for views/noise_shape.py (generalized Gaussian shape selection, seed 003)."""
+"""AppTest for views/noise.py (generalized Gaussian shape selection, seed 003)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import mdp_core as core
 @pytest.fixture
 def at(app: AppTest) -> AppTest:
     """The app (fresh, caches cleared: tests/app/conftest.py) switched to the noise-shape page."""
-    app.switch_page("views/noise_shape.py").run()
+    app.switch_page("views/noise.py").run()
     assert not app.exception
     return app
 

@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 import mdp_core as core
-from ui import ggm
+from ui import noise
 from ui.widgets import eps_slider
 
 st.title("Noise shape: Laplace, Gaussian, or in between?")
@@ -59,35 +59,35 @@ with st.expander("Selection options"):
     t = c2.number_input("tolerance t", min_value=1e-6, value=float(sensitivity), key="ggm_t")
     p_max = c3.slider("largest finite shape", 2.0, 20.0, 10.0, 0.5, key="ggm_pmax")
 
-choice = ggm.cached_choice(eps, delta, float(sensitivity), p_max, criterion, float(m), float(t))
-curve = ggm.cached_curve(eps, delta, float(sensitivity), p_max)
+choice = noise.cached_choice(eps, delta, float(sensitivity), p_max, criterion, float(m), float(t))
+curve = noise.cached_curve(eps, delta, float(sensitivity), p_max)
 
 cols = st.columns(4)
-cols[0].metric("Selected shape p", ggm.p_label(choice.p))
+cols[0].metric("Selected shape p", noise.p_label(choice.p))
 cols[1].metric("Scale b", f"{choice.scale:.4g}")
 cols[2].metric("E|Z|²", f"{choice.second_moment:.4g}", help="Variance of the added noise")
 cols[3].metric(
     "Improvement",
     f"{100 * choice.improvement:.2f} %",
-    help=f"Loss reduction against the best classical shape, p = {ggm.p_label(choice.classical_p)}",
+    help=f"Loss reduction against the best classical shape, p = {noise.p_label(choice.classical_p)}",
 )
-st.info(ggm.verdict(choice))
+st.info(noise.verdict(choice))
 
 st.subheader("Scale and variance across shapes")
-st.plotly_chart(ggm.fig_scale_curves(curve, choice), key="ggm_curves")
+st.plotly_chart(noise.fig_scale_curves(curve, choice), key="ggm_curves")
 st.subheader("Noise densities at their own feasible scales")
-st.plotly_chart(ggm.fig_densities(choice, eps, delta, float(sensitivity)), key="ggm_densities")
+st.plotly_chart(noise.fig_densities(choice, eps, delta, float(sensitivity)), key="ggm_densities")
 
 st.subheader("Where does shape selection pay off?")
-grid_label = st.selectbox("Grid (δ × ε)", list(ggm.GRID_SIZES), key="ggm_grid")
+grid_label = st.selectbox("Grid (δ × ε)", list(noise.GRID_SIZES), key="ggm_grid")
 if st.toggle("Compute the (ε, δ) heatmap", key="ggm_heatmap"):
-    n_delta, n_eps = ggm.GRID_SIZES[grid_label]
+    n_delta, n_eps = noise.GRID_SIZES[grid_label]
     bar = st.progress(0.0, text="Selecting shapes…")
-    heat = ggm.cached_heatmap(
+    heat = noise.cached_heatmap(
         n_delta, n_eps, float(sensitivity), p_max, progress=lambda f, msg: bar.progress(f, text=msg)
     )
     bar.empty()
-    st.plotly_chart(ggm.fig_heatmap(heat), key="ggm_heat_fig")
+    st.plotly_chart(noise.fig_heatmap(heat), key="ggm_heat_fig")
     share = float(np.mean(heat.improvement > 0.05))
     st.caption(
         f"{100 * share:.0f} % of the grid gains more than 5 %; largest gain "
@@ -105,7 +105,7 @@ vector_text = st.text_input(
 alpha = st.select_slider("Monte Carlo failure α", options=[1e-4, 1e-3, 1e-2], value=1e-3, key="ggm_alpha")
 if st.button("Compute vector scales", key="ggm_vector_go"):
     try:
-        vector = ggm.parse_vector(vector_text)
+        vector = noise.parse_vector(vector_text)
     except core.DataError as exc:
         st.error(str(exc))
         st.stop()
@@ -113,7 +113,7 @@ if st.button("Compute vector scales", key="ggm_vector_go"):
         sorted({1.0, 2.0, float(np.inf), round(float(choice.p), 2) if np.isfinite(choice.p) else 1.5})
     )
     with st.spinner("Certifying scales…"):
-        table = ggm.cached_vector_scales(eps, delta, alpha, vector, shapes, 0)
+        table = noise.cached_vector_scales(eps, delta, alpha, vector, shapes, 0)
     st.dataframe(table, hide_index=True, key="ggm_vector_table")
     st.caption(
         "Each scale is private for (ε, δ) with probability 1 − α over the Monte Carlo draws, "
