@@ -212,20 +212,26 @@ def grid_road_network(
     return network_from_graph(graph, name=f"synthetic {nx_}x{ny}")
 
 
-def load_road_network(source: str | os.PathLike[str] = "default") -> RoadNetwork:
-    """Load a road network: the embedded city, a .osm/.osm.bz2/.graphml file, or a place name (online).
+def load_road_network(source: str | os.PathLike[str] = "default", *, roads: str | None = None) -> RoadNetwork:
+    """Load a road network: the embedded city, an OpenStreetMap file, an osmnx graphml, or a place name.
 
     Parameters
     ----------
     source : str or path
-        ``"default"`` for the embedded central Helsinki extract (offline); a path to an OpenStreetMap XML
-        file (``.osm``, ``.osm.bz2``) or an osmnx ``.graphml``; otherwise a place name geocoded by osmnx
-        (needs internet; refused when its area exceeds ``MAX_AREA_KM2``).
+        ``"default"`` for the embedded central Helsinki extract (offline); a path to an OpenStreetMap file
+        (``.osm.pbf``, ``.osm``, ``.osm.bz2``: read with pyosmium, :mod:`mdp_core.geo.osm`, a 15 km city in
+        about a second) or an osmnx ``.graphml``; otherwise a place name geocoded by osmnx (needs internet;
+        refused when its area exceeds ``MAX_AREA_KM2``).
+    roads : {"drive", "all"}, optional
+        Which ``highway=*`` ways make the travel graph of an OpenStreetMap file or place: drivable classes
+        (the default for files and places) or all ways. The embedded district defaults to ``"all"`` (its
+        file holds the district's highway ways, most of them pedestrian streets). Ignored for graphml.
 
     Returns
     -------
     RoadNetwork
-        Projected to UTM (metres), distances in km, largest connected component.
+        Projected to UTM (metres), distances in km, largest connected component; ``crs`` and
+        ``origin_m`` (the projected position of the km origin) map km coordinates back to the map.
 
     Raises
     ------
@@ -234,20 +240,65 @@ def load_road_network(source: str | os.PathLike[str] = "default") -> RoadNetwork
     """
     if not isinstance(source, str | os.PathLike):
         raise TypeError(f"source must be a str or path, got {type(source).__name__}")
+    if roads not in {None, "drive", "all"}:
+        raise DataError(f"roads must be 'drive' or 'all', got {roads!r}")
     text = os.fspath(source)
     if text == "default":
         if not DEFAULT_CITY.exists():
             raise DataError(f"the embedded city file is missing: {DEFAULT_CITY}")
-        return _load_file(DEFAULT_CITY, name="Helsinki (central)")
+        return _load_osm(DEFAULT_CITY, name="Helsinki (central)", roads=roads or "all")
     path = Path(text)
-    suffixes = "".join(path.suffixes[-2:]).lower()
-    if path.suffix.lower() in {".osm", ".graphml", ".xml"} or suffixes.endswith(".osm.bz2"):
+    name = path.name.lower()
+    if name.endswith((".osm", ".osm.bz2", ".osm.pbf", ".pbf", ".xml")):
+        if not path.exists():
+            raise DataError(f"map file not found: {path}")
+        return _load_osm(path, name=path.name, roads=roads or "drive")
+    if name.endswith(".graphml"):
         if not path.exists():
             raise DataError(f"map file not found: {path}")
         return _load_file(path, name=path.name)
-    if path.exists() or path.suffix.lower() in {".bz2", ".pbf", ".json", ".csv"}:
-        raise DataError(f"unsupported map file {path.name!r}: use .osm, .osm.bz2 or .graphml")
-    return _load_place(text)
+    if path.exists() or path.suffix.lower() in {".bz2", ".gz", ".json", ".csv", ".zip"}:
+        raise DataError(f"unsupported map file {path.name!r}: use .osm.pbf, .osm, .osm.bz2 or .graphml")
+    return _load_place(text, roads=roads or "drive")
+
+
+def _load_osm(path: Path, *, name: str, roads: str) -> RoadNetwork:
+    """pyosmium reader -> largest component -> :class:`RoadNetwork` (no networkx graph on the way)."""
+    from mdp_core.geo.osm import read_osm_roads
+
+    osm = read_osm_roads(path, roads=roads)
+    if len(osm.edges) == 0:
+        raise DataError(f"the map {name!r} contains no roads between distinct nodes")
+    lengths = np.maximum(osm.lengths_m, 1e-3) / 1000.0
+    keep_edge = osm.edges[:, 0] != osm.edges[:, 1]
+    edges = osm.edges[keep_edge]
+    n = len(osm.xy_m)
+    adjacency = _min_symmetric(edges[:, 0], edges[:, 1], lengths[keep_edge], n)
+    _, labels = connected_components(adjacency, directed=False)
+    keep = np.flatnonzero(labels == np.bincount(labels).argmax())
+    if len(keep) < 2:
+        raise DataError(f"the road network {name!r} has no roads (need at least 2 connected nodes)")
+    if len(keep) > MAX_NODES:
+        raise DataError(
+            f"the road network {name!r} has {len(keep):,} nodes; at most {MAX_NODES:,} are handled "
+            "interactively (choose a smaller area)"
+        )
+    mask = np.zeros(n, dtype=bool)
+    mask[keep] = True
+    xy = osm.xy_m[keep]
+    origin = xy.min(axis=0)
+    paths = [
+        p for p, (u, v) in zip(osm.paths_lonlat, osm.edges, strict=True) if mask[u] and mask[v] and u != v
+    ]
+    return RoadNetwork(
+        name=name,
+        xy_km=(xy - origin) / 1000.0,
+        lonlat=osm.lonlat[keep],
+        adjacency=adjacency[keep][:, keep].tocsr(),
+        paths_lonlat=paths,
+        origin_m=(float(origin[0]), float(origin[1])),
+        crs=osm.crs,
+    )
 
 
 def _load_file(path: Path, *, name: str) -> RoadNetwork:
@@ -290,7 +341,7 @@ def _project(graph: nx.MultiDiGraph, *, name: str) -> RoadNetwork:
     )
 
 
-def _load_place(place: str) -> RoadNetwork:
+def _load_place(place: str, *, roads: str = "drive") -> RoadNetwork:
     """Geocode a place and download its drivable network (needs internet; refuses large areas)."""
     import osmnx as ox
 
@@ -308,7 +359,8 @@ def _load_place(place: str) -> RoadNetwork:
             "tables and the fine grid grow with the area). Choose a district instead."
         )
     try:
-        graph = ox.graph_from_polygon(boundary.geometry.iloc[0], network_type="drive")
+        network_type = "drive" if roads == "drive" else "all"
+        graph = ox.graph_from_polygon(boundary.geometry.iloc[0], network_type=network_type)
     except Exception as exc:
         raise DataError(f"could not download the roads of {place!r}: {type(exc).__name__}: {exc}") from exc
     return _project(graph, name=place)
