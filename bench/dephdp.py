@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 
 import mdp_core as core
-from mdp_core.pipeline import clear_profile_cache
+from mdp_core import clear_profile_cache
 
 EVAL_EPS = (1, 2, 5, 10)
 

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from mdp_core.ggm import ggm_scale, select_shape, shape_heatmap
+from mdp_core import ggm_scale, select_shape, shape_heatmap
 
 SETTINGS = [(1.0, 0.01), (0.25, 0.01), (0.1, 0.1), (0.5, 0.05), (2.0, 0.001), (4.0, 1e-6)]
 

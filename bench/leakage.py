@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 import mdp_core as core
-from mdp_core.leakage import _log_ratio, _pair_points
+from mdp_core.leakage.cpl import _log_ratio, _pair_points
 
 EPS = np.geomspace(0.01, 20.0, 100)
 

@@ -14,11 +14,13 @@ from mdp_core.errors import DataError
 __all__ = [
     "Progress",
     "as_float_array",
+    "check_delta",
     "check_distance_matrix",
     "check_eps",
     "check_loss_matrix",
     "check_positive",
     "check_prior",
+    "check_rng",
     "check_shape",
     "check_stochastic_matrix",
     "report",
@@ -127,3 +129,18 @@ def check_stochastic_matrix(matrix: object, name: str = "P", *, atol: float = 1e
     if not np.allclose(P.sum(axis=1), 1.0, atol=atol, rtol=0):
         raise DataError(f"{name} rows must sum to 1")
     return P
+
+
+def check_delta(delta: object, name: str = "delta") -> float:
+    """A probability in the open interval (0, 1), e.g. the delta of (eps, delta)-DP."""
+    value = check_positive(delta, name)
+    if value >= 1.0:
+        raise DataError(f"{name} must be in (0, 1), got {delta!r}")
+    return value
+
+
+def check_rng(rng: object, name: str = "rng") -> np.random.Generator:
+    """The explicit ``numpy.random.Generator`` every random core function takes (no global state)."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"{name} must be a numpy.random.Generator (default_rng), got {type(rng).__name__}")
+    return rng

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import mdp_core as core
-from mdp_core.pipeline import BASELINES, DepHDPConfig, DepHDPResult, run_dephdp
+from mdp_core import BASELINES, DepHDPConfig, DepHDPResult, run_dephdp
 from ui.data import HASH_FUNCS
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Noise-shape page glue: cached calls into :mod:`mdp_core.ggm` and the plotly figures (seed 003)."""
+"""Noise-shape page glue: cached calls into :mod:`mdp_core.noise` and the plotly figures (seed 003)."""
 
 from __future__ import annotations
 

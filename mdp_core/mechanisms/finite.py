@@ -1,41 +1,27 @@
-"""Finite-domain mechanisms: exponential mechanism, Bayesian remapping, expected loss, sampling, verifier.
+"""Finite-domain mechanisms: exponential mechanism, Bayesian remapping, expected loss, sampling.
 
 A mechanism on finite domains is a row-stochastic matrix ``P`` with rows = true input ``x`` and columns =
 output ``y``. It satisfies eps-mDP for the input metric ``d`` iff ``P[x, y] <= exp(eps d(x, x')) P[x', y]``
-for all ``x, x', y`` (000 Definition 1 / the constraint of Eq. 3); :func:`mdp_violation` checks exactly that.
+for all ``x, x', y`` (000 Definition 1 / the constraint of Eq. 3);
+:func:`~mdp_core.mechanisms.verify.mdp_violation` checks exactly that.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from mdp_core._validation import (
-    Progress,
     as_float_array,
-    check_distance_matrix,
     check_eps,
     check_loss_matrix,
     check_prior,
+    check_rng,
     check_stochastic_matrix,
-    report,
 )
 from mdp_core.errors import DataError
 
-__all__ = [
-    "METHODS",
-    "bayesian_remap",
-    "expected_loss",
-    "exponential_mechanism",
-    "loss_budget_curves",
-    "mdp_violation",
-    "remap_outputs",
-    "sample",
-]
+__all__ = ["bayesian_remap", "expected_loss", "exponential_mechanism", "remap_outputs", "sample"]
 
-#: Methods understood by :func:`loss_budget_curves`.
-METHODS = ("EM", "EM+remap", "OPT")
 
 # Elements per temporary block in the chunked O(n^2 m) / O(n m^2) loops (~64 MB of float64).
 _BLOCK = 8_000_000
@@ -166,8 +152,7 @@ def sample(P: object, codes: object, rng: np.random.Generator) -> np.ndarray:
     ndarray of int64 (N,)
         Output indices in ``0..|Y|-1``.
     """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    check_rng(rng)
     P_arr = check_stochastic_matrix(P, "P", atol=1e-6)
     x = np.asarray(codes)
     if x.ndim != 1 or not np.issubdtype(x.dtype, np.integer):
@@ -185,127 +170,3 @@ def sample(P: object, codes: object, rng: np.random.Generator) -> np.ndarray:
         idx = order[lo:hi]
         out[idx] = np.searchsorted(cdf[value], u[idx], side="right")
     return np.minimum(out, P_arr.shape[1] - 1)
-
-
-def mdp_violation(P: object, dist_in: object, eps: float) -> float:
-    """Exact worst excess of the mDP constraint: ``max_{x != x', y} |ln P[x,y] - ln P[x',y]| - eps d(x,x')``.
-
-    Pairs where both entries are 0 contribute 0 (no information); a pair with exactly one zero contributes
-    ``+inf`` (the ratio is unbounded). A value ``<= 1e-9`` means the eps-mDP guarantee holds (000 Eq. 3
-    constraint, for every pair of inputs). The scan is exact over all ``x, x', y`` and chunked so that the
-    temporaries stay near 64 MB (``n = 5000`` fits in memory; time grows as ``n^2 |Y|``).
-
-    Parameters
-    ----------
-    P : array (|X|, |Y|)
-        Mechanism (non-negative; rows need not be normalised).
-    dist_in : array (|X|, |X|)
-        Input distances (symmetric, zero diagonal).
-    eps : float
-        Privacy budget > 0.
-
-    Returns
-    -------
-    float
-        The maximum excess; ``-inf`` when there is a single input.
-    """
-    P_arr = as_float_array(P, "P", ndim=2)
-    if np.any(P_arr < 0):
-        raise DataError("P must be non-negative")
-    d = check_distance_matrix(dist_in, "dist_in", check_triangle=False)
-    if d.shape[0] != P_arr.shape[0]:
-        raise DataError(f"dist_in must be {P_arr.shape[0]} x {P_arr.shape[0]}, got {d.shape}")
-    eps = check_eps(eps)
-    n = P_arr.shape[0]
-    if n < 2:
-        return float("-inf")
-    zero = P_arr == 0
-    mixed = zero.any(axis=0) & ~zero.all(axis=0)
-    if np.any(mixed):
-        return float("inf")  # some column has one zero and one positive entry
-    L = np.log(P_arr[:, ~zero.all(axis=0)])
-    if L.shape[1] == 0:
-        return 0.0  # every pair is "both zero"
-    # max over ordered pairs of max_y (L[x, y] - L[x', y]) - eps d(x, x'); the order covers |.|.
-    worst = float("-inf")
-    m = L.shape[1]
-    step = max(1, _BLOCK // (n * m))
-    for start in range(0, n, step):
-        rows = L[start : start + step]
-        gap = (rows[:, None, :] - L[None, :, :]).max(axis=2) - eps * d[start : start + step]
-        idx = np.arange(rows.shape[0])
-        gap[idx, start + idx] = -np.inf  # x == x'
-        worst = max(worst, float(gap.max()))
-    return worst
-
-
-def loss_budget_curves(
-    prior: object,
-    loss: object,
-    dist_in: object,
-    eps_grid: Sequence[float] | np.ndarray,
-    *,
-    methods: Sequence[str] = METHODS,
-    progress: Progress = None,
-) -> dict[str, np.ndarray]:
-    """Expected loss versus eps for EM, EM + Bayesian remapping and the LP optimum (000 Sec. III-D profiles).
-
-    EM uses ``dist_in`` between inputs and outputs, so ``loss`` must be square (outputs = inputs).
-
-    Parameters
-    ----------
-    prior : array (n,)
-        Prior over inputs.
-    loss : array (n, n)
-        Task loss.
-    dist_in : array (n, n)
-        Input metric.
-    eps_grid : sequence of float
-        Ascending budgets > 0.
-    methods : sequence of str
-        Subset of ``("EM", "EM+remap", "OPT")``.
-    progress : callable, optional
-        ``progress(fraction, message)``.
-
-    Returns
-    -------
-    dict
-        ``method -> ndarray (len(eps_grid),)`` of expected losses (NaN where OPT failed).
-    """
-    from mdp_core.lp import optimal_mechanisms  # local import: lp imports this module
-
-    d = check_distance_matrix(dist_in, "dist_in")
-    n = d.shape[0]
-    p = check_prior(prior, n)
-    c = check_loss_matrix(loss, (n, n))
-    grid = as_float_array(eps_grid, "eps_grid", ndim=1)
-    if np.any(grid <= 0) or np.any(np.diff(grid) <= 0):
-        raise DataError("eps_grid must be strictly ascending budgets > 0")
-    unknown = sorted(set(methods) - set(METHODS))
-    if unknown:
-        raise DataError(f"methods must be a subset of {METHODS}, got unknown {unknown}")
-    out: dict[str, np.ndarray] = {}
-    want_em = [mth for mth in methods if mth in ("EM", "EM+remap")]
-    if want_em:
-        em = np.empty(grid.size)
-        remap = np.empty(grid.size)
-        for i, eps in enumerate(grid):
-            P = exponential_mechanism(d, eps)
-            em[i] = expected_loss(P, p, c)
-            if "EM+remap" in methods:
-                remap[i] = expected_loss(bayesian_remap(P, p, c), p, c)
-            report(progress, 0.2 * (i + 1) / grid.size, f"EM at eps = {eps:.3g}")
-        if "EM" in methods:
-            out["EM"] = em
-        if "EM+remap" in methods:
-            out["EM+remap"] = remap
-    if "OPT" in methods:
-        start = 0.2 if want_em else 0.0
-
-        def sub(frac: float, msg: str) -> None:
-            report(progress, start + (1 - start) * frac, msg)
-
-        results = optimal_mechanisms(p, c, d, grid, progress=sub)
-        out["OPT"] = np.array([r.objective if r.success else np.nan for r in results])
-    report(progress, 1.0, "done")
-    return {mth: out[mth] for mth in methods}

@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mdp_core._colgen import ColumnGeneration, tree_order
-from mdp_core._rays import RayMaster
 from mdp_core._validation import (
     Progress,
     as_float_array,
@@ -45,18 +43,19 @@ from mdp_core._validation import (
     report,
 )
 from mdp_core.errors import DataError
-from mdp_core.mechanisms import bayesian_remap, exponential_mechanism, mdp_violation
+from mdp_core.mechanisms._colgen import ColumnGeneration
+from mdp_core.mechanisms._pricing import tree_order
+from mdp_core.mechanisms._rays import RayMaster
+from mdp_core.mechanisms.finite import bayesian_remap, exponential_mechanism
+from mdp_core.mechanisms.verify import VIOLATION_TOL, mdp_violation, repair_mechanism
 
 __all__ = [
     "MechanismResult",
     "chain_free_pairs",
     "optimal_mechanism",
     "optimal_mechanisms",
-    "repair_mechanism",
 ]
 
-#: A mechanism is accepted when ``mdp_violation(P, dist_in, eps) <= VIOLATION_TOL``.
-VIOLATION_TOL = 1e-9
 _BLOCK = 8_000_000
 
 
@@ -138,59 +137,6 @@ def chain_free_pairs(dist_in: object, *, rtol: float = 1e-10) -> tuple[np.ndarra
         implied |= via
     a, b = np.nonzero(np.triu(~implied, k=1))
     return a.astype(np.int64), b.astype(np.int64)
-
-
-def repair_mechanism(
-    Z: object, dist_in: object, eps: float, *, max_rounds: int = 50
-) -> tuple[np.ndarray, float, int]:
-    """Make an (almost feasible) LP solution exactly eps-mDP.
-
-    Per output column ``v`` the log-Lipschitz lower envelope ``v'_x = min_x' v_x' exp(eps d(x, x'))`` is
-    the largest vector below ``v`` with ``v'_x <= exp(eps d(x, x')) v'_x'`` for every pair (exact for any
-    metric, computed in log space). Normalising the rows then moves ``ln P[x, y] - ln P[x', y]`` by
-    ``ln s_x' - ln s_x`` (row sums ``s``), which is of the order of the solver's row violations (~1e-9 or
-    less); envelope and normalisation are repeated until :func:`~mdp_core.mechanisms.mdp_violation` is
-    ``<= 1e-12`` (each round removes only the mass that breaks a ratio, so the objective moves by about
-    the solver tolerance). A column with one exact zero becomes zero for every input.
-
-    Parameters
-    ----------
-    Z : array (|X|, |Y|)
-        Non-negative solver output (rows summing to about 1).
-    dist_in : array (|X|, |X|)
-        Input metric.
-    eps : float
-        Budget.
-    max_rounds : int
-        Envelope/normalise rounds before giving up.
-
-    Returns
-    -------
-    (P, violation, rounds)
-        Row-stochastic matrix, its exact :func:`mdp_violation`, and the rounds used.
-    """
-    V = np.clip(as_float_array(Z, "Z", ndim=2), 0.0, None)
-    d = check_distance_matrix(dist_in, "dist_in", check_triangle=False)
-    eps = check_eps(eps)
-    n, m = V.shape
-    with np.errstate(divide="ignore"):
-        L = np.log(V)
-    step = max(1, _BLOCK // (n * n))
-    viol = float("inf")
-    rounds = 0
-    while rounds < max_rounds:
-        rounds += 1
-        for start in range(0, m, step):
-            block = L[:, start : start + step]  # (n, k)
-            L[:, start : start + step] = (block[None, :, :] + eps * d[:, :, None]).min(axis=1)
-        top = L.max(axis=1, keepdims=True)
-        if not np.all(np.isfinite(top)):
-            break  # some row lost all its mass
-        L -= top + np.log(np.exp(L - top).sum(axis=1, keepdims=True))  # normalise rows in log space
-        viol = mdp_violation(np.exp(L), d, eps)
-        if viol <= 1e-12:
-            break
-    return np.exp(L), viol, rounds
 
 
 def _validate(

@@ -20,8 +20,16 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
-from mdp_core._validation import as_float_array, check_eps, check_positive, check_shape
+from mdp_core._validation import (
+    as_float_array,
+    check_delta,
+    check_eps,
+    check_positive,
+    check_rng,
+    check_shape,
+)
 from mdp_core.errors import DataError
+from mdp_core.noise.scalar import ggm_scale
 
 __all__ = ["VectorScale", "ggm_delta_vector_bounds", "ggm_scale_vector"]
 
@@ -80,12 +88,6 @@ def _check_inputs(p: object, eps: object, sensitivity: object) -> tuple[float, f
     return pf, check_eps(eps), sens[sens > 0]
 
 
-def _check_rng(rng: object) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    return rng
-
-
 def ggm_delta_vector_bounds(
     p: float,
     scale: float,
@@ -104,7 +106,7 @@ def ggm_delta_vector_bounds(
     b = check_positive(scale, "scale")
     if np.isinf(pf):
         raise DataError("p = inf has the exact form 1 - prod(1 - Delta_i / (2 b)); no Monte Carlo needed")
-    w = _standard_samples(pf, int(n_samples), sens.size, _check_rng(rng))
+    w = _standard_samples(pf, int(n_samples), sens.size, check_rng(rng))
     return _bernstein(_excess(w, sens / b, eps, pf), check_positive(alpha, "alpha"))
 
 
@@ -132,10 +134,8 @@ def ggm_scale_vector(
     VectorScale
         With ``total_delta = delta + alpha``.
     """
-    from mdp_core.ggm import _check_delta, ggm_scale
-
     pf, eps, sens = _check_inputs(p, eps, sensitivity)
-    delta = _check_delta(delta)
+    delta = check_delta(delta)
     alpha = check_positive(alpha, "alpha")
     if alpha >= 1.0:
         raise DataError(f"alpha must be in (0, 1), got {alpha!r}")
@@ -147,7 +147,7 @@ def ggm_scale_vector(
         f = lambda b: 1.0 - np.prod(1.0 - sens / (2.0 * b)) - delta  # noqa: E731
         b = brentq(f, lo, lo * 4.0 / delta, xtol=1e-14, rtol=1e-15) * (1.0 + 1e-12)
         return VectorScale(pf, b, eps, delta, 0.0, delta, 0, 0, True)
-    rng = _check_rng(rng)
+    rng = check_rng(rng)
     n, d = int(n_samples), sens.size
     if n < 1000 or int(n_pilot) < 100:
         raise DataError("n_samples must be >= 1000 and n_pilot >= 100")

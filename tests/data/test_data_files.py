@@ -20,7 +20,7 @@ from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
 FILES = ("heart.csv", "adult.csv.gz", "wine_quality.csv", "helsinki.osm.bz2")
 HEX64 = "`([0-9a-f]{64})`"

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import lsq_linear
 
+from mdp_core.dephdp.tasks import Task
 from mdp_core.errors import DataError
 from mdp_core.mechanisms import exponential_mechanism, sample
-from mdp_core.tasks import Task
 
 _BLOCK = 8_000_000  # elements per temporary block
 

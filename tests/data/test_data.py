@@ -56,13 +56,13 @@ def test_unknown_sample_and_wrong_type() -> None:
 
 
 def test_too_large_file_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("mdp_core.data.MAX_FILE_BYTES", 100)
+    monkeypatch.setattr("mdp_core.data.io.MAX_FILE_BYTES", 100)
     with pytest.raises(DataError, match="larger than 200 MB"):
         core.load_dataset(_file(b"a,b\n" + b"1,2\n" * 100))
 
 
 def test_large_table_is_uniformly_sampled(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("mdp_core.data.INTERACTIVE_ROW_LIMIT", 50)
+    monkeypatch.setattr("mdp_core.data.io.INTERACTIVE_ROW_LIMIT", 50)
     raw = b"a,b\n" + b"".join(f"{i},{i % 7}\n".encode() for i in range(500))
     df, report = core.load_dataset_report(_file(raw), seed=3)
     assert len(df) == 50 and report.sampled and report.original_rows == 500

@@ -1,4 +1,4 @@
-"""Tests for mdp_core.lp: the exact LP-optimal mechanism, chain-free pairs, repair and the eps path."""
+"""mdp_core.mechanisms.lp: the exact LP-optimal mechanism, chain-free pairs, repair and the eps path."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from scipy.sparse import lil_matrix
 from scipy.sparse.csgraph import shortest_path
 
 import mdp_core as core
-from mdp_core import _colgen
+from mdp_core.mechanisms import _pricing
 
 
 def random_metric(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -199,7 +199,7 @@ def test_bad_grid() -> None:
         core.optimal_mechanisms([0.5, 0.5], np.ones((2, 2)), 1 - np.eye(2), [1.0, 1.0])
 
 
-# -- column generation (mdp_core._colgen) --------------------------------------------------------------
+# -- column generation (mdp_core.mechanisms._colgen) ------------------------------------------------
 
 
 def cone_lp(w: np.ndarray, d: np.ndarray, eps: float, *, root: int | None = None) -> float:
@@ -233,14 +233,14 @@ def test_tree_pricing_matches_brute_force(seed: int) -> None:
     n = int(rng.integers(2, 9))
     d = random_tree_metric(rng, n) if seed % 2 else np.abs(np.subtract.outer(*(2 * [rng.random(n).cumsum()])))
     a, b = core.chain_free_pairs(d)
-    tree = _colgen.tree_order(n, a, b)
+    tree = _pricing.tree_order(n, a, b)
     assert tree is not None and a.size == n - 1
     order, parent, _ = tree
     eps = float(rng.uniform(0.3, 4))
     step = np.zeros(n)
     step[order[1:]] = eps * d[order[1:], parent[order[1:]]]
     W = rng.normal(size=(n, 4))
-    g, V = _colgen.tree_pricing(W, order, parent, step)
+    g, V = _pricing.tree_pricing(W, order, parent, step)
     for y in range(4):
         assert g[y] == pytest.approx(cone_lp(W[:, y], d, eps, root=int(order[0])), rel=1e-9, abs=1e-9)
         assert W[:, y] @ V[:, y] == pytest.approx(g[y], rel=1e-12, abs=1e-12)  # the ray attains it ...
@@ -249,7 +249,7 @@ def test_tree_pricing_matches_brute_force(seed: int) -> None:
 
 def test_tree_order_rejects_cycles() -> None:
     a, b = core.chain_free_pairs(grid_metric(3, 1.0))
-    assert _colgen.tree_order(9, a, b) is None
+    assert _pricing.tree_order(9, a, b) is None
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -258,7 +258,7 @@ def test_nominal_pricing_matches_brute_force(seed: int) -> None:
     n, c, eps = int(rng.integers(2, 8)), float(rng.uniform(0.2, 2)), float(rng.uniform(0.2, 3))
     d = c * (1 - np.eye(n))
     W = rng.normal(size=(n, 3))
-    mu, V = _colgen.nominal_pricing(W, np.exp(eps * c))
+    mu, V = _pricing.nominal_pricing(W, np.exp(eps * c))
     for y in range(3):
         assert min(mu[y], 0.0) == pytest.approx(cone_lp(W[:, y], d, eps), abs=1e-9)
         assert core.mdp_violation(V[:, [y]], d, eps) <= 1e-12
@@ -268,7 +268,7 @@ def test_lp_pricer_matches_brute_force() -> None:
     rng = np.random.default_rng(3)
     d = grid_metric(3, 2.0)
     a, b = core.chain_free_pairs(d)
-    pricer = _colgen._LPPricer(d, a, b)
+    pricer = _pricing._LPPricer(d, a, b)
     pricer.set_eps(1.1)
     for _ in range(4):
         w = rng.normal(size=9)
@@ -344,7 +344,7 @@ def test_inactive_outputs_are_exactly_zero() -> None:
     assert res.objective == pytest.approx(loop_lp(np.full(9, 1 / 9), loss, d, 2.0), abs=1e-7)
 
 
-# -- ray master (mdp_core._rays) and dominated outputs ------------------------------------------------
+# -- ray master (mdp_core.mechanisms._rays) and dominated outputs ----------------------------------
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -381,7 +381,7 @@ def test_ray_master_certifies_the_geometric_optimum_in_one_round() -> None:
 
 
 def test_ray_master_falls_back_to_the_block_master(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mdp_core import lp
+    from mdp_core.mechanisms import lp
 
     rng = np.random.default_rng(3)
     d = random_tree_metric(rng, 7)
@@ -415,7 +415,7 @@ def brute_undominated(loss: np.ndarray) -> set[int]:
 def test_undominated_outputs_match_brute_force(n: int, m: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     loss = rng.integers(0, 3, (n, m)).astype(float)  # small integers: many ties and dominations
-    from mdp_core.lp import _undominated_outputs
+    from mdp_core.mechanisms.lp import _undominated_outputs
 
     assert set(_undominated_outputs(loss).tolist()) == brute_undominated(loss)
 
@@ -434,18 +434,18 @@ def test_dominated_outputs_get_no_mass_and_do_not_change_the_optimum() -> None:
 
 @pytest.mark.parametrize("seed", range(5))
 def test_box_minimum_bound_is_valid_and_beats_the_root_bound(seed: int) -> None:
-    from mdp_core._rays import box_minimum_bound
+    from mdp_core.mechanisms._rays import box_minimum_bound
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(2, 9))
     d = random_tree_metric(rng, n)
-    order, parent, _ = _colgen.tree_order(n, *core.chain_free_pairs(d))
+    order, parent, _ = _pricing.tree_order(n, *core.chain_free_pairs(d))
     eps = float(rng.uniform(0.3, 6))
     step = np.zeros(n)
     step[order[1:]] = eps * d[order[1:], parent[order[1:]]]
     W = rng.normal(size=(n, 5))
     bound = box_minimum_bound(W, order, parent, step)
-    g, _ = _colgen.tree_pricing(W, order, parent, step)
+    g, _ = _pricing.tree_pricing(W, order, parent, step)
     for y in range(5):
         exact = cone_lp(W[:, y], d, eps)  # brute-force box minimum
         assert np.minimum(g[y], 0) - 1e-12 <= bound[y] <= exact + 1e-9

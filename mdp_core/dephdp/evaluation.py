@@ -17,9 +17,9 @@ import pandas as pd
 
 from mdp_core._validation import Progress, check_eps, report
 from mdp_core.data import Encoded
+from mdp_core.dephdp.pipeline import BASELINES, DepHDPConfig, compose_mechanism, run_dephdp
+from mdp_core.dephdp.tasks import population_metrics, release_attributes
 from mdp_core.errors import DataError
-from mdp_core.pipeline import BASELINES, DepHDPConfig, compose_mechanism, run_dephdp
-from mdp_core.tasks import population_metrics, release_attributes
 
 __all__ = ["METHODS_EVALUATED", "EvaluationResult", "evaluate_dephdp", "split_encoded"]
 

@@ -1,4 +1,4 @@
-"""mdp_core.dependency: NMI matrix and dependency groups."""
+"""mdp_core.data.dependency: NMI matrix and dependency groups."""
 
 from __future__ import annotations
 

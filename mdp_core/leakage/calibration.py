@@ -20,16 +20,9 @@ import pandas as pd
 
 from mdp_core._validation import Progress, check_positive, report
 from mdp_core.errors import DataError
-from mdp_core.leakage import (
-    DependencyTriad,
-    _check_codes,
-    _dt_eval,
-    _dt_kink,
-    _log_ratio,
-    conditional,
-    cpl_hull,
-    dependency_triad,
-)
+from mdp_core.leakage._checks import _check_codes
+from mdp_core.leakage.cpl import _log_ratio, conditional, cpl_hull
+from mdp_core.leakage.triad import DependencyTriad, _dt_eval, _dt_kink, dependency_triad
 
 __all__ = [
     "BudgetCalibration",

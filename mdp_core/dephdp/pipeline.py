@@ -30,114 +30,30 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from mdp_core._grouploss import Surrogate
-from mdp_core._profiles import (
+from mdp_core._validation import Progress, report
+from mdp_core.data import Encoded
+from mdp_core.dephdp._grouploss import Surrogate
+from mdp_core.dephdp._profiles import (
     GroupProfile,
-    clear_profile_cache,
     data_key,
     group_profile,
     groups_for,
     surrogate_for,
     task_for,
 )
-from mdp_core._validation import Progress, check_eps, report
-from mdp_core.adequacy import select_mechanism
-from mdp_core.allocation import BudgetAllocation, allocate_budget
-from mdp_core.data import Encoded
+from mdp_core.dephdp.adequacy import select_mechanism
+from mdp_core.dephdp.allocation import BudgetAllocation, allocate_budget
+from mdp_core.dephdp.config import BASELINES, DepHDPConfig
+from mdp_core.dephdp.tasks import Task, release_attributes
 from mdp_core.errors import DataError
 from mdp_core.mechanisms import sample
 from mdp_core.metrics import budget_norm, dual_exponent
-from mdp_core.tasks import TASKS, Task, release_attributes
 
-__all__ = [
-    "BASELINES",
-    "BaselineResult",
-    "ComposedMechanism",
-    "DepHDPConfig",
-    "DepHDPResult",
-    "GroupProfile",
-    "Surrogate",
-    "clear_profile_cache",
-    "compose_mechanism",
-    "run_dephdp",
-]
-
-BASELINES = ("SPL+DPN", "SPL+RMP", "ALC+DPN", "ALC+RMP")
-
-
-@dataclass(frozen=True)
-class DepHDPConfig:
-    """Every knob of :func:`run_dephdp` (frozen: usable as a cache key and saved as JSON by the page).
-
-    Attributes
-    ----------
-    eps : float
-        Global budget (record metric ``d_p``).
-    p : float
-        Record metric exponent (``>= 1`` or ``inf``); budgets compose with the dual norm q.
-    tau_group, tau_dim, tau_dpn : float
-        Grouping NMI threshold, OPT domain-size threshold and DPN-adequacy threshold (Eq. 24).
-    task : str
-        A key of :data:`mdp_core.tasks.TASKS`.
-    score : {"radial", "mse"}
-        Adequacy score used for selection (DepHDP-r / DepHDP-m).
-    max_group_domain : int
-        Groups are split (weakest NMI edge first) until their joint domain is at most this.
-    opt_max_domain : int
-        OPT profiles (LPs) are computed for groups up to this domain size. 48 is measured, not arbitrary:
-        a 36-point OPT profile takes ~5 s at 32 states but 50-180 s at 48-64 states and > 100 s for
-        heart's 168-state group (column-generation LP of 2026-11, 2 shared cores).
-    grid_lo, grid_hi, grid_points : float, float, int
-        Geometric eps grid of the loss-budget profiles.
-    calibration_pairs, max_contexts, seed : int
-        Surrogate pairs, context records per group loss matrix, and the seed of both samples.
-    """
-
-    eps: float = 1.0
-    p: float = 2.0
-    tau_group: float = 0.1
-    tau_dim: int = 300
-    tau_dpn: float = 0.2
-    task: str = "prediction"
-    score: Literal["radial", "mse"] = "radial"
-    max_group_domain: int = 512
-    opt_max_domain: int = 48
-    grid_lo: float = 0.005
-    grid_hi: float = 20.0
-    grid_points: int = 36
-    calibration_pairs: int = 3000
-    max_contexts: int = 200
-    seed: int = 0
-    task_attribute: str | None = None
-    task_threshold: float | None = None
-
-    def __post_init__(self) -> None:
-        check_eps(self.eps)
-        dual_exponent(self.p)
-        if not 0.0 <= self.tau_group <= 1.0:
-            raise DataError(f"tau_group must lie in [0, 1], got {self.tau_group!r}")
-        if not 0.0 <= self.tau_dpn <= 1.0:
-            raise DataError(f"tau_dpn must lie in [0, 1], got {self.tau_dpn!r}")
-        if not self.tau_dim >= 1:
-            raise DataError(f"tau_dim must be >= 1, got {self.tau_dim!r}")
-        if self.task not in TASKS:
-            raise DataError(f"task must be one of {sorted(TASKS)}, got {self.task!r}")
-        if self.score not in ("radial", "mse"):
-            raise DataError(f"score must be 'radial' or 'mse', got {self.score!r}")
-        if not 0 < self.grid_lo < self.grid_hi or int(self.grid_points) < 3:
-            raise DataError("need 0 < grid_lo < grid_hi and grid_points >= 3")
-        for name in ("max_group_domain", "opt_max_domain", "calibration_pairs", "max_contexts"):
-            if int(getattr(self, name)) < 1:
-                raise DataError(f"{name} must be a positive integer")
-
-    @property
-    def eps_grid(self) -> np.ndarray:
-        return np.geomspace(self.grid_lo, self.grid_hi, int(self.grid_points))
+__all__ = ["BaselineResult", "ComposedMechanism", "DepHDPResult", "compose_mechanism", "run_dephdp"]
 
 
 @dataclass(frozen=True, eq=False)

@@ -55,7 +55,7 @@ def test_mdp_violation_chunks_match_direct(monkeypatch: pytest.MonkeyPatch) -> N
     P = rng.dirichlet(np.ones(7), size=12)
     L = np.log(P)
     direct = max(np.max(np.abs(L[i] - L[j])) - 0.7 * d[i, j] for i in range(12) for j in range(12) if i != j)
-    monkeypatch.setattr(core.mechanisms, "_BLOCK", 7 * 12 * 5)  # force 5-row chunks
+    monkeypatch.setattr(core.mechanisms.verify, "_BLOCK", 7 * 12 * 5)  # force 5-row chunks
     assert core.mdp_violation(P, d, 0.7) == pytest.approx(direct, abs=1e-14)
 
 

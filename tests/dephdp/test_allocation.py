@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mdp_core import DataError, allocate_budget, budget_norm, dual_exponent, shifted_envelopes
-from mdp_core.allocation import greatest_convex_minorant, least_convex_majorant
+from mdp_core.dephdp.allocation import greatest_convex_minorant, least_convex_majorant
 
 GRID = np.geomspace(0.05, 10.0, 20)
 

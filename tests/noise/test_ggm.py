@@ -1,4 +1,4 @@
-"""Tests for mdp_core.ggm: the generalized Gaussian mechanism (seed 003)."""
+"""Tests for mdp_core.noise: the generalized Gaussian mechanism (seed 003)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from scipy.optimize import brentq
 from scipy.stats import gennorm, norm
 
 from mdp_core import DataError
-from mdp_core.ggm import (
-    _boundary,
+from mdp_core.noise import (
     ggm_delta,
     ggm_delta_vector_bounds,
     ggm_moment,
@@ -26,6 +25,7 @@ from mdp_core.ggm import (
     select_shape,
     shape_heatmap,
 )
+from mdp_core.noise.scalar import _boundary
 
 
 # ----------------------------------------------------------------------------- independent references

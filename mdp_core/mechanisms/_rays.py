@@ -30,7 +30,9 @@ import time
 import highspy
 import numpy as np
 
-from mdp_core._colgen import _ADD_TOL, run_until, tree_pricing
+from mdp_core._highs import run_until
+from mdp_core.mechanisms._colgen import _ADD_TOL
+from mdp_core.mechanisms._pricing import tree_pricing
 
 #: Outputs each tent is attached to at the start (the best ones for it).
 _TENT_OUTPUTS = 3

@@ -19,24 +19,21 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mdp_core._grouploss import Surrogate, fit_surrogate, group_loss_matrix
 from mdp_core._validation import Progress
-from mdp_core.adequacy import mse_likeness, radial_fit
-from mdp_core.allocation import shifted_envelopes
 from mdp_core.data import Encoded
-from mdp_core.dependency import dependency_groups, nmi_matrix
+from mdp_core.data.dependency import dependency_groups, nmi_matrix
+from mdp_core.dephdp._grouploss import Surrogate, fit_surrogate, group_loss_matrix
+from mdp_core.dephdp.adequacy import mse_likeness, radial_fit
+from mdp_core.dephdp.allocation import shifted_envelopes
+from mdp_core.dephdp.config import DepHDPConfig
+from mdp_core.dephdp.tasks import Task, make_task
 from mdp_core.errors import DataError
-from mdp_core.lp import optimal_mechanisms
 from mdp_core.mechanisms import expected_loss, exponential_mechanism, mdp_violation, remap_outputs
+from mdp_core.mechanisms.lp import optimal_mechanisms
 from mdp_core.metrics import product_distance
-from mdp_core.tasks import Task, make_task
-
-if TYPE_CHECKING:
-    from mdp_core.pipeline import DepHDPConfig
 
 VIOLATION_TOL = 1e-9
 

@@ -1,0 +1,72 @@
+"""DepHDP (000): tasks, adequacy scores, budget allocation, group profiles, pipeline, evaluation."""
+
+from __future__ import annotations
+
+from mdp_core.dephdp._grouploss import Surrogate
+from mdp_core.dephdp._profiles import GroupProfile, clear_profile_cache
+from mdp_core.dephdp.adequacy import DELTA, Mechanism, mse_likeness, radial_fit, select_mechanism
+from mdp_core.dephdp.allocation import (
+    BudgetAllocation,
+    allocate_budget,
+    greatest_convex_minorant,
+    least_convex_majorant,
+    pl_value,
+    shifted_envelopes,
+)
+from mdp_core.dephdp.config import BASELINES, DepHDPConfig
+from mdp_core.dephdp.evaluation import METHODS_EVALUATED, EvaluationResult, evaluate_dephdp, split_encoded
+from mdp_core.dephdp.pipeline import (
+    BaselineResult,
+    ComposedMechanism,
+    DepHDPResult,
+    compose_mechanism,
+    run_dephdp,
+)
+from mdp_core.dephdp.tasks import (
+    TASKS,
+    Task,
+    entropy_change,
+    entropy_loss,
+    make_task,
+    marginal_tv,
+    population_metrics,
+    release_attributes,
+    total_correlation_change,
+)
+
+__all__ = [
+    "BASELINES",
+    "DELTA",
+    "METHODS_EVALUATED",
+    "TASKS",
+    "BaselineResult",
+    "BudgetAllocation",
+    "ComposedMechanism",
+    "DepHDPConfig",
+    "DepHDPResult",
+    "EvaluationResult",
+    "GroupProfile",
+    "Mechanism",
+    "Surrogate",
+    "Task",
+    "allocate_budget",
+    "clear_profile_cache",
+    "compose_mechanism",
+    "entropy_change",
+    "entropy_loss",
+    "evaluate_dephdp",
+    "greatest_convex_minorant",
+    "least_convex_majorant",
+    "make_task",
+    "marginal_tv",
+    "mse_likeness",
+    "pl_value",
+    "population_metrics",
+    "radial_fit",
+    "release_attributes",
+    "run_dephdp",
+    "select_mechanism",
+    "shifted_envelopes",
+    "split_encoded",
+    "total_correlation_change",
+]

@@ -1,0 +1,139 @@
+"""Exact pricing of outputs for the column-generation and ray masters (:mod:`._colgen`, :mod:`._rays`).
+
+Tree metrics: a leaves-first dynamic programme, O(n m); the discrete metric: a closed form, O(n m); any
+other metric: one small HiGHS LP per output (``_LPPricer``), restarted from the previous basis.
+"""
+
+from __future__ import annotations
+
+import highspy
+import numpy as np
+
+from mdp_core._highs import new_highs
+
+
+def tree_order(n: int, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Breadth-first order of the graph with edges ``(a, b)`` rooted at 0, or None if it is not a tree.
+
+    Returns
+    -------
+    (order, parent, edge) : int arrays
+        Nodes in BFS order, each node's parent (``-1`` for the root) and the index of the edge to it.
+    """
+    if a.size != n - 1:
+        return None
+    adj: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for k, (i, j) in enumerate(zip(a.tolist(), b.tolist(), strict=True)):
+        adj[i].append((j, k))
+        adj[j].append((i, k))
+    parent = np.full(n, -2, dtype=np.int64)
+    edge = np.full(n, -1, dtype=np.int64)
+    parent[0] = -1
+    order = [0]
+    for node in order:
+        for nxt, k in adj[node]:
+            if parent[nxt] == -2:
+                parent[nxt] = node
+                edge[nxt] = k
+                order.append(nxt)
+    if len(order) != n:
+        return None
+    return np.asarray(order, dtype=np.int64), parent, edge
+
+
+def tree_pricing(
+    W: np.ndarray, order: np.ndarray, parent: np.ndarray, step: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact minimum of ``<w, v>`` over ``{v in K : v_root = 1}`` for a tree metric, for every column of W.
+
+    Parameters
+    ----------
+    W : array (n, m)
+        One objective ``w`` per column.
+    order, parent : int arrays (n,)
+        BFS order from the root and parents (:func:`tree_order`).
+    step : array (n,)
+        ``eps d(x, parent(x))`` (unused at the root).
+
+    Returns
+    -------
+    (g_root, V)
+        ``g_root[y] = min <W[:, y], v>`` with ``v_root = 1``, and the minimising rays (columns of ``V``,
+        ``V[root] = 1``, each tree edge tight).
+    """
+    G = W.astype(np.float64, copy=True)
+    up = np.zeros(W.shape, dtype=bool)  # child sits at exp(+step) times its parent
+    for node in order[:0:-1]:  # leaves first, root excluded
+        g = G[node]
+        hi = np.exp(step[node]) * g
+        lo = np.exp(-step[node]) * g
+        up[node] = hi < lo
+        G[parent[node]] += np.minimum(hi, lo)
+    logv = np.zeros(W.shape)
+    for node in order[1:]:
+        logv[node] = logv[parent[node]] + np.where(up[node], step[node], -step[node])
+    return G[order[0]], np.exp(logv)
+
+
+def nominal_pricing(W: np.ndarray, ratio: float) -> tuple[np.ndarray, np.ndarray]:
+    """Exact box minimum of ``<w, v>`` over ``{v : max v <= ratio min v, v <= 1}`` per column of W.
+
+    Returns
+    -------
+    (mu, V)
+        ``mu[y] = sum_x W[x, y] (1 if W[x, y] < 0 else 1 / ratio)`` and the rays attaining it.
+    """
+    V = np.where(W < 0, 1.0, 1.0 / ratio)
+    return np.einsum("xy,xy->y", W, V), V
+
+
+class _LPPricer:
+    """Pricing LP ``min <w, v>, v in K, 0 <= v <= 1`` on one HiGHS model (objective changed in place)."""
+
+    def __init__(self, d: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+        n = d.shape[0]
+        self.n = n
+        self.pi = np.concatenate([a, b])
+        self.pj = np.concatenate([b, a])
+        self.pd = d[self.pi, self.pj]
+        self.eps = float("nan")
+        rows = self.pi.size
+        h = new_highs()
+        h.setOptionValue("primal_feasibility_tolerance", 1e-10)
+        h.setOptionValue("dual_feasibility_tolerance", 1e-10)
+        lp = highspy.HighsLp()
+        lp.num_col_ = n
+        lp.num_row_ = rows
+        lp.col_cost_ = np.zeros(n)
+        lp.col_lower_ = np.zeros(n)
+        lp.col_upper_ = np.ones(n)
+        lp.row_lower_ = np.full(rows, -highspy.kHighsInf)
+        lp.row_upper_ = np.zeros(rows)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp.a_matrix_.start_ = np.arange(0, 2 * rows + 1, 2, dtype=np.int32)
+        index = np.empty(2 * rows, dtype=np.int32)
+        index[0::2] = self.pi
+        index[1::2] = self.pj
+        lp.a_matrix_.index_ = index
+        lp.a_matrix_.value_ = np.tile([1.0, -1.0], rows)
+        h.passModel(lp)
+        self.h = h
+        self.cols = np.arange(n, dtype=np.int32)
+        self.rows = rows
+
+    def set_eps(self, eps: float) -> None:
+        if eps == self.eps:
+            return
+        self.eps = eps
+        change = self.h.changeCoeff
+        for r, (j, v) in enumerate(zip(self.pj.tolist(), (-np.exp(eps * self.pd)).tolist(), strict=True)):
+            change(r, j, v)
+
+    def price(self, w: np.ndarray) -> tuple[float, np.ndarray] | None:
+        """Box minimum and minimiser for one objective; None if HiGHS fails."""
+        self.h.changeColsCost(self.n, self.cols, w)
+        self.h.run()
+        if self.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        v = np.asarray(self.h.getSolution().col_value)
+        return float(self.h.getInfo().objective_function_value), v
