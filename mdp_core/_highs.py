@@ -9,7 +9,7 @@ import highspy
 __all__ = ["new_highs", "run_until"]
 
 
-def new_highs(**options: object) -> highspy.Highs:
+def new_highs(**options: bool | int | float | str) -> highspy.Highs:
     """A silent HiGHS instance with the given options set (``output_flag`` off)."""
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)

@@ -45,12 +45,44 @@ with the previous optimum's outputs, the rows binding there and its basis
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import highspy
 import numpy as np
 
 from mdp_core._highs import new_highs, run_until
 from mdp_core.mechanisms._pricing import _LPPricer, nominal_pricing, tree_order, tree_pricing
+
+
+@dataclass(frozen=True, eq=False)
+class MasterSolution:
+    """Outcome of one master solve (block or ray master) at one eps.
+
+    ``Z`` is the raw (|X|, |Y'|) solution over the undominated outputs, ``lp_objective`` the master's optimum
+    and ``lower_bound`` the certified Lagrangian bound on the full LP; all three are only set when ``ok``.
+    """
+
+    ok: bool
+    status: str
+    rounds: int
+    Z: np.ndarray | None = None
+    lp_objective: float = float("nan")
+    lower_bound: float = float("nan")
+
+
+@dataclass(frozen=True, eq=False)
+class WarmStart:
+    """A block master's optimum as a start for a nearby eps (see :meth:`ColumnGeneration.warm_start`).
+
+    ``cols`` (n, m) and ``rows`` (ordered pair, output) hold HiGHS basis statuses, -1 where absent;
+    ``sums`` the statuses of the row sums.
+    """
+
+    outputs: np.ndarray
+    cols: np.ndarray
+    sums: np.ndarray
+    rows: np.ndarray
+
 
 #: An output enters the master when its pricing value ``mu_y`` is below ``-_ADD_TOL``.
 _ADD_TOL = 2e-10
@@ -84,7 +116,7 @@ class ColumnGeneration:
         Chain-free pairs of ``d`` (:func:`~mdp_core.mechanisms.lp.chain_free_pairs`).
     start : int array
         Outputs active from the start.
-    warm : dict, optional
+    warm : WarmStart, optional
         :meth:`warm_start` of a solve at a nearby eps: its outputs join ``start``, its binding privacy
         rows are put in the master, and its optimal basis (restricted to those rows) starts the simplex.
     """
@@ -97,7 +129,7 @@ class ColumnGeneration:
         a: np.ndarray,
         b: np.ndarray,
         start: np.ndarray,
-        warm: dict | None = None,
+        warm: WarmStart | None = None,
     ) -> None:
         self.n, self.m = loss.shape
         n = self.n
@@ -142,12 +174,12 @@ class ColumnGeneration:
         h.passModel(lp)
         self.h = h
         self.warm = warm
-        self.start = np.unique(start if warm is None else np.concatenate([start, warm["outputs"]]))
+        self.start = np.unique(start if warm is None else np.concatenate([start, warm.outputs]))
         self.lp_rounds = 0
         # per master solve: (simplex strategy, seconds, privacy rows, active outputs, simplex iterations)
         self.log: list[tuple] = []
 
-    def warm_start(self) -> dict:
+    def warm_start(self) -> WarmStart:
         """The master's optimum as a start for a nearby eps: outputs, and the basis status of every
         variable (array (n, m), -1 where absent), of the row sums, and of the binding privacy rows (array
         (ordered pair, output), -1 elsewhere). Only binding rows are kept (seeding with every generated
@@ -161,18 +193,19 @@ class ColumnGeneration:
         rows = np.full((self.pi.size, self.m), -1, dtype=np.int8)
         tight = row[self.n :] != int(highspy.HighsBasisStatus.kBasic)
         rows[self.row_pair[tight], self.outputs[self.row_block[tight]]] = row[self.n :][tight]
-        return {"outputs": self.outputs.copy(), "cols": cols, "sums": row[: self.n], "rows": rows}
+        return WarmStart(outputs=self.outputs.copy(), cols=cols, sums=row[: self.n], rows=rows)
 
     def _set_warm_basis(self) -> None:
         """Start the simplex from the warm basis (new variables at zero, new rows' slacks basic)."""
         warm = self.warm
-        col = warm["cols"][:, self.outputs].T.ravel()
+        assert warm is not None
+        col = warm.cols[:, self.outputs].T.ravel()
         col = np.where(col < 0, int(highspy.HighsBasisStatus.kLower), col)
-        row = warm["rows"][self.row_pair, self.outputs[self.row_block]]
+        row = warm.rows[self.row_pair, self.outputs[self.row_block]]
         row = np.where(row < 0, int(highspy.HighsBasisStatus.kBasic), row)
         basis = highspy.HighsBasis()
         basis.col_status = [highspy.HighsBasisStatus(int(v)) for v in col]
-        basis.row_status = [highspy.HighsBasisStatus(int(v)) for v in np.concatenate([warm["sums"], row])]
+        basis.row_status = [highspy.HighsBasisStatus(int(v)) for v in np.concatenate([warm.sums, row])]
         basis.valid = True
         self.h.setBasis(basis)  # an unusable basis is rejected by HiGHS, which then starts cold
 
@@ -241,7 +274,7 @@ class ColumnGeneration:
             self.add_outputs(self.start)
             if self.warm is not None:
                 if not self.all_rows:
-                    extra = (self.warm["rows"][:, self.outputs] >= 0) & ~self.in_model
+                    extra = (self.warm.rows[:, self.outputs] >= 0) & ~self.in_model
                     self.add_rows(*np.nonzero(extra))
                 self._set_warm_basis()
             return
@@ -270,7 +303,7 @@ class ColumnGeneration:
     # -- pricing --------------------------------------------------------------------------------------
     def price(self, W: np.ndarray, deadline: float) -> tuple[np.ndarray, bool]:
         """Pricing values ``mu`` (``-inf`` where not computed) for the columns of ``W``; True if exact."""
-        if self.kind == "tree":
+        if self.kind == "tree" and self.tree is not None:
             order, parent, _ = self.tree
             g, _ = tree_pricing(W, order, parent, self.eps * self.tree_d)
             return np.minimum(g, 0.0), True
@@ -280,6 +313,7 @@ class ColumnGeneration:
         rc = (W.T @ self.tents).min(axis=1)  # best tent per output: an upper bound on mu
         if np.any(rc < -_ADD_TOL):
             return np.where(rc < -_ADD_TOL, rc, 0.0), False
+        assert self.pricer is not None  # general metrics always carry a pricing LP
         self.lp_rounds += 1
         mu = np.zeros(W.shape[1])
         for y in range(W.shape[1]):
@@ -291,7 +325,7 @@ class ColumnGeneration:
             mu[y] = min(res[0], 0.0)
         return mu, True
 
-    def solve(self, eps: float, *, time_limit: float, max_rounds: int, max_enter: int = 0) -> dict:
+    def solve(self, eps: float, *, time_limit: float, max_rounds: int, max_enter: int = 0) -> MasterSolution:
         """Row and column generation at ``eps`` from the current master; returns the raw solution."""
         deadline = time.perf_counter() + time_limit
         self.set_eps(eps)
@@ -307,9 +341,9 @@ class ColumnGeneration:
         strategy = _PRIMAL if self.all_rows else _DUAL
         while True:
             if time.perf_counter() >= deadline:
-                return {"ok": False, "status": "time limit", "rounds": rounds}
+                return MasterSolution(ok=False, status="time limit", rounds=rounds)
             if rounds >= max_rounds:
-                return {"ok": False, "status": "round limit", "rounds": rounds}
+                return MasterSolution(ok=False, status="round limit", rounds=rounds)
             self.h.setOptionValue("simplex_strategy", strategy)
             t0 = time.perf_counter()
             status = run_until(self.h, deadline)
@@ -321,7 +355,7 @@ class ColumnGeneration:
                 self.h.setOptionValue("simplex_strategy", 0)
                 status = run_until(self.h, deadline)
             if status != highspy.HighsModelStatus.kOptimal:
-                return {"ok": False, "status": self.h.modelStatusToString(status), "rounds": rounds}
+                return MasterSolution(ok=False, status=self.h.modelStatusToString(status), rounds=rounds)
             sol = self.h.getSolution()
             Z = np.asarray(sol.col_value).reshape(-1, self.n).T  # (n, blocks)
             pairs, blocks = self.violated(Z)
@@ -334,7 +368,7 @@ class ColumnGeneration:
             try:
                 mu, exact = self.price(self.C[:, inactive] - u[:, None], deadline)
             except RuntimeError as exc:
-                return {"ok": False, "status": str(exc), "rounds": rounds}
+                return MasterSolution(ok=False, status=str(exc), rounds=rounds)
             enter = np.nonzero(mu < -_ADD_TOL)[0]
             if enter.size:
                 enter = enter[np.argsort(mu[enter])[:max_enter]]
@@ -342,14 +376,14 @@ class ColumnGeneration:
                 strategy = _PRIMAL
                 continue
             if not exact:
-                return {"ok": False, "status": "time limit", "rounds": rounds}
+                return MasterSolution(ok=False, status="time limit", rounds=rounds)
             P = np.zeros((self.n, self.m))
             P[:, self.outputs] = Z
-            return {
-                "ok": True,
-                "status": "Optimal",
-                "rounds": rounds,
-                "Z": P,
-                "lp_objective": float(self.h.getInfo().objective_function_value),
-                "lower_bound": float(u.sum() + mu.sum()),
-            }
+            return MasterSolution(
+                ok=True,
+                status="Optimal",
+                rounds=rounds,
+                Z=P,
+                lp_objective=float(self.h.getInfo().objective_function_value),
+                lower_bound=float(u.sum() + mu.sum()),
+            )

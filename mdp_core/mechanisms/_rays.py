@@ -31,7 +31,7 @@ import highspy
 import numpy as np
 
 from mdp_core._highs import run_until
-from mdp_core.mechanisms._colgen import _ADD_TOL
+from mdp_core.mechanisms._colgen import _ADD_TOL, MasterSolution
 from mdp_core.mechanisms._pricing import tree_pricing
 
 #: Outputs each tent is attached to at the start (the best ones for it).
@@ -139,13 +139,13 @@ class RayMaster:
         self._add(np.arange(self.m), np.ones((self.n, self.m)))
         z = np.tile(np.arange(self.n), best.shape[0])
         self._add(best.ravel(), tents[:, z])
-        if warm:
+        if warm and self.shapes is not None:
             ys, shapes = self.shapes
             V = np.exp(eps * shapes)
             self._add(ys, V / V.max(axis=0))
 
-    def solve(self, eps: float, *, time_limit: float, max_rounds: int) -> dict:
-        """Dantzig-Wolfe rounds at ``eps``; same result dict as :meth:`ColumnGeneration.solve`."""
+    def solve(self, eps: float, *, time_limit: float, max_rounds: int) -> MasterSolution:
+        """Dantzig-Wolfe rounds at ``eps``; same result as :meth:`ColumnGeneration.solve`."""
         deadline = time.perf_counter() + time_limit
         self.eps = eps
         self._start(eps)
@@ -153,7 +153,7 @@ class RayMaster:
         for rounds in range(1, max_rounds + 1):
             status = run_until(self.h, deadline)
             if status != highspy.HighsModelStatus.kOptimal:
-                return {"ok": False, "status": self.h.modelStatusToString(status), "rounds": rounds}
+                return MasterSolution(ok=False, status=self.h.modelStatusToString(status), rounds=rounds)
             sol = self.h.getSolution()
             u = np.asarray(sol.row_dual)
             g, V = tree_pricing(self.C - u[:, None], self.order, self.parent, step)
@@ -162,11 +162,11 @@ class RayMaster:
             if enter.size == 0:
                 return self._result(np.asarray(sol.col_value), u, rounds)
             if time.perf_counter() > deadline:
-                return {"ok": False, "status": "time limit", "rounds": rounds}
+                return MasterSolution(ok=False, status="time limit", rounds=rounds)
             self._add(enter, V[:, enter] / top[enter])
-        return {"ok": False, "status": "round limit", "rounds": max_rounds}
+        return MasterSolution(ok=False, status="round limit", rounds=max_rounds)
 
-    def _result(self, w: np.ndarray, u: np.ndarray, rounds: int) -> dict:
+    def _result(self, w: np.ndarray, u: np.ndarray, rounds: int) -> MasterSolution:
         ys = np.concatenate(self.col_y)
         V = np.hstack(self.col_v)
         used = w > 0
@@ -178,12 +178,7 @@ class RayMaster:
         lower = u.sum() + box_minimum_bound(self.C - u[:, None], self.order, self.parent, self.step).sum()
         lp_objective = float(self.h.getInfo().objective_function_value)
         if lp_objective - lower > self.m * _ADD_TOL:
-            return {"ok": False, "status": "not certified", "rounds": rounds}
-        return {
-            "ok": True,
-            "status": "Optimal",
-            "rounds": rounds,
-            "Z": P,
-            "lp_objective": lp_objective,
-            "lower_bound": float(lower),
-        }
+            return MasterSolution(ok=False, status="not certified", rounds=rounds)
+        return MasterSolution(
+            ok=True, status="Optimal", rounds=rounds, Z=P, lp_objective=lp_objective, lower_bound=float(lower)
+        )

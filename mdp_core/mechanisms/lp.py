@@ -43,7 +43,7 @@ from mdp_core._validation import (
     report,
 )
 from mdp_core.errors import DataError
-from mdp_core.mechanisms._colgen import ColumnGeneration
+from mdp_core.mechanisms._colgen import ColumnGeneration, MasterSolution, WarmStart
 from mdp_core.mechanisms._pricing import tree_order
 from mdp_core.mechanisms._rays import RayMaster
 from mdp_core.mechanisms.finite import bayesian_remap, exponential_mechanism
@@ -165,7 +165,7 @@ def _failure(
 
 
 def _finish(
-    raw: dict,
+    raw: MasterSolution,
     model: ColumnGeneration | RayMaster,
     keep: np.ndarray,
     prior: np.ndarray,
@@ -176,16 +176,16 @@ def _finish(
     shape = loss.shape
     n, m = shape
     full_rows = n * (n - 1) * m
-    if not raw["ok"]:
+    if not raw.ok:
         return _failure(
             shape,
-            raw["status"],
-            f"The LP solver stopped without an optimum at eps = {eps:.4g} ({raw['status']}).",
+            raw.status,
+            f"The LP solver stopped without an optimum at eps = {eps:.4g} ({raw.status}).",
             time.perf_counter() - started,
             eps,
         )
     Z = np.zeros(shape)
-    Z[:, keep] = raw["Z"]
+    Z[:, keep] = raw.Z
     if model.rows == 0:  # ray master: columns are in the cone already, only the row sums are approximate
         P, repair_rounds = Z / Z.sum(axis=1, keepdims=True), 0
         viol = mdp_violation(P, model.d, eps)
@@ -202,23 +202,23 @@ def _finish(
         matrix=P,
         objective=objective,
         success=True,
-        status=raw["status"],
+        status=raw.status,
         message=(
             f"Optimal ({model.outputs.size} of {m} outputs active ({keep.size} undominated), {rows}, "
-            f"{raw['rounds']} rounds)."
+            f"{raw.rounds} rounds)."
         ),
         seconds=seconds,
-        lp_objective=raw["lp_objective"],
+        lp_objective=raw.lp_objective,
         violation=viol,
         rows=model.rows,
         full_rows=full_rows,
-        rounds=raw["rounds"],
+        rounds=raw.rounds,
         eps=eps,
         extra={
             "repair_rounds": repair_rounds,
             "outputs": int(model.outputs.size),
             "undominated": int(keep.size),
-            "lower_bound": raw["lower_bound"],
+            "lower_bound": raw.lower_bound,
             "pricing": model.kind,
         },
     )
@@ -328,11 +328,11 @@ def _solve_point(
     problem: _Problem,
     eps: float,
     previous: MechanismResult | None,
-    warm: dict | None,
+    warm: WarmStart | None,
     time_limit: float,
     max_rounds: int,
     started: float,
-) -> tuple[MechanismResult, dict | None]:
+) -> tuple[MechanismResult, WarmStart | None]:
     """One grid point: the ray master on trees, else (or if it does not converge) the block master.
 
     Returns the result and the block master's :meth:`~ColumnGeneration.warm_start` for the next grid
@@ -345,7 +345,7 @@ def _solve_point(
             problem.rays = RayMaster(p, c, d, problem.tree)
         rays = problem.rays
         raw = rays.solve(eps, time_limit=time_limit, max_rounds=min(_RAY_ROUNDS, max_rounds))
-        if raw["ok"]:
+        if raw.ok:
             return _finish(raw, rays, keep, p, problem.loss, eps, started), None
     remap = bayesian_remap(exponential_mechanism(d, eps), p, c)
     start = np.nonzero(remap.max(axis=0) > 0)[0]
@@ -354,7 +354,7 @@ def _solve_point(
     model = ColumnGeneration(p, c, d, *problem.pairs, start, warm)
     left = max(deadline - time.perf_counter(), 1e-3)
     raw = model.solve(eps, time_limit=left, max_rounds=max_rounds)
-    return _finish(raw, model, keep, p, problem.loss, eps, started), model.warm_start() if raw["ok"] else None
+    return _finish(raw, model, keep, p, problem.loss, eps, started), model.warm_start() if raw.ok else None
 
 
 def _size_problem(shape: tuple[int, int], max_inputs: int, max_variables: int) -> str:
