@@ -6,19 +6,21 @@ PORT    ?= 8501
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: run test test-fast lint bench install clean browser-deps
+.PHONY: run test test-fast lint typecheck bench install clean browser-deps
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Re-install only when a requirements file changed (stamps make both targets idempotent and fast).
-$(STAMP_RUN): requirements.txt | $(BIN)/python
+$(STAMP_RUN): requirements.txt pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
-$(STAMP_DEV): requirements.txt requirements-dev.txt | $(BIN)/python
+$(STAMP_DEV): requirements.txt requirements-dev.txt pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@ $(STAMP_RUN)
 
 install: $(STAMP_RUN)
@@ -38,9 +40,13 @@ test: $(STAMP_DEV) browser-deps
 test-fast: $(STAMP_DEV)
 	$(BIN)/python -m pytest -n 2 -q -m "not browser"
 
-lint: $(STAMP_DEV)
+lint: $(STAMP_DEV) typecheck
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# mypy over the core (settings in pyproject.toml); part of `make test`, so CI runs it too.
+typecheck: $(STAMP_DEV)
+	$(BIN)/mypy
 
 bench: $(STAMP_DEV)
 	$(BIN)/python -m bench
