@@ -9,6 +9,7 @@ for all ``x, x', y`` (000 Definition 1 / the constraint of Eq. 3);
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from mdp_core._validation import (
     as_float_array,
@@ -27,7 +28,7 @@ __all__ = ["bayesian_remap", "expected_loss", "exponential_mechanism", "remap_ou
 _BLOCK = 8_000_000
 
 
-def exponential_mechanism(dist: object, eps: float) -> np.ndarray:
+def exponential_mechanism(dist: ArrayLike, eps: float) -> NDArray[np.float64]:
     """Metric exponential mechanism (000 Definition 2, Eq. 2).
 
     ``P[x, y] = exp(-eps d(x, y) / 2) / sum_y' exp(-eps d(x, y') / 2)``, computed with the row minimum of
@@ -56,7 +57,9 @@ def exponential_mechanism(dist: object, eps: float) -> np.ndarray:
     return P
 
 
-def _check_mechanism(P: object, prior: object, loss: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _check_mechanism(
+    P: ArrayLike, prior: ArrayLike, loss: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     P_arr = check_stochastic_matrix(P, "P", atol=1e-6)
     p = check_prior(prior, P_arr.shape[0])
     c = check_loss_matrix(loss, name="loss")
@@ -65,7 +68,7 @@ def _check_mechanism(P: object, prior: object, loss: object) -> tuple[np.ndarray
     return P_arr, p, c
 
 
-def remap_outputs(P: object, prior: object, loss: object) -> np.ndarray:
+def remap_outputs(P: ArrayLike, prior: ArrayLike, loss: ArrayLike) -> NDArray[np.float64]:
     """Bayes-optimal relabelling of outputs: ``f(y) = argmin_y' sum_x prior[x] P[x, y] loss[x, y']``.
 
     Parameters
@@ -93,7 +96,7 @@ def remap_outputs(P: object, prior: object, loss: object) -> np.ndarray:
     return target
 
 
-def bayesian_remap(P: object, prior: object, loss: object) -> np.ndarray:
+def bayesian_remap(P: ArrayLike, prior: ArrayLike, loss: ArrayLike) -> NDArray[np.float64]:
     """Bayesian remapping (post-processing) of a mechanism's outputs (000 baseline RMP, ref. [19]).
 
     Each output ``y`` is replaced by ``argmin_y' sum_x post(x | y) loss[x, y']`` with
@@ -124,7 +127,7 @@ def bayesian_remap(P: object, prior: object, loss: object) -> np.ndarray:
     return out
 
 
-def expected_loss(P: object, prior: object, loss: object) -> float:
+def expected_loss(P: ArrayLike, prior: ArrayLike, loss: ArrayLike) -> float:
     """Expected task loss ``sum_x prior[x] sum_y P[x, y] loss[x, y]`` (000 Eq. 3 objective).
 
     ``loss`` must have the shape of ``P``.
@@ -135,7 +138,7 @@ def expected_loss(P: object, prior: object, loss: object) -> float:
     return float(p @ np.einsum("xy,xy->x", P_arr, c))
 
 
-def sample(P: object, codes: object, rng: np.random.Generator) -> np.ndarray:
+def sample(P: ArrayLike, codes: ArrayLike, rng: np.random.Generator) -> NDArray[np.int64]:
     """Draw one output per record: ``out[i] ~ P[codes[i], :]`` by inverse-CDF sampling.
 
     Parameters

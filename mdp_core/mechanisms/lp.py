@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from mdp_core._validation import (
     Progress,
@@ -109,7 +110,7 @@ class MechanismResult:
     extra: dict = field(default_factory=dict)
 
 
-def chain_free_pairs(dist_in: object, *, rtol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
+def chain_free_pairs(dist_in: ArrayLike, *, rtol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
     """Unordered pairs ``(a, b)``, ``a < b``, whose privacy rows are not implied by a chain.
 
     A pair is implied when some ``z`` with ``d(a, z) > 0`` and ``d(z, b) > 0`` has
@@ -140,7 +141,7 @@ def chain_free_pairs(dist_in: object, *, rtol: float = 1e-10) -> tuple[np.ndarra
 
 
 def _validate(
-    prior: object, loss: object, dist_in: object, max_inputs: int
+    prior: ArrayLike, loss: ArrayLike, dist_in: ArrayLike, max_inputs: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     c = check_loss_matrix(loss, name="loss")
     d = check_distance_matrix(dist_in, "dist_in")
@@ -224,7 +225,7 @@ def _finish(
     )
 
 
-def _undominated_outputs(loss: np.ndarray, *, rtol: float = 1e-12) -> np.ndarray:
+def _undominated_outputs(loss: np.ndarray, *, rtol: float = 1e-12) -> NDArray[np.intp]:
     """Outputs not dominated by another: ``y`` is dropped when some ``y'`` has
     ``loss[:, y'] <= loss[:, y] + rtol * max|loss|`` for every input (the first of equal ones is kept).
 
@@ -256,9 +257,9 @@ def _undominated_outputs(loss: np.ndarray, *, rtol: float = 1e-12) -> np.ndarray
 
 
 def optimal_mechanism(
-    prior: object,
-    loss: object,
-    dist_in: object,
+    prior: ArrayLike,
+    loss: ArrayLike,
+    dist_in: ArrayLike,
     eps: float,
     *,
     max_inputs: int = 1000,
@@ -367,9 +368,9 @@ def _size_problem(shape: tuple[int, int], max_inputs: int, max_variables: int) -
 
 
 def optimal_mechanisms(
-    prior: object,
-    loss: object,
-    dist_in: object,
+    prior: ArrayLike,
+    loss: ArrayLike,
+    dist_in: ArrayLike,
     eps_grid: Sequence[float] | np.ndarray,
     *,
     progress: Progress = None,

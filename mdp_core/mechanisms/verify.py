@@ -8,6 +8,7 @@ private one (log-Lipschitz lower envelope, ENGINEERING.md "LP tolerances versus 
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from mdp_core._validation import (
     as_float_array,
@@ -27,7 +28,7 @@ VIOLATION_TOL = 1e-9
 _BLOCK = 8_000_000
 
 
-def mdp_violation(P: object, dist_in: object, eps: float) -> float:
+def mdp_violation(P: ArrayLike, dist_in: ArrayLike, eps: float) -> float:
     """Exact worst excess of the mDP constraint: ``max_{x != x', y} |ln P[x,y] - ln P[x',y]| - eps d(x,x')``.
 
     Pairs where both entries are 0 contribute 0 (no information); a pair with exactly one zero contributes
@@ -80,7 +81,7 @@ def mdp_violation(P: object, dist_in: object, eps: float) -> float:
 
 
 def repair_mechanism(
-    Z: object, dist_in: object, eps: float, *, max_rounds: int = 50
+    Z: ArrayLike, dist_in: ArrayLike, eps: float, *, max_rounds: int = 50
 ) -> tuple[np.ndarray, float, int]:
     """Make an (almost feasible) LP solution exactly eps-mDP.
 
