@@ -33,12 +33,14 @@ from mdp_core.dephdp.tasks import (
     release_attributes,
     total_correlation_change,
 )
+from mdp_core.dephdp.utility import UTILITY_METRICS, TaskUtility, prediction_labels, task_utility
 
 __all__ = [
     "BASELINES",
     "DELTA",
     "METHODS_EVALUATED",
     "TASKS",
+    "UTILITY_METRICS",
     "BaselineResult",
     "BudgetAllocation",
     "ComposedMechanism",
@@ -49,6 +51,7 @@ __all__ = [
     "Mechanism",
     "Surrogate",
     "Task",
+    "TaskUtility",
     "allocate_budget",
     "clear_profile_cache",
     "compose_mechanism",
@@ -62,11 +65,13 @@ __all__ = [
     "mse_likeness",
     "pl_value",
     "population_metrics",
+    "prediction_labels",
     "radial_fit",
     "release_attributes",
     "run_dephdp",
     "select_mechanism",
     "shifted_envelopes",
     "split_encoded",
+    "task_utility",
     "total_correlation_change",
 ]
