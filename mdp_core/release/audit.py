@@ -1,0 +1,224 @@
+"""The audit record of a release: everything needed to check, later, what was released and how.
+
+Fields (DESIGN.md "Release and decisions"): the dataset fingerprint (SHA-256 of the canonical CSV: the
+loaded table written with a header, no index, ``,`` separators, ``\\n`` line ends, UTF-8, pandas' default
+float format), rows, columns, schema, target, groups, per-group eps_k, mechanism per group, the composition
+rule ``||eps||_q <= eps`` with q and the numbers, the verification of every channel (its maximum violation
+recomputed here with :func:`mdp_core.mdp_violation` on the group's product metric, not copied from the
+result), seed, package versions and a UTC timestamp. Every value is JSON-able (``p = inf`` is written as the
+string ``"inf"``), so ``json.loads(json.dumps(record)) == record``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import math
+import platform
+from importlib import metadata
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from mdp_core.errors import DataError
+from mdp_core.metrics import budget_norm, dual_exponent, product_distance
+
+if TYPE_CHECKING:
+    import mdp_core as core
+
+__all__ = ["AUDIT_FIELDS", "AUDIT_SCHEMA", "audit_record", "dataset_fingerprint", "package_versions"]
+
+AUDIT_SCHEMA = "mdp-lab/audit/1"
+
+#: Top-level keys every audit record carries.
+AUDIT_FIELDS: tuple[str, ...] = (
+    "schema_version",
+    "dataset",
+    "fingerprint",
+    "rows",
+    "rows_released",
+    "columns",
+    "columns_released",
+    "columns_excluded",
+    "schema",
+    "target",
+    "target_released",
+    "groups",
+    "composition",
+    "verification",
+    "config",
+    "seed",
+    "versions",
+    "timestamp",
+)
+
+_PACKAGES = ("numpy", "scipy", "pandas", "highspy", "plotly", "streamlit")
+
+
+def canonical_csv(df: pd.DataFrame) -> bytes:
+    """The table as canonical CSV bytes (header, no index, ``\\n`` line ends, UTF-8)."""
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    return df.to_csv(index=False, lineterminator="\n").encode("utf-8")
+
+
+def dataset_fingerprint(df: pd.DataFrame) -> str:
+    """SHA-256 (hex) of :func:`canonical_csv`: the same table gives the same fingerprint anywhere."""
+    return hashlib.sha256(canonical_csv(df)).hexdigest()
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of Python, mdp_core and the numerical packages (``"absent"`` when not installed)."""
+    import mdp_core
+
+    out = {"python": platform.python_version(), "mdp_core": str(mdp_core.__version__)}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+def _num(x: float) -> float | str:
+    x = float(x)
+    return x if math.isfinite(x) else ("inf" if x > 0 else "-inf" if x < 0 else "nan")
+
+
+def _config_dict(config: object) -> dict:
+    return {k: (_num(v) if isinstance(v, float) else v) for k, v in dataclasses.asdict(config).items()}
+
+
+def audit_record(
+    df: pd.DataFrame,
+    encoded: core.Encoded,
+    result: core.DepHDPResult,
+    *,
+    seed: int,
+    dataset: str = "",
+    privatised: pd.DataFrame | None = None,
+    include_target: bool = True,
+    target_eps: float | None = None,
+    timestamp: dt.datetime | None = None,
+) -> dict:
+    """The JSON-able audit record of releasing ``df`` with ``result`` (see module docstring for fields).
+
+    Parameters
+    ----------
+    df : DataFrame
+        The loaded table (fingerprinted as is).
+    encoded : Encoded
+        Its discretisation (schema, levels, component metrics).
+    result : DepHDPResult
+        The configured mechanism.
+    seed : int
+        Seed of the release's random generator.
+    dataset : str
+        Name shown in the record (sample name or file name).
+    privatised : DataFrame, optional
+        The release itself: its rows and columns are recorded (else those :func:`privatise` would give).
+    include_target, target_eps
+        As passed to :func:`mdp_core.release.privatise` (the target channel is verified here too).
+    timestamp : datetime, optional
+        Default: now (UTC).
+    """
+    import mdp_core as core
+
+    from .privatise import _check_result, target_channel
+
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    _check_result(encoded, result)
+    mech, config = result.mechanism, result.config
+    q = dual_exponent(config.p)
+    groups, verification, budgets = [], [], [float(e) for e in mech.eps]
+    for k, (g, kind, eps_k, P) in enumerate(
+        zip(mech.groups, mech.kinds, mech.eps, mech.channels, strict=True)
+    ):
+        dist = product_distance([encoded.components[a] for a in g], config.p)
+        violation = float(core.mdp_violation(P, dist, float(eps_k)))
+        groups.append(
+            {
+                "attributes": list(g),
+                "domain_size": int(P.shape[0]),
+                "eps": float(eps_k),
+                "selected": str(result.selection[k]),
+                "mechanism": str(kind),
+                "beta": float(result.surrogate.betas[k]),
+            }
+        )
+        ok = violation <= core.VIOLATION_TOL
+        verification.append({"channel": " + ".join(g), "max_violation": _num(violation), "verified": ok})
+    target = encoded.schema.target
+    target_released = bool(include_target and target is not None)
+    eps_t = None
+    if target_released:
+        eps_t = float(config.eps) if target_eps is None else float(target_eps)
+        P = target_channel(encoded, eps_t)
+        violation = float(core.mdp_violation(P, encoded.components[target], eps_t))
+        kind = "RR" if encoded.schema.kind(target) in ("nominal", "binary") else "EM"
+        groups.append(
+            {"attributes": [target], "domain_size": int(P.shape[0]), "eps": eps_t, "selected": kind,
+             "mechanism": kind, "beta": None}
+        )  # fmt: skip
+        ok = violation <= core.VIOLATION_TOL
+        verification.append({"channel": target, "max_violation": _num(violation), "verified": ok})
+        budgets.append(eps_t)
+    norm = budget_norm(budgets, q)
+    features_norm = budget_norm([float(e) for e in mech.eps], q)
+    composition = {
+        "rule": "||eps_k||_q <= eps (000 Theorem 1)",
+        "p": _num(config.p),
+        "q": _num(q),
+        "eps": float(config.eps),
+        "eps_k": budgets,
+        "norm_features": features_norm,
+        "norm": norm,
+        "holds": bool(features_norm <= float(config.eps) * (1 + 1e-12)),
+        "total_with_target": norm if target_released else None,
+        "statement": _composition_statement(budgets, q, norm, float(config.eps), target_released),
+    }
+    if privatised is not None:
+        rows_released, cols_released = len(privatised), [str(c) for c in privatised.columns]
+    else:
+        rows_released = len(encoded.codes)
+        keep = set(mech.attributes) | ({target} if target_released else set())
+        cols_released = [str(c) for c in df.columns if c in keep]
+    ts = (timestamp or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
+    record = {
+        "schema_version": AUDIT_SCHEMA,
+        "dataset": str(dataset),
+        "fingerprint": {"algorithm": "sha256", "of": "canonical CSV", "value": dataset_fingerprint(df)},
+        "rows": len(df),
+        "rows_released": int(rows_released),
+        "columns": [str(c) for c in df.columns],
+        "columns_released": cols_released,
+        "columns_excluded": [str(c) for c in df.columns if c not in cols_released],
+        "schema": [{"column": c, "kind": k} for c, k in encoded.schema.kinds],
+        "target": target,
+        "target_released": target_released,
+        "groups": groups,
+        "composition": composition,
+        "verification": verification,
+        "config": _config_dict(config),
+        "seed": int(seed),
+        "versions": package_versions(),
+        "timestamp": ts.isoformat(timespec="seconds"),
+    }
+    missing = [f for f in AUDIT_FIELDS if f not in record]
+    if missing:  # pragma: no cover - guards edits of this function
+        raise DataError(f"internal error: audit record lacks {missing}")
+    return record
+
+
+def _composition_statement(budgets: list[float], q: float, norm: float, eps: float, with_target: bool) -> str:
+    qs = "∞" if math.isinf(q) else f"{q:g}"
+    terms = ", ".join(f"{e:.3g}" for e in budgets)
+    head = f"||({terms})||_{qs} = {norm:.4g}"
+    if with_target:
+        return (
+            f"{head}: the record budget of this release, the target's own channel included "
+            f"(the {len(budgets) - 1} DepHDP groups use at most ε = {eps:g})."
+        )
+    return f"{head} ≤ ε = {eps:g}"

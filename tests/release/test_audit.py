@@ -1,0 +1,83 @@
+"""audit_record: every DESIGN.md field, JSON round trip, numbers recomputed independently."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+
+import numpy as np
+import pytest
+from release_cases import Case
+
+import mdp_core as core
+from mdp_core.release import AUDIT_FIELDS, audit_record, dataset_fingerprint, privatise
+
+
+def test_round_trip_and_every_field(case: Case) -> None:
+    out = privatise(case.df, case.result, encoded=case.encoded, rng=np.random.default_rng(0))
+    rec = audit_record(case.df, case.encoded, case.result, seed=11, dataset="constructed", privatised=out)
+    assert json.loads(json.dumps(rec, allow_nan=False)) == rec
+    assert set(AUDIT_FIELDS) <= set(rec)
+    for field in ("fingerprint", "rows", "columns", "schema", "target", "groups", "composition",
+                  "verification", "seed", "versions", "timestamp"):  # fmt: skip
+        assert rec[field] not in (None, "", [], {}), field
+    assert rec["rows"] == 120 and rec["rows_released"] == 120 and rec["seed"] == 11
+    assert rec["columns_excluded"] == ["patient_id"]
+    assert rec["target"] == "target" and rec["target_released"] is True
+    assert {"numpy", "pandas", "scipy", "python", "mdp_core"} <= set(rec["versions"])
+    assert dt.datetime.fromisoformat(rec["timestamp"]).tzinfo is not None
+
+
+def test_fingerprint_is_sha256_of_the_canonical_csv(case: Case) -> None:
+    expected = hashlib.sha256(case.df.to_csv(index=False, lineterminator="\n").encode()).hexdigest()
+    assert dataset_fingerprint(case.df) == expected
+    changed = case.df.copy()
+    changed.loc[0, "a"] = 99
+    assert dataset_fingerprint(changed) != expected
+
+
+def test_groups_budgets_and_composition_with_the_numbers(case: Case) -> None:
+    rec = audit_record(case.df, case.encoded, case.result, seed=0, target_eps=0.5)
+    mech = case.result.mechanism
+    assert [g["attributes"] for g in rec["groups"]] == [list(g) for g in mech.groups] + [["target"]]
+    assert [g["eps"] for g in rec["groups"][:-1]] == pytest.approx(list(mech.eps))
+    assert [g["mechanism"] for g in rec["groups"]] == [*mech.kinds, "RR"]
+    comp = rec["composition"]
+    q = 2.0  # p = 2
+    assert comp["q"] == q and comp["p"] == 2.0 and comp["eps"] == 2.0
+    features = math.sqrt(sum(e * e for e in mech.eps))
+    assert comp["norm_features"] == pytest.approx(features, rel=1e-12)
+    assert comp["holds"] is (features <= 2.0 + 1e-12)
+    assert comp["norm"] == pytest.approx(math.sqrt(features**2 + 0.25), rel=1e-12)
+    assert "||(" in comp["statement"]
+
+
+def test_verification_recomputed_per_channel(case: Case) -> None:
+    rec = audit_record(case.df, case.encoded, case.result, seed=0)
+    mech = case.result.mechanism
+    assert len(rec["verification"]) == len(mech.groups) + 1
+    for entry, g, P, e in zip(rec["verification"], mech.groups, mech.channels, mech.eps, strict=False):
+        dist = core.product_distance([case.encoded.components[a] for a in g], 2.0)
+        assert entry["max_violation"] == pytest.approx(core.mdp_violation(P, dist, float(e)), abs=1e-15)
+        assert entry["verified"] is True
+    assert rec["verification"][-1]["channel"] == "target"
+
+
+def test_dropped_target_and_infinite_p_stay_json(case: Case) -> None:
+    from dataclasses import replace
+
+    res = core.run_dephdp(case.encoded, replace(case.result.config, p=math.inf))
+    rec = audit_record(case.df, case.encoded, res, seed=0, include_target=False)
+    assert json.loads(json.dumps(rec, allow_nan=False)) == rec
+    assert rec["composition"]["p"] == "inf" and rec["composition"]["q"] == 1.0
+    assert rec["target_released"] is False and "target" in rec["columns_excluded"]
+    assert rec["composition"]["holds"] is True
+
+
+def test_bad_input(case: Case) -> None:
+    with pytest.raises(TypeError, match="df must be a pandas DataFrame"):
+        audit_record([1, 2], case.encoded, case.result, seed=0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="result must be a DepHDPResult"):
+        audit_record(case.df, case.encoded, object(), seed=0)  # type: ignore[arg-type]

@@ -1,0 +1,119 @@
+"""privatise (whole table, readable values, identifiers never released) and release_report."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+from release_cases import FAST, Case, make_table, schema_without_id
+
+import mdp_core as core
+from mdp_core.release import privatise, release_report, target_channel
+from mdp_core.release.privatise import column_decimals
+
+
+def test_whole_table_every_row_every_kept_column(case: Case) -> None:
+    out = privatise(case.df, case.result, encoded=case.encoded, rng=np.random.default_rng(1))
+    assert len(out) == len(case.df) == 120
+    assert list(out.columns) == ["a", "a2", "dose", "colour", "target"]
+    assert "patient_id" not in out.columns
+    assert not set(case.df["patient_id"]) & set(out.astype(str).to_numpy().ravel())
+
+
+def test_values_are_labels_and_rounded_bin_centres(case: Case) -> None:
+    out = privatise(case.df, case.result, encoded=case.encoded, rng=np.random.default_rng(2))
+    assert set(out["colour"]) <= {"red", "green", "blue"}
+    assert set(out["target"]) <= {0, 1} and out["target"].dtype == np.int64
+    centres = np.round(case.encoded.levels["dose"], 3)
+    assert set(out["dose"]) <= set(centres)
+    text = out.to_csv(index=False)
+    for value in out["dose"]:  # no 17.825000000000003
+        assert len(repr(float(value)).split(".")[1]) <= 3
+    assert "0000000" not in text
+
+
+def test_target_can_be_dropped_and_rng_is_explicit(case: Case) -> None:
+    kw = {"encoded": case.encoded, "include_target": False}
+    a = privatise(case.df, case.result, rng=np.random.default_rng(3), **kw)
+    b = privatise(case.df, case.result, rng=np.random.default_rng(3), **kw)
+    assert "target" not in a.columns
+    pd.testing.assert_frame_equal(a, b)
+    with pytest.raises(TypeError, match=r"rng must be a numpy\.random\.Generator"):
+        privatise(case.df, case.result, encoded=case.encoded, rng=3)  # type: ignore[arg-type]
+
+
+def test_target_channel_is_verified_randomised_response(case: Case) -> None:
+    P = target_channel(case.encoded, 1.5)
+    e = np.exp(1.5)
+    assert np.allclose(P, np.array([[e, 1], [1, e]]) / (e + 1), rtol=1e-14, atol=0)
+    assert core.mdp_violation(P, case.encoded.components["target"], 1.5) <= 1e-9
+
+
+def test_released_target_matches_its_channel_in_frequency(case: Case) -> None:
+    big = pd.concat([case.df] * 40, ignore_index=True)
+    enc = core.discretize(big, case.encoded.schema, bins=4)
+    out = privatise(big, case.result, encoded=enc, rng=np.random.default_rng(4), target_eps=1.0)
+    kept = (out["target"].to_numpy() == big["target"].to_numpy()).mean()
+    assert kept == pytest.approx(np.e / (np.e + 1), abs=0.02)  # 4,800 draws: sd ~0.0065
+
+
+def test_column_decimals() -> None:
+    assert column_decimals(pd.Series([1, 2, 3])) == 0
+    assert column_decimals(pd.Series([1.5, 2.25])) == 2
+    assert column_decimals(pd.Series([17.825, 3.0])) == 3
+
+
+def test_a_constant_column_is_flagged(case: Case) -> None:
+    out = privatise(case.df, case.result, encoded=case.encoded, rng=np.random.default_rng(5))
+    out["colour"] = "red"
+    check = release_report(case.df, out, result=case.result)
+    expected = tuple(c for c in out.columns if out[c].nunique() == 1 and case.df[c].nunique() > 1)
+    assert "colour" in expected and check.constant_columns == expected
+    assert check.degenerate
+    assert any("became constant:" in m and "colour" in m for m in check.messages)
+    assert check.columns_excluded == ("patient_id",)
+
+
+def test_groups_at_the_minimum_budget_are_flagged() -> None:
+    df = make_table()
+    enc = core.discretize(df, schema_without_id(df), bins=4)
+    res = core.run_dephdp(enc, core.DepHDPConfig(eps=0.02, **FAST))  # below K * grid minimum: all at 0.005
+    out = privatise(df, res, encoded=enc, rng=np.random.default_rng(6), include_target=False)
+    check = release_report(df, out, result=res)
+    assert res.eps_grid[0] == 0.005
+    pairs = zip(res.mechanism.groups, res.mechanism.eps, strict=True)
+    expected = tuple(" + ".join(g) for g, e in pairs if e == 0.005)
+    assert expected and check.min_budget_groups == expected
+    assert check.degenerate and check.min_budget == 0.005
+
+
+def test_healthy_release_is_not_degenerate(case: Case) -> None:
+    res = core.run_dephdp(case.encoded, replace(case.result.config, eps=20.0, task="record"))
+    out = privatise(case.df, res, encoded=case.encoded, rng=np.random.default_rng(7))
+    check = release_report(case.df, out, result=res)
+    assert not check.constant_columns and not check.min_budget_groups
+    assert check.distinct_released > 1 and not check.degenerate
+    assert check.distinct_original == len(case.df.drop(columns="patient_id").drop_duplicates())
+
+
+def test_missing_rows_are_counted_not_hidden() -> None:
+    df = make_table()
+    df.loc[[3, 8], "dose"] = np.nan
+    enc = core.discretize(df, schema_without_id(df), bins=4)
+    res = core.run_dephdp(enc, core.DepHDPConfig(eps=2.0, **FAST))
+    out = privatise(df, res, encoded=enc, rng=np.random.default_rng(8))
+    check = release_report(df, out, result=res)
+    assert len(out) == 118 and check.rows_original == 120
+    assert any("2 row(s) with a missing value" in m for m in check.messages)
+
+
+def test_mismatched_inputs_are_refused(case: Case) -> None:
+    with pytest.raises(core.DataError, match="encode this table"):
+        privatise(case.df.iloc[:50], case.result, encoded=case.encoded, rng=np.random.default_rng(0))
+    other = core.discretize(case.df, core.infer_schema(case.df[["a", "colour", "target"]], target="target"))
+    with pytest.raises(core.DataError, match="other columns"):
+        privatise(case.df, case.result, encoded=other, rng=np.random.default_rng(0))
+    with pytest.raises(core.DataError, match="columns the original lacks"):
+        release_report(case.df[["a"]], pd.DataFrame({"zz": [1]}))
