@@ -45,6 +45,7 @@ from mdp_core.dephdp import (
     Mechanism,
     Surrogate,
     Task,
+    TaskUtility,
     allocate_budget,
     clear_profile_cache,
     compose_mechanism,
@@ -64,6 +65,7 @@ from mdp_core.dephdp import (
     select_mechanism,
     shifted_envelopes,
     split_encoded,
+    task_utility,
     total_correlation_change,
 )
 from mdp_core.errors import (
@@ -142,6 +144,13 @@ from mdp_core.release import (
     privatise,
     release_report,
 )
+from mdp_core.sweep import (
+    EpsChoice,
+    SweepSpec,
+    frontier,
+    run_sweep,
+    smallest_eps,
+)
 
 __all__ = [
     "AUDIT_FIELDS",
@@ -164,6 +173,7 @@ __all__ = [
     "DepHDPResult",
     "DependencyTriad",
     "Encoded",
+    "EpsChoice",
     "EvaluationResult",
     "GroupProfile",
     "Kind",
@@ -177,7 +187,9 @@ __all__ = [
     "ShapeChoice",
     "ShapeHeatmap",
     "Surrogate",
+    "SweepSpec",
     "Task",
+    "TaskUtility",
     "VectorScale",
     "allocate_budget",
     "audit_record",
@@ -204,6 +216,7 @@ __all__ = [
     "evaluate_dephdp",
     "expected_loss",
     "exponential_mechanism",
+    "frontier",
     "ggm_delta",
     "ggm_delta_vector_bounds",
     "ggm_logpdf",
@@ -249,14 +262,17 @@ __all__ = [
     "remap_outputs",
     "repair_mechanism",
     "run_dephdp",
+    "run_sweep",
     "sample",
     "select_mechanism",
     "select_shape",
     "shape_heatmap",
     "shifted_envelopes",
+    "smallest_eps",
     "source_conditionals",
     "sparse_pairs",
     "split_encoded",
+    "task_utility",
     "total_correlation_change",
     "total_leakage",
     "uncertainty_from_sources",

@@ -1,0 +1,382 @@
+"""Run a :class:`~mdp_core.sweep.spec.SweepSpec` on dask.distributed (or in-process) into a tidy table.
+
+One Dask task per configuration (task x tau_group x tau_dpn x eps): it configures DepHDP on the fitting
+split with :func:`mdp_core.run_dephdp` (the baselines are composed from the same cached group profiles with
+:func:`mdp_core.compose_mechanism`, as :func:`mdp_core.evaluate_dephdp` does), privatises the held-out test
+split ``repetitions`` times per method and scores each release with :func:`mdp_core.dephdp.task_utility`.
+Every privatisation draws from ``numpy.random.default_rng([seed, task index, repetition, method index])``:
+results do not depend on the number of workers or the order in which tasks finish.
+
+The encoded table (fitting and test split) is scattered to the cluster once per sweep. Tasks that share the
+expensive, cached group profiles (same task and tau_group) are steered to the same worker by loose worker
+restrictions (idle workers still steal them), so each worker builds few profiles.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import resource
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mdp_core._validation import Progress, report
+from mdp_core.data import Encoded, discretize, infer_schema, load_dataset
+from mdp_core.dephdp import (
+    METHODS_EVALUATED,
+    compose_mechanism,
+    prediction_labels,
+    release_attributes,
+    run_dephdp,
+    split_encoded,
+    task_utility,
+)
+from mdp_core.errors import DataError
+from mdp_core.sweep.spec import Configuration, SweepSpec
+
+__all__ = [
+    "SweepData",
+    "close_default_client",
+    "default_client",
+    "describe_engine",
+    "prepare_data",
+    "run_sweep",
+]
+
+_DOCUMENTED_TARGETS = {"heart": "target", "adult": "income", "wine": "quality"}
+
+#: Columns that identify a row (everything else is a measurement).
+KEY_COLUMNS = ("task_index", "dataset", "task", "tau_group", "tau_dpn", "eps", "method", "repetition")
+
+
+@dataclass(frozen=True, eq=False)
+class SweepData:
+    """What every task needs: the fitting and held-out splits and the test records' 0/1 labels."""
+
+    fit: Encoded
+    test: Encoded
+    labels: np.ndarray | None
+
+
+def _target(spec: SweepSpec, columns: Sequence[str]) -> str | None:
+    if spec.target is not None:
+        if spec.target not in columns:
+            raise DataError(f"target {spec.target!r} is not a column of {spec.dataset!r}")
+        return spec.target
+    try:  # the data layer's documented targets, when it has them
+        from mdp_core.data.io import SAMPLE_TARGETS  # type: ignore[attr-defined]
+    except ImportError:
+        SAMPLE_TARGETS = _DOCUMENTED_TARGETS
+    target = SAMPLE_TARGETS.get(spec.dataset)
+    return target if target in columns else None
+
+
+def prepare_data(spec: SweepSpec, encoded: Encoded | None = None) -> SweepData:
+    """Load and discretise the spec's dataset (unless ``encoded`` is given) and split it (seeded by the spec).
+
+    Parameters
+    ----------
+    spec : SweepSpec
+    encoded : Encoded, optional
+        An already discretised table (e.g. the app's current one); ``spec.dataset`` is then only a label.
+    """
+    if encoded is None:
+        df = load_dataset(spec.dataset, seed=spec.seed)
+        target = _target(spec, [str(c) for c in df.columns])
+        encoded = discretize(df, infer_schema(df, target=target), bins=spec.bins)
+    elif not isinstance(encoded, Encoded):
+        raise TypeError(f"encoded must be an Encoded table, got {type(encoded).__name__}")
+    if "prediction" in spec.tasks and encoded.schema.target is None:
+        raise DataError(f"the prediction task needs a target column; {spec.dataset!r} has none: set 'target'")
+    fit, test = split_encoded(encoded, spec.fit_fraction, np.random.default_rng(spec.seed))
+    labels = prediction_labels(fit, test.codes) if encoded.schema.target is not None else None
+    return SweepData(fit, test, labels)
+
+
+# --------------------------------------------------------------------------- one task (runs on a worker)
+
+_SETUP = threading.Lock()
+_SETUP_DONE: list[bool] = []
+
+
+def _single_threaded_highs() -> None:
+    """Pin HiGHS's process-wide thread pool to one thread (once per worker process): its default uses half
+    the machine's cores per process, which oversubscribes a node running one worker per core."""
+    with _SETUP:
+        if _SETUP_DONE:
+            return
+        try:
+            import highspy
+
+            h = highspy.Highs()
+            h.setOptionValue("output_flag", False)
+            h.setOptionValue("threads", 1)
+            h.addVar(0.0, 1.0)
+            h.run()  # the first run fixes the global scheduler's size
+        finally:
+            _SETUP_DONE.append(True)
+
+
+def _on_worker() -> bool:
+    try:
+        from distributed import get_worker
+
+        get_worker()
+        return True
+    except (ImportError, ValueError):
+        return False
+
+
+def run_configuration(data: SweepData, spec: SweepSpec, c: Configuration) -> tuple[list[dict], dict]:
+    """All rows of one configuration (every method x repetition) and the task's own meta data.
+
+    Deterministic: depends only on ``data``, ``spec`` and ``c`` (not on the process or earlier tasks).
+    """
+    if _on_worker():
+        _single_threaded_highs()
+    t_start = time.perf_counter()
+    config = spec.config(c)
+    res = run_dephdp(data.fit, config)
+    attrs = release_attributes(data.fit)
+    mechs = {"DepHDP": res.mechanism}
+    K = len(res.profiles)
+    for name, base in res.baselines.items():
+        idx = np.searchsorted(res.eps_grid, base.eps)
+        mechs[name] = compose_mechanism(res.profiles, [name.split("+")[1]] * K, idx, attrs, config.p)
+    configure = time.perf_counter() - t_start
+    x_test = data.test.codes[list(attrs)].to_numpy().astype(np.int64)
+    rows: list[dict] = []
+    for m in spec.methods:
+        mi = METHODS_EVALUATED.index(m)
+        for r in range(spec.repetitions):
+            t0 = time.perf_counter()
+            rng = np.random.default_rng([spec.seed, c.index, r, mi])
+            y = mechs[m].privatize(data.test.codes, rng).to_numpy()
+            u = task_utility(res.task, x_test, y, encoded=data.test, labels=data.labels, p=config.p)
+            rows.append(
+                {
+                    "task_index": c.index,
+                    "dataset": spec.dataset,
+                    "task": c.task,
+                    "tau_group": c.tau_group,
+                    "tau_dpn": c.tau_dpn,
+                    "eps": c.eps,
+                    "method": m,
+                    "repetition": r,
+                    "metric": u.metric,
+                    "higher_is_better": u.higher_is_better,
+                    "utility": u.value,
+                    "reference": u.reference,
+                    "loss": u.loss,
+                    "surrogate": float(res.value if m == "DepHDP" else res.baselines[m].value),
+                    **{k: v for k, v in u.metrics.items() if k != u.metric},
+                    "configure_seconds": configure,
+                    "seconds": time.perf_counter() - t0,
+                }
+            )
+    meta = {
+        "task_index": c.index,
+        "pid": os.getpid(),
+        "seconds": time.perf_counter() - t_start,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+    }
+    return rows, meta
+
+
+# --------------------------------------------------------------------------- engine
+
+_ENGINE = threading.Lock()
+_EMBEDDED: dict[str, Any] = {}
+
+
+def default_client(*, n_workers: int | None = None) -> Any:
+    """The Dask client used when ``run_sweep(client=None)``.
+
+    Connects to ``DASK_SCHEDULER_ADDRESS`` (Dask's own ``scheduler-address`` setting) when it is set, else
+    starts one embedded ``LocalCluster(processes=True, threads_per_worker=1, dashboard_address=None)`` per
+    process (reused by later calls; closed at exit or by :func:`close_default_client`).
+    """
+    import dask
+    from distributed import Client, LocalCluster
+
+    address = dask.config.get("scheduler-address", None)
+    with _ENGINE:
+        key = address or "embedded"
+        client = _EMBEDDED.get(key)
+        if client is not None and client.status == "running":
+            return client
+        if address:
+            client = Client(address, set_as_default=False)
+        else:
+            cluster = LocalCluster(
+                n_workers=n_workers,
+                processes=True,
+                threads_per_worker=1,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+            client = Client(cluster, set_as_default=False)
+        _EMBEDDED[key] = client
+        if len(_EMBEDDED) == 1:
+            atexit.register(close_default_client)
+        return client
+
+
+def close_default_client() -> None:
+    """Close the client(s) :func:`default_client` opened (and the embedded cluster)."""
+    with _ENGINE:
+        for client in _EMBEDDED.values():
+            cluster = client.cluster
+            client.close()
+            if cluster is not None:
+                cluster.close()
+        _EMBEDDED.clear()
+
+
+def describe_engine(client: Any) -> str:
+    """One line saying where the engine runs (``False``: in-process)."""
+    if client is False:
+        return "in-process (serial, this Python process)"
+    workers = client.scheduler_info().get("workers", {})
+    threads = sum(w.get("nthreads", 0) for w in workers.values())
+    kind = "embedded LocalCluster" if client.cluster is not None else f"cluster at {client.scheduler.address}"
+    return f"{kind}: {len(workers)} workers, {threads} threads"
+
+
+def _affinity(configs: list[Configuration], workers: list[str]) -> dict[int, str]:
+    """Worker preference per configuration: profile keys (task, tau_group) spread over the workers, largest
+    first onto the least loaded (LPT). Empty when there are fewer keys than workers (no gain)."""
+    keys: dict[tuple[str, float], list[int]] = {}
+    for c in configs:
+        keys.setdefault((c.task, c.tau_group), []).append(c.index)
+    if len(workers) < 2 or len(keys) < 2:
+        return {}
+    load = dict.fromkeys(workers, 0)
+    out: dict[int, str] = {}
+    for _, idx in sorted(keys.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        w = min(workers, key=lambda a: (load[a], a))
+        load[w] += len(idx)
+        out.update(dict.fromkeys(idx, w))
+    return out
+
+
+def _frame(rows: list[dict], spec: SweepSpec, engine: str, metas: list[dict], seconds: float) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    order = {m: i for i, m in enumerate(METHODS_EVALUATED)}
+    df = df.sort_values(
+        ["task_index", "method", "repetition"], key=lambda s: s.map(order) if s.name == "method" else s
+    ).reset_index(drop=True)
+    df.attrs = {
+        "spec": spec.to_json(),
+        "engine": engine,
+        "seconds": seconds,
+        "tasks": sorted(metas, key=lambda m: m["task_index"]),
+    }
+    return df
+
+
+def run_sweep(
+    spec: SweepSpec,
+    *,
+    client: Any = None,
+    progress: Progress = None,
+    encoded: Encoded | None = None,
+) -> pd.DataFrame:
+    """Run every configuration x method x repetition of ``spec``; one tidy row each.
+
+    Parameters
+    ----------
+    spec : SweepSpec
+    client : distributed.Client, None or False
+        ``None``: :func:`default_client` (``DASK_SCHEDULER_ADDRESS`` or an embedded LocalCluster);
+        ``False``: in-process, serially; a Client: that cluster.
+    progress : callable, optional
+        ``progress(fraction, message)``, called in the calling thread as tasks complete. An exception raised
+        by it (or any interruption) cancels the remaining tasks and propagates.
+    encoded : Encoded, optional
+        Use this discretised table instead of loading ``spec.dataset``.
+
+    Returns
+    -------
+    DataFrame
+        Keys ``task_index, dataset, task, tau_group, tau_dpn, eps, method, repetition``; the held-out
+        utility in the task's own units (``utility``, named by ``metric``, with ``higher_is_better`` and
+        the non-private ``reference``), the 000 task ``loss``, the ``surrogate`` loss DepHDP predicted,
+        the task's other metrics, ``configure_seconds`` (per configuration) and ``seconds`` (per
+        privatisation + scoring). ``attrs`` holds the spec (JSON), the engine line, the wall-clock
+        seconds and per-task meta data (pid, seconds, peak RSS in MB).
+    """
+    if not isinstance(spec, SweepSpec):
+        raise TypeError(f"spec must be a SweepSpec, got {type(spec).__name__}")
+    t0 = time.perf_counter()
+    data = prepare_data(spec, encoded)
+    configs = spec.configurations()
+    n = len(configs)
+    rows: list[dict] = []
+    metas: list[dict] = []
+    report(progress, 0.0, f"0/{n} configurations")
+    if client is False:
+        for k, c in enumerate(configs):
+            r, meta = run_configuration(data, spec, c)
+            rows += r
+            metas.append(meta)
+            report(progress, (k + 1) / n, f"{k + 1}/{n} configurations")
+        return _frame(rows, spec, describe_engine(False), metas, time.perf_counter() - t0)
+    return _run_distributed(spec, data, configs, client, progress, t0)
+
+
+def _run_distributed(
+    spec: SweepSpec,
+    data: SweepData,
+    configs: list[Configuration],
+    client: Any,
+    progress: Callable[[float, str], None] | None,
+    t0: float,
+) -> pd.DataFrame:
+    from distributed import as_completed
+
+    if client is None:
+        client = default_client()
+    engine = describe_engine(client)
+    workers = sorted(client.scheduler_info().get("workers", {}))
+    prefer = _affinity(configs, workers)
+    shared = client.scatter(data, hash=False)
+    token = f"sweep-{os.getpid()}-{time.time_ns()}"
+    futures = []
+    for c in configs:
+        w = prefer.get(c.index)
+        futures.append(
+            client.submit(
+                run_configuration,
+                shared,
+                spec,
+                c,
+                key=f"{token}-{c.index}",
+                pure=False,
+                workers=[w] if w else None,
+                allow_other_workers=bool(w),
+            )
+        )
+    rows: list[dict] = []
+    metas: list[dict] = []
+    n, done = len(futures), 0
+    try:
+        for fut in as_completed(futures):
+            r, meta = fut.result()
+            rows += r
+            metas.append(meta)
+            done += 1
+            report(progress, done / n, f"{done}/{n} configurations ({engine})")
+    finally:
+        pending = [f for f in futures if not f.done()]
+        if pending:
+            client.cancel(pending)
+        client.cancel([shared])
+    return _frame(rows, spec, engine, metas, time.perf_counter() - t0)
