@@ -12,6 +12,7 @@ from mdp_core.geo.baselines import (
     planar_laplace_utility,
     remap_matrix,
 )
+from mdp_core.geo.bounds import GeoBound, geo_lower_bound
 from mdp_core.geo.compare import METHODS, GeoComparison, compare_methods, peak_memory_mb, run_bench
 from mdp_core.geo.export import load_mechanism, save_mechanism
 from mdp_core.geo.extension import (
@@ -43,6 +44,7 @@ from mdp_core.geo.verify import GeoVerification, verify_geo
 __all__ = [
     "DEFAULT_CITY",
     "METHODS",
+    "GeoBound",
     "GeoComparison",
     "GeoGrid",
     "GeoMechanism",
@@ -60,6 +62,7 @@ __all__ = [
     "exponential_geo",
     "extend_log",
     "extend_log_recursive",
+    "geo_lower_bound",
     "grid_road_network",
     "load_mechanism",
     "load_road_network",

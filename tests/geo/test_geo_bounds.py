@@ -1,0 +1,116 @@
+"""geo_lower_bound: certified by weak duality, equal to an independent full LP, below every mechanism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+
+from mdp_core.errors import DataError
+from mdp_core.geo import (
+    build_problem,
+    em_remap_geo,
+    exponential_geo,
+    geo_lower_bound,
+    grid_road_network,
+    tree_extension,
+    verify_geo,
+)
+from mdp_core.geo.bounds import _privacy_rows, certified_bound, relaxation_pairs
+from mdp_core.geo.utility import GeoProblem
+
+
+def full_lp(problem: GeoProblem, eps: float) -> float:
+    """Independent reference: every ordered pair, every output, scipy's HiGHS; its optimum (km)."""
+    cost = problem.prior[:, None] * problem.loss
+    n, m = cost.shape
+    pts = problem.targets_km
+    a, b = np.nonzero(~np.eye(n, dtype=bool))
+    ratio = np.exp(eps * np.linalg.norm(pts[a] - pts[b], axis=1))
+    k = len(a)
+    rows = np.repeat(np.arange(k * m), 2)
+    cols = np.column_stack([(a[:, None] * m + np.arange(m)).ravel(), (b[:, None] * m + np.arange(m)).ravel()])
+    vals = np.column_stack([np.ones(k * m), -np.repeat(ratio, m)])
+    a_ub = sp.csr_matrix((vals.ravel(), (rows, cols.ravel())), shape=(k * m, n * m))
+    a_eq = sp.csr_matrix((np.ones(n * m), (np.repeat(np.arange(n), m), np.arange(n * m))), shape=(n, n * m))
+    res = linprog(cost.ravel(), A_ub=a_ub, b_ub=np.zeros(k * m), A_eq=a_eq, b_eq=np.ones(n), method="highs")
+    assert res.status == 0, res.message
+    return float(res.fun)
+
+
+def tiny_problem(nx_: int, ny: int, seed: int, depth: int = 1, seed_n: int = 2) -> GeoProblem:
+    net = grid_road_network(nx_, ny, spacing_km=0.3, rng=np.random.default_rng(seed))
+    return build_problem(net, seed_n=seed_n, depth=depth, n_tasks=6, rng=np.random.default_rng(seed + 1))
+
+
+@pytest.mark.parametrize(("eps", "seed_n"), [(0.5, 2), (2.0, 2), (1.0, 3)])
+def test_bound_equals_full_lp_on_small_grids(eps: float, seed_n: int) -> None:
+    problem = tiny_problem(4, 3, seed=1, seed_n=seed_n)
+    reference = full_lp(problem, eps)
+    bound = geo_lower_bound(problem, eps, time_limit=60)
+    assert bound.exact and "exact optimum" in bound.method
+    assert bound.value <= reference + 1e-12  # certified: never above the true optimum
+    assert bound.value == pytest.approx(reference, rel=1e-6)
+
+
+def test_relaxation_without_row_generation_is_below_the_optimum() -> None:
+    problem = tiny_problem(4, 3, seed=2, seed_n=3)
+    reference = full_lp(problem, 1.0)
+    relaxed = geo_lower_bound(problem, 1.0, neighbours=2, row_generation=False)
+    assert not relaxed.exact
+    assert relaxed.value <= reference + 1e-12
+    assert relaxed.value > 0.5 * reference  # a useful bound, not a trivial 0
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scale=st.floats(0.0, 3.0), seed=st.integers(0, 10_000))
+def test_any_nonnegative_multipliers_certify(scale: float, seed: int) -> None:
+    """Weak duality: certified_bound(nu) <= OPT for ANY nu >= 0 (no solver involved)."""
+    problem = tiny_problem(3, 3, seed=seed % 7)
+    eps = 1.0
+    cost = problem.prior[:, None] * problem.loss
+    rows = _privacy_rows(relaxation_pairs(problem.targets_km, 4), cost.shape[1])
+    pts = problem.targets_km
+    ratios = np.exp(eps * np.linalg.norm(pts[rows[:, 0]] - pts[rows[:, 1]], axis=1))
+    nu = np.random.default_rng(seed).exponential(scale * cost.mean() + 1e-300, size=len(rows))
+    assert certified_bound(cost, rows, ratios, nu) <= full_lp(problem, eps) + 1e-12
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nx_=st.integers(3, 5),
+    ny=st.integers(2, 4),
+    seed=st.integers(0, 10_000),
+    eps=st.sampled_from([0.3, 1.0, 3.0]),
+    depth=st.integers(0, 1),
+)
+def test_bound_never_above_a_verified_mechanism(nx_: int, ny: int, seed: int, eps: float, depth: int) -> None:
+    problem = tiny_problem(nx_, ny, seed=seed, depth=depth, seed_n=3)
+    bound = geo_lower_bound(problem, eps, time_limit=30)
+    em = exponential_geo(problem, eps)
+    for mech in (tree_extension(problem, eps), em, em_remap_geo(problem, eps, em=em)):
+        assert verify_geo(mech, exhaustive=True).holds
+        assert bound.value <= mech.utility_km(problem) + 1e-12
+
+
+def test_pairs_include_axis_neighbours_and_bad_arguments(small_problem: GeoProblem) -> None:
+    grid = small_problem.grid
+    pairs = {tuple(p) for p in relaxation_pairs(small_problem.targets_km, 0, grid.fine_ij).tolist()}
+    key = {tuple(v): i for i, v in enumerate(grid.fine_ij.tolist())}
+    expected = {
+        tuple(sorted((i, key[(a + 1, b)])))
+        for i, (a, b) in enumerate(grid.fine_ij.tolist())
+        if (a + 1, b) in key
+    }
+    assert expected and expected <= pairs
+    with pytest.raises(DataError, match="neighbours"):
+        geo_lower_bound(small_problem, 1.0, neighbours=-1)
+    with pytest.raises(DataError, match="time_limit"):
+        geo_lower_bound(small_problem, 1.0, time_limit=0)
+    with pytest.raises(TypeError, match="problem"):
+        geo_lower_bound("x", 1.0)  # type: ignore[arg-type]
+    with pytest.raises(DataError, match="privacy rows"):
+        geo_lower_bound(small_problem, 1.0, max_rows=10)
