@@ -1,68 +1,167 @@
-"""Geo page glue: cached road networks / problems / comparisons, pydeck map and plotly builders."""
+"""Geo page glue: cached maps / problems / mechanisms, widget state per map, the pydeck map and the legend.
+
+Everything here is presentation or caching; the science is in :mod:`mdp_core.geo` (mechanisms, utility,
+verification, export). The page (``views/geo.py``) is a short script over these helpers.
+
+Widget state (issue 11, failure 5): every setting widget is keyed per map (``geo_<name>_<map key>``) and is
+created with its default equal to its current value, so a browser that re-mounts a widget can only ever
+show the value the content was computed with; a new map gets new widgets seeded from the last settings.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import html
+import json
+import math
 import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pydeck as pdk
 import streamlit as st
+from scipy.spatial import cKDTree
 
+import mdp_core.geo as cgeo
 from mdp_core._validation import Progress
-from mdp_core.geo import (
-    METHODS,
-    GeoComparison,
-    GeoMechanism,
-    GeoProblem,
-    RoadNetwork,
-    build_problem,
-    compare_methods,
-    em_remap_geo,
-    exponential_geo,
-    load_road_network,
-    save_mechanism,
-    tree_extension,
-)
+from mdp_core.geo import GeoComparison, GeoMechanism, GeoProblem, RoadNetwork
 
 __all__ = [
     "ATTRIBUTION",
-    "METHOD_LABELS",
+    "CUSTOM",
+    "DEFAULT_LEVEL",
+    "LEVEL_RADIUS_KM",
+    "MAP_HEIGHT",
+    "NO_BASE_MAP",
+    "UPLOAD_TYPES",
     "GeoConfig",
-    "cached_comparison",
-    "cached_curve",
+    "GeoView",
+    "MechanismStore",
+    "bound_available",
+    "cached_bound",
     "cached_network",
     "cached_problem",
-    "candidate_points",
+    "candidates",
+    "colour_scale",
     "comparison_table",
+    "compute_bound",
+    "curve_frame",
     "deck",
+    "eps_meaning",
+    "expected_error_by_target",
     "fig_loss_curve",
+    "geojson_bytes",
+    "legend_html",
+    "level_eps",
+    "level_label",
+    "map_key",
+    "mechanism",
     "mechanism_npz",
+    "method_labels",
+    "nearest_target",
+    "remember",
+    "remembered",
     "sample_reports",
+    "store",
     "store_upload",
 ]
 
 ATTRIBUTION = "Map data © OpenStreetMap contributors (ODbL)"
-METHOD_LABELS = {
-    "tree": "Tree extension (MLaEt-A)",
-    "em": "Exponential mechanism",
-    "em_remap": "EM + Bayesian remap",
-    "lp_coarse": "LP on seed grid (LP-A)",
-}
-METHOD_COLORS = {"tree": "#d62728", "em": "#1f77b4", "em_remap": "#2ca02c", "lp_coarse": "#9467bd"}
-#: Candidate true locations offered on the map / in the list.
-MAX_CANDIDATES = 400
+#: File types the uploader accepts (Streamlit checks the last suffix: .osm.pbf -> pbf, .osm.bz2 -> bz2).
+UPLOAD_TYPES = ["pbf", "osm", "bz2", "graphml", "xml"]
+#: Map height in pixels (issue 15: at least 640).
+MAP_HEIGHT = 680
+#: Width (px) assumed when fitting the view to the network's bounds (the wide layout is wider).
+FIT_WIDTH = 900
+#: Named privacy levels (DESIGN.md "Geo privacy levels"): odds move at most x2 within r km, eps = ln 2 / r.
+LEVEL_RADIUS_KM = {"High": 2.0, "Medium": 0.5, "Low": 0.2}
+CUSTOM = "Custom ε"
+DEFAULT_LEVEL = "Medium"
+#: Streamlit's deck.gl frontend (1.67) fills a missing/null ``mapStyle`` with a CARTO basemap from
+#: basemaps.cartocdn.com; this sentinel value is the one it treats as "no base map" (checked in its bundle).
+NO_BASE_MAP = "__MAP_STYLE__"
+#: Candidate true locations offered per map (road nodes spread over the map; depth-independent).
+MAX_CANDIDATES = 300
 #: Verified random pairs per method on the page (the bench uses 200k).
 PAGE_SAMPLES = 50_000
+#: Sampled reports drawn from the shown row.
+N_REPORTS = 40
+#: eps grid of the loss curve (1/km).
+CURVE_EPS = (0.25, 0.5, 1.0, 2.0, 4.0)
+#: Sequential colour scale (low -> high), light yellow to dark red (ColorBrewer YlOrRd, 7 classes).
+_SCALE = ("#ffffb2", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#b10026")
+_LABELS = {
+    "tree": "Tree extension (MLaEt-A)",
+    "tree_m": "Tree extension (MLaEt-M)",
+    "tree_o": "Tree extension (MLaEt-O)",
+    "em": "Exponential mechanism",
+    "em_remap": "EM + Bayesian remap",
+    "lp_coarse": "LP on seed grid (LP-A, not private)",
+}
+_COLOURS = {
+    "tree": "#d62728",
+    "tree_m": "#ff7f0e",
+    "tree_o": "#8c564b",
+    "em": "#1f77b4",
+    "em_remap": "#2ca02c",
+    "lp_coarse": "#9467bd",
+}
+
+
+def method_labels() -> dict[str, str]:
+    """Method key -> label, in the core's display order (``mdp_core.geo.METHODS``)."""
+    return {key: _LABELS.get(key, key) for key in cgeo.METHODS}
+
+
+# -------------------------------------------------------------------------------------------- privacy levels
+
+
+def level_eps(level: str) -> float:
+    """eps (1/km) of a named level: ``ln 2 / r`` (DESIGN.md "Geo privacy levels")."""
+    return math.log(2.0) / LEVEL_RADIUS_KM[level]
+
+
+def level_label(level: str) -> str:
+    """Radio label of a named level, e.g. ``"High: odds ×2 at most within 2 km (ε = 0.35/km)"``."""
+    r = LEVEL_RADIUS_KM[level]
+    where = f"{r:g} km" if r >= 1 else f"{r * 1000:.0f} m"
+    return f"{level}: odds ×2 at most within {where} (ε = {level_eps(level):.2f}/km)"
+
+
+def _metres(km: float) -> str:
+    return f"{km:.1f} km" if km >= 1 else f"{km * 1000:.0f} m"
+
+
+def eps_meaning(eps: float, extent_km: tuple[float, float]) -> str:
+    """What ``eps`` (1/km) means on a map of ``extent_km`` (width, height), in metres and odds.
+
+    An eps-mDP report changes an attacker's odds between two places d km apart by at most ``e^(eps d)``:
+    x2 at ``d = ln 2 / eps``, x10 at ``ln 10 / eps``, and ``e^(eps D)`` across the map's diagonal D.
+    """
+    diagonal = float(math.hypot(*extent_km))
+    across = eps * diagonal
+    odds = f"{math.exp(across):,.0f}" if across < 60 else f"e^{across:.0f}"
+    return (
+        f"ε = {eps:.3g}/km on this {extent_km[0]:.1f} × {extent_km[1]:.1f} km map: from one report an "
+        f"attacker's odds between two places move by at most ×2 if they are {_metres(math.log(2) / eps)} "
+        f"apart, ×10 at {_metres(math.log(10) / eps)}, and ×{odds} between opposite corners "
+        f"({diagonal:.1f} km)."
+    )
+
+
+# -------------------------------------------------------------------------------------------- maps and state
 
 
 @dataclass(frozen=True)
 class GeoConfig:
-    """Everything a cached geo result depends on (hashable cache key)."""
+    """Everything a cached problem depends on (hashable cache key)."""
 
     city: str = "default"
     seed_n: int = 12
@@ -72,26 +171,56 @@ class GeoConfig:
     seed: int = 0
 
 
-def store_upload(name: str, data: bytes) -> str:
-    """Write an uploaded map to a temp file named by its checksum; return the path (the cache key)."""
+def store_upload(name: str, data: bytes) -> tuple[str, str]:
+    """Write an uploaded map to a temp file named by its checksum; return (path, map key).
+
+    The path keeps the map's double suffix (``.osm.pbf``, ``.osm.bz2``) so the core loader knows the format.
+    """
     digest = hashlib.sha256(data).hexdigest()[:16]
-    suffix = ".osm.bz2" if name.lower().endswith(".osm.bz2") else Path(name).suffix.lower()
+    lower = name.lower()
+    suffix = next((s for s in (".osm.pbf", ".osm.bz2") if lower.endswith(s)), Path(lower).suffix)
     path = Path(tempfile.gettempdir()) / f"mdp_geo_{digest}{suffix}"
     if not path.exists():
         path.write_bytes(data)
-    return str(path)
+    return str(path), digest[:10]
 
 
-@st.cache_resource(show_spinner="Loading the road network…", max_entries=4)
+def map_key(city: str) -> str:
+    """Short key of a map for widget keys: ``default`` or a hash of the path / place name."""
+    if city == "default":
+        return "default"
+    return hashlib.sha256(city.encode()).hexdigest()[:10]
+
+
+def remembered(key: str, name: str, default: Any, valid: Callable[[Any], bool] = lambda _: True) -> Any:
+    """The value a widget ``key`` must be created with: its live value, else the last setting, else default.
+
+    Passing this as the widget's default makes the widget's proto default equal its state, so a re-mounted
+    widget can only show the value the page computes with. The last setting (``geo_last``) carries choices
+    over to the widgets of a newly loaded map.
+    """
+    last = st.session_state.setdefault("geo_last", {})
+    for value in (st.session_state.get(key), last.get(name)):
+        if value is not None and valid(value):
+            return value
+    return default
+
+
+def remember(**settings: Any) -> None:
+    """Store the settings the page computed with (seed values for the next map's widgets)."""
+    st.session_state.setdefault("geo_last", {}).update(settings)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
 def cached_network(city: str) -> RoadNetwork:
     """The (immutable) road network of ``city`` ("default", a file path, or a place name)."""
-    return load_road_network(city)
+    return cgeo.load_road_network(city)
 
 
-@st.cache_resource(show_spinner="Laying the grid and computing travel distances…", max_entries=8)
+@st.cache_resource(show_spinner=False, max_entries=8)
 def cached_problem(config: GeoConfig) -> GeoProblem:
     """Grid, task points, prior and travel-loss matrix for ``config``."""
-    return build_problem(
+    return cgeo.build_problem(
         cached_network(config.city),
         seed_n=config.seed_n,
         depth=config.depth,
@@ -101,190 +230,209 @@ def cached_problem(config: GeoConfig) -> GeoProblem:
     )
 
 
-@st.cache_resource(show_spinner=False)
-def _comparison_store() -> dict[tuple[GeoConfig, float], GeoComparison]:
-    """Process-wide store of comparisons (a plain dict, so progress bars can run outside the cache)."""
-    return {}
+@st.cache_resource(show_spinner=False, max_entries=4)
+def candidates(city: str) -> tuple[np.ndarray, list[str]]:
+    """Candidate true locations of a map: road nodes spread evenly (one per cell of a ~17 x 17 binning).
 
-
-def cached_comparison(config: GeoConfig, eps: float, progress: Progress = None) -> GeoComparison:
-    """All methods built, scored and verified at ``eps``, cached per (config, eps); the 16 newest are kept.
-
-    Not an ``st.cache_*`` function itself: ``progress`` may drive a page's progress bar, which a cached
-    function could not replay.
+    Returns positions (km, shape (k, 2)) and their labels, the first being the node nearest the map's
+    centre. Independent of grid depth and seed cells, so the chosen location survives those changes.
     """
-    store = _comparison_store()
-    key = (config, float(eps))
-    if key not in store:
-        store[key] = compare_methods(
+    net = cached_network(city)
+    xy = net.xy_km
+    side = max(net.extent_km) / math.sqrt(MAX_CANDIDATES) + 1e-9
+    cell = np.floor(xy / side).astype(np.int64)
+    centres = (cell + 0.5) * side
+    gap = np.hypot(*(xy - centres).T)
+    order = np.lexsort((gap, cell[:, 1], cell[:, 0]))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = np.any(np.diff(cell[order], axis=0) != 0, axis=1)
+    chosen = xy[order[first]]
+    middle = np.asarray(net.extent_km) / 2
+    chosen = chosen[np.argsort(np.hypot(*(chosen - middle).T), kind="stable")]
+    labels = [f"#{k}: {x:.2f} km E, {y:.2f} km N" for k, (x, y) in enumerate(chosen)]
+    return chosen, labels
+
+
+def nearest_target(problem: GeoProblem, point_km: np.ndarray) -> int:
+    """Index of the target vertex nearest to ``point_km``."""
+    return int(cKDTree(problem.targets_km).query(np.asarray(point_km, dtype=np.float64))[1])
+
+
+# ------------------------------------------------------------------------------------------------ mechanisms
+
+
+class MechanismStore:
+    """Process-wide LRU store of results keyed by hashable tuples, safe under concurrent sessions.
+
+    Values are computed outside any ``st.cache_*`` function (so a progress callback may drive a page's
+    progress bar); one lock per key makes a second session wait for the first computation instead of
+    repeating it.
+    """
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self._key_locks: dict[Hashable, threading.Lock] = {}
+
+    def get(self, key: Hashable) -> Any | None:
+        """The stored value or None (marks it recently used)."""
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        return None
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """The stored value, computing it once (under a per-key lock) when missing."""
+        hit = self.get(key)
+        if hit is not None:
+            return hit
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            hit = self.get(key)
+            if hit is None:
+                hit = compute()
+                with self._lock:
+                    self._items[key] = hit
+                    while len(self._items) > self.capacity:
+                        old, _ = self._items.popitem(last=False)
+                        self._key_locks.pop(old, None)
+        return hit
+
+    def clear(self) -> None:
+        """Drop every stored value."""
+        with self._lock:
+            self._items.clear()
+            self._key_locks.clear()
+
+
+@st.cache_resource(show_spinner=False)
+def store() -> MechanismStore:
+    """The one process-wide store of mechanisms, bounds and per-map drawing data."""
+    return MechanismStore()
+
+
+def mechanism(config: GeoConfig, eps: float, method: str, progress: Progress = None) -> GeoComparison:
+    """One method built, scored and verified on ``config`` at ``eps`` (a one-method ``GeoComparison``).
+
+    Cached per (map, seed cells, depth, tasks, prior, seed, eps, method): switching method or location
+    re-colours the map from the store without recomputing.
+    """
+    key = ("mech", config, round(float(eps), 12), method)
+    return store().get_or_compute(
+        key,
+        lambda: cgeo.compare_methods(
             cached_problem(config),
             eps,
+            methods=(method,),
             verify_samples=PAGE_SAMPLES,
             rng=np.random.default_rng(config.seed + 1),
             progress=progress,
-        )
-        while len(store) > 16:
-            store.pop(next(iter(store)))
-    return store[key]
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def cached_curve(config: GeoConfig, eps_values: tuple[float, ...]) -> pd.DataFrame:
-    """Expected travel error (km) of tree / EM / EM + remap over a grid of eps (long format)."""
-    problem = cached_problem(config)
-    rows = []
-    for eps in eps_values:
-        em = exponential_geo(problem, eps)
-        mechs = {
-            "tree": tree_extension(problem, eps),
-            "em": em,
-            "em_remap": em_remap_geo(problem, eps, em=em),
-        }
-        rows += [{"eps": eps, "method": k, "utility_km": m.utility_km(problem)} for k, m in mechs.items()]
-    return pd.DataFrame(rows)
-
-
-def candidate_points(problem: GeoProblem, limit: int = MAX_CANDIDATES) -> np.ndarray:
-    """Indices of targets offered as true locations: an even spread of at most ``limit`` targets."""
-    n = problem.grid.n_targets
-    if n <= limit:
-        return np.arange(n)
-    return np.unique(np.linspace(0, n - 1, limit).round().astype(int))
-
-
-def sample_reports(mech: GeoMechanism, true_index: int, count: int, rng: np.random.Generator) -> np.ndarray:
-    """Output indices of ``count`` reports drawn from the row of ``true_index``."""
-    row = mech.matrix[true_index]
-    return rng.choice(len(row), size=count, p=row / row.sum())
-
-
-def comparison_table(comp: GeoComparison) -> pd.DataFrame:
-    """One row per method: expected travel error, ratio to EM, construction time, violation ratio."""
-    em = comp.utility_km.get("em")
-    rows = []
-    for key in METHODS:
-        if key not in comp.mechanisms:
-            continue
-        rows.append(
-            {
-                "method": METHOD_LABELS[key],
-                "expected travel error (km)": comp.utility_km[key],
-                "vs EM": comp.utility_km[key] / em if em else np.nan,
-                "construction (s)": comp.mechanisms[key].seconds,
-                "violation ratio": comp.violation_ratio[key],
-                "private (checked)": "yes" if comp.max_excess[key] <= 1e-9 else "NO",
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def _hex_rgb(color: str, alpha: int = 255) -> list[int]:
-    return [int(color[i : i + 2], 16) for i in (1, 3, 5)] + [alpha]
-
-
-def deck(
-    problem: GeoProblem,
-    mech: GeoMechanism,
-    true_index: int,
-    reports: np.ndarray,
-    candidates: np.ndarray,
-) -> pdk.Deck:
-    """Roads (PathLayer), output distribution (heat + sized dots), reports, candidates, the true location.
-
-    No base map: ``map_style=None`` draws the layers on a blank background (works offline).
-    """
-    net = problem.network
-    out_ll = net.to_lonlat(problem.outputs_km)
-    row = mech.matrix[true_index]
-    dist = pd.DataFrame({"lon": out_ll[:, 0], "lat": out_ll[:, 1], "p": row, "r": 8 + 120 * np.sqrt(row)})
-    counts = np.bincount(reports, minlength=len(row))
-    hit = np.flatnonzero(counts)
-    rep = pd.DataFrame({"lon": out_ll[hit, 0], "lat": out_ll[hit, 1], "n": counts[hit]})
-    cand_ll = net.to_lonlat(problem.targets_km[candidates])
-    cand = pd.DataFrame({"lon": cand_ll[:, 0], "lat": cand_ll[:, 1], "target": candidates})
-    true_ll = net.to_lonlat(problem.targets_km[[true_index]])
-    true = pd.DataFrame({"lon": true_ll[:, 0], "lat": true_ll[:, 1]})
-    roads = pd.DataFrame({"path": net.paths_lonlat})
-    layers = [
-        pdk.Layer(
-            "PathLayer",
-            roads,
-            id="geo_roads",
-            get_path="path",
-            get_color=[120, 120, 120, 200],
-            width_min_pixels=1,
-            get_width=2,
         ),
-        pdk.Layer(
-            "HeatmapLayer",
-            dist,
-            id="geo_heat",
-            get_position=["lon", "lat"],
-            get_weight="p",
-            radius_pixels=40,
-            opacity=0.45,
-        ),
-        pdk.Layer(
-            "ScatterplotLayer",
-            dist,
-            id="geo_outputs",
-            get_position=["lon", "lat"],
-            get_radius="r",
-            get_fill_color=[214, 39, 40, 90],
-            stroked=False,
-        ),
-        pdk.Layer(
-            "ScatterplotLayer",
-            cand,
-            id="geo_targets",
-            get_position=["lon", "lat"],
-            get_radius=6,
-            get_fill_color=[31, 119, 180, 70],
-            pickable=True,
-            auto_highlight=True,
-        ),
-        pdk.Layer(
-            "ScatterplotLayer",
-            rep,
-            id="geo_reports",
-            get_position=["lon", "lat"],
-            get_radius=10,
-            radius_min_pixels=3,
-            get_fill_color=[255, 140, 0, 230],
-        ),
-        pdk.Layer(
-            "ScatterplotLayer",
-            true,
-            id="geo_true",
-            get_position=["lon", "lat"],
-            get_radius=18,
-            radius_min_pixels=6,
-            get_fill_color=[0, 0, 0, 255],
-            get_line_color=[255, 255, 255],
-            stroked=True,
-            line_width_min_pixels=2,
-        ),
-    ]
-    centre = net.lonlat.mean(axis=0)
-    view = pdk.ViewState(longitude=float(centre[0]), latitude=float(centre[1]), zoom=14, pitch=0)
-    return pdk.Deck(
-        layers=layers, initial_view_state=view, map_style=None, tooltip={"text": "target {target}"}
     )
 
 
+def bound_available() -> bool:
+    """Whether the core offers ``geo_lower_bound`` (DESIGN.md "Geo optimality and export")."""
+    return hasattr(cgeo, "geo_lower_bound")
+
+
+def cached_bound(config: GeoConfig, eps: float) -> Any | None:
+    """The stored ``GeoBound`` for (config, eps), or None when not computed yet."""
+    return store().get(("bound", config, round(float(eps), 12)))
+
+
+def compute_bound(config: GeoConfig, eps: float, progress: Progress = None) -> Any:
+    """``mdp_core.geo.geo_lower_bound`` on ``config`` at ``eps``, cached in the store."""
+    fn = cgeo.geo_lower_bound
+
+    def run() -> Any:
+        try:
+            return fn(cached_problem(config), eps, progress=progress)
+        except TypeError:  # a core version without the progress keyword
+            return fn(cached_problem(config), eps)
+
+    return store().get_or_compute(("bound", config, round(float(eps), 12)), run)
+
+
+def sample_reports(mech: GeoMechanism, true_index: int, count: int, seed: int) -> np.ndarray:
+    """Output indices of ``count`` reports drawn from the row of ``true_index`` (seeded by seed and row)."""
+    row = mech.matrix[true_index]
+    rng = np.random.default_rng([seed, true_index])
+    return rng.choice(len(row), size=count, p=row / row.sum())
+
+
+def expected_error_by_target(mech: GeoMechanism, problem: GeoProblem) -> np.ndarray:
+    """Expected travel error (km) per true location: ``sum_y M[x, y] L(x, y)``, shape (n,).
+
+    The prior-weighted mean of this vector is the mechanism's utility (``GeoMechanism.utility_km``).
+    """
+    return np.einsum("xy,xy->x", mech.matrix, problem.loss)
+
+
+# ---------------------------------------------------------------------------------------------------- tables
+
+
+def comparison_table(comps: dict[str, GeoComparison], bound: Any | None = None) -> pd.DataFrame:
+    """One row per method: travel error, vs EM, the bound's headroom and gap, seconds, privacy check.
+
+    With a bound B (``GeoBound``): "at most X % better possible" is ``1 - B / U`` and the gap ``U / B - 1``.
+    """
+    labels = method_labels()
+    utility = {key: c.utility_km[key] for key, c in comps.items()}
+    em = utility.get("em")
+    rows = []
+    for key in labels:
+        if key not in comps:
+            continue
+        comp, u = comps[key], utility[key]
+        row: dict[str, object] = {
+            "method": labels[key],
+            "expected travel error (km)": u,
+            "vs EM": u / em if em else np.nan,
+        }
+        if bound is not None:
+            value = float(bound.value)
+            row["at most % better possible"] = 100.0 * max(0.0, 1.0 - value / u) if u > 0 else 0.0
+            row["gap to bound"] = u / value - 1.0 if value > 0 else np.nan
+        row["construction (s)"] = comp.mechanisms[key].seconds
+        row["violation ratio"] = comp.violation_ratio[key]
+        row["private (checked)"] = "yes" if comp.max_excess[key] <= 1e-9 else "NO"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def curve_frame(config: GeoConfig, progress: Progress = None) -> pd.DataFrame:
+    """Expected travel error (km) of the private methods over ``CURVE_EPS`` (long format), from the store."""
+    methods = [m for m in method_labels() if m != "lp_coarse"]
+    rows = []
+    total = len(CURVE_EPS) * len(methods)
+    for i, eps in enumerate(CURVE_EPS):
+        for j, method in enumerate(methods):
+            if progress is not None:
+                progress((i * len(methods) + j) / total, f"ε = {eps:g}/km: {method_labels()[method]}")
+            comp = mechanism(config, eps, method)
+            rows.append({"eps": eps, "method": method, "utility_km": comp.utility_km[method]})
+    return pd.DataFrame(rows)
+
+
 def fig_loss_curve(curve: pd.DataFrame) -> go.Figure:
-    """Expected travel error (km) against eps (1/km, log axis), one line per method."""
+    """Expected travel error (km) against eps (1/km, log axis with round ticks), one line per method."""
     fig = go.Figure()
+    labels = method_labels()
     for key, part in curve.groupby("method", sort=False):
         fig.add_scatter(
             x=part["eps"],
             y=part["utility_km"],
             mode="lines+markers",
-            name=METHOD_LABELS[key],
-            line={"color": METHOD_COLORS[key]},
+            name=labels.get(str(key), str(key)),
+            line={"color": _COLOURS.get(str(key), "#333333")},
         )
+    ticks = list(CURVE_EPS)
     fig.update_layout(
-        xaxis={"title": "ε (1/km)", "type": "log"},
+        xaxis={"title": "ε (1/km)", "type": "log", "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]},
         yaxis={"title": "expected travel error (km)"},
         height=360,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
@@ -293,8 +441,308 @@ def fig_loss_curve(curve: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def mechanism_npz(mech: GeoMechanism) -> bytes:
-    """The mechanism as .npz bytes (targets_km, outputs_km, matrix, eps) for a download button."""
+# --------------------------------------------------------------------------------------------------- exports
+
+
+def _metadata(mech: GeoMechanism, config: GeoConfig, network: RoadNetwork) -> dict[str, object]:
+    return {
+        "method": mech.method,
+        "city": network.name,
+        "eps_per_km": mech.eps,
+        "depth": config.depth,
+        "seed_cells": config.seed_n,
+        "seed": config.seed,
+    }
+
+
+def mechanism_npz(mech: GeoMechanism, config: GeoConfig, network: RoadNetwork) -> bytes:
+    """The mechanism as .npz bytes through the core's ``save_mechanism`` (with metadata when it takes it)."""
+    key = ("npz", config, round(float(mech.eps), 12), mech.method)
+    return store().get_or_compute(key, lambda: _npz(mech, config, network))
+
+
+def _npz(mech: GeoMechanism, config: GeoConfig, network: RoadNetwork) -> bytes:
     with tempfile.TemporaryDirectory() as folder:
-        path = save_mechanism(mech, Path(folder) / "mechanism.npz")
-        return path.read_bytes()
+        target = Path(folder) / "mechanism.npz"
+        try:
+            path = cgeo.save_mechanism(
+                mech, target, network=network, metadata=_metadata(mech, config, network)
+            )
+        except TypeError:  # core without metadata support yet
+            path = cgeo.save_mechanism(mech, target)
+        return Path(path).read_bytes()
+
+
+def geojson_bytes(mech: GeoMechanism, config: GeoConfig, network: RoadNetwork) -> bytes | None:
+    """GeoJSON (WGS84) of targets and outputs via the core's ``export_geojson``; None while it is missing."""
+    export = getattr(cgeo, "export_geojson", None)
+    if export is None:
+        return None
+    try:
+        doc = export(mech, network, metadata=_metadata(mech, config, network))
+    except TypeError:
+        doc = export(mech, network)
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+# --------------------------------------------------------------------------------------------------- drawing
+
+
+def colour_scale(values: np.ndarray, vmax: float, alpha: int = 170) -> np.ndarray:
+    """RGBA (uint8, shape (n, 4)) of ``values`` on the sequential scale from 0 to ``vmax`` (linear)."""
+    stops = np.array([[int(c[i : i + 2], 16) for i in (1, 3, 5)] for c in _SCALE], dtype=np.float64)
+    t = np.clip(np.asarray(values, dtype=np.float64) / vmax if vmax > 0 else 0.0, 0.0, 1.0)
+    pos = t * (len(stops) - 1)
+    lo = np.minimum(np.floor(pos).astype(int), len(stops) - 2)
+    frac = (pos - lo)[:, None]
+    rgb = (1 - frac) * stops[lo] + frac * stops[lo + 1]
+    out = np.empty((len(t), 4), dtype=np.uint8)
+    out[:, :3] = np.round(rgb)
+    out[:, 3] = alpha
+    return out
+
+
+def legend_html(title: str, vmax: float, unit: str, fmt: str = "{:.3g}") -> str:
+    """A horizontal colour bar (inline CSS, no outside request) from 0 to ``vmax`` with five ticks."""
+    gradient = ", ".join(_SCALE)
+    ticks = "".join(
+        f"<span>{html.escape(fmt.format(vmax * k / 4))}{html.escape(unit)}</span>" for k in range(5)
+    )
+    return (
+        f"<div style='font-size:0.85rem'>{html.escape(title)}"
+        f"<div style='height:14px;border:1px solid #888;background:linear-gradient(to right, {gradient})'>"
+        "</div><div style='display:flex;justify-content:space-between'>"
+        f"{ticks}</div></div>"
+    )
+
+
+def _squares(network: RoadNetwork, centres_km: np.ndarray, side_km: float) -> list[list[list[float]]]:
+    """Lon/lat polygons of axis-aligned squares (side ``side_km``) centred at ``centres_km``."""
+    half = side_km / 2
+    corners = np.array([[-half, -half], [half, -half], [half, half], [-half, half]])
+    pts = (centres_km[:, None, :] + corners[None, :, :]).reshape(-1, 2)
+    ll = np.round(network.to_lonlat(pts), 6).reshape(len(centres_km), 4, 2)
+    return ll.tolist()
+
+
+def _cells(config: GeoConfig) -> tuple[list, list, list]:
+    """Polygons of output cells (side h0) and target cells (side h_fine), candidate lon/lat (per config)."""
+
+    def build() -> tuple[list, list, list]:
+        problem = cached_problem(config)
+        net, grid = problem.network, problem.grid
+        cand_xy, _ = candidates(config.city)
+        return (
+            _squares(net, problem.outputs_km, grid.h0),
+            _squares(net, problem.targets_km, grid.h_fine),
+            np.round(net.to_lonlat(cand_xy), 6).tolist(),
+        )
+
+    return store().get_or_compute(("cells", config), build)
+
+
+def _roads_json(city: str) -> str:
+    """Compact JSON of the road polylines (cached per map: the big, constant part of every deck)."""
+    return store().get_or_compute(
+        ("roads", city),
+        lambda: json.dumps([{"path": p} for p in cached_network(city).paths_lonlat], separators=(",", ":")),
+    )
+
+
+def _fit_view(network: RoadNetwork, height: int) -> dict[str, float]:
+    """Centre and zoom (Web Mercator, deck.gl's 512 px world) that fit the network's bounds."""
+    lon0, lat0 = network.lonlat.min(axis=0)
+    lon1, lat1 = network.lonlat.max(axis=0)
+
+    def merc(lat: float) -> float:
+        return math.log(math.tan(math.pi / 4 + math.radians(lat) / 2))
+
+    z_lon = math.log2(FIT_WIDTH * 360 / (512 * max(lon1 - lon0, 1e-9)))
+    z_lat = math.log2(height * 2 * math.pi / (512 * max(merc(lat1) - merc(lat0), 1e-12)))
+    return {
+        "longitude": float((lon0 + lon1) / 2),
+        "latitude": float((lat0 + lat1) / 2),
+        "zoom": round(min(z_lon, z_lat) - 0.15, 3),
+        "pitch": 0,
+        "bearing": 0,
+    }
+
+
+def _scale_bar(network: RoadNetwork) -> tuple[list, list, float]:
+    """A round-length scale bar (path + label) in the bottom-left corner of the map."""
+    width, height = network.extent_km
+    length = next((v for v in (5.0, 2.0, 1.0, 0.5, 0.2, 0.1) if v <= width / 4), 0.05)
+    x0, y0 = 0.03 * width, 0.03 * height
+    ll = np.round(network.to_lonlat(np.array([[x0, y0], [x0 + length, y0]])), 6).tolist()
+    label_at = network.to_lonlat(np.array([[x0 + length / 2, y0 + 0.025 * height]]))[0]
+    label = f"{length:g} km" if length >= 1 else f"{length * 1000:.0f} m"
+    return ll, [{"position": np.round(label_at, 6).tolist(), "text": label}], length
+
+
+@dataclass(frozen=True)
+class GeoView:
+    """What the map shows: 'report' (P(report | true location)) or 'error' (expected error per location)."""
+
+    colour_by: str
+    true_index: int
+    candidate: int
+
+
+class _JsonDeck(pdk.Deck):
+    """A pydeck Deck whose JSON is given (compact, with the cached road layer spliced in)."""
+
+    def __init__(self, spec: str, tooltip: dict[str, object]) -> None:
+        super().__init__(layers=[], map_style=None, tooltip=tooltip)
+        self._spec = spec
+
+    def to_json(self) -> str:
+        return self._spec
+
+
+def deck(
+    config: GeoConfig,
+    mech: GeoMechanism,
+    view: GeoView,
+    reports: np.ndarray,
+    height: int = MAP_HEIGHT,
+) -> tuple[pdk.Deck, float]:
+    """The map: coloured cells (P(report | x) on output cells, or expected error on target cells), roads,
+    candidate locations (clickable), sampled reports, the true location and a scale bar.
+
+    No base map (``mapStyle`` = ``NO_BASE_MAP``): roads are drawn from the data, so the page makes no
+    outside request.
+    Returns the deck and the colour scale's maximum (for the legend).
+    """
+    problem = cached_problem(config)
+    net = problem.network
+    out_cells, target_cells, cand_ll = _cells(config)
+    layers: list[dict[str, object]] = []
+    if view.colour_by == "error":
+        values = expected_error_by_target(mech, problem)
+        vmax = float(values.max())
+        colours = colour_scale(values, vmax).tolist()
+        data = [
+            {"polygon": poly, "color": c, "e": float(v), "tip": f"expected error {v:.3f} km"}
+            for poly, c, v in zip(target_cells, colours, values, strict=True)
+        ]
+        layers.append(_polygon_layer("geo_error", data))
+    else:
+        values = mech.matrix[view.true_index]
+        vmax = float(values.max())
+        colours = colour_scale(values, vmax).tolist()
+        data = [
+            {"polygon": poly, "color": c, "p": float(v), "tip": f"P(report here) = {100 * v:.2f} %"}
+            for poly, c, v in zip(out_cells, colours, values, strict=True)
+        ]
+        layers.append(_polygon_layer("geo_heat", data))
+    layers.append(
+        {
+            "@@type": "PathLayer",
+            "id": "geo_roads",
+            "data": "__ROADS__",
+            "getPath": "@@=path",
+            "getColor": [60, 60, 60, 150],
+            "getWidth": 1,
+            "widthMinPixels": 1,
+            "widthUnits": "pixels",
+        }
+    )
+    out_ll = np.round(net.to_lonlat(problem.outputs_km), 6)
+    counts = np.bincount(reports, minlength=len(out_ll))
+    hit = np.flatnonzero(counts)
+    layers.append(
+        {
+            "@@type": "ScatterplotLayer",
+            "id": "geo_targets",
+            "data": [
+                {"position": p, "cand": k, "tip": f"candidate #{k}: click to make it the true location"}
+                for k, p in enumerate(cand_ll)
+            ],
+            "getPosition": "@@=position",
+            "getRadius": 4,
+            "radiusUnits": "pixels",
+            "getFillColor": [31, 119, 180, 110],
+            "pickable": True,
+            "autoHighlight": True,
+        }
+    )
+    layers.append(
+        {
+            "@@type": "ScatterplotLayer",
+            "id": "geo_reports",
+            "data": [
+                {"position": out_ll[y].tolist(), "n": int(counts[y]), "tip": f"{counts[y]} sampled reports"}
+                for y in hit
+            ],
+            "getPosition": "@@=position",
+            "getRadius": "@@=3 + 2 * Math.sqrt(n)",
+            "radiusUnits": "pixels",
+            "getFillColor": [0, 90, 255, 230],
+            "getLineColor": [255, 255, 255, 255],
+            "stroked": True,
+            "lineWidthMinPixels": 1,
+            "pickable": True,
+        }
+    )
+    true_ll = np.round(net.to_lonlat(problem.targets_km[[view.true_index]]), 6)[0].tolist()
+    layers.append(
+        {
+            "@@type": "ScatterplotLayer",
+            "id": "geo_true",
+            "data": [{"position": true_ll, "tip": "true location"}],
+            "getPosition": "@@=position",
+            "getRadius": 8,
+            "radiusUnits": "pixels",
+            "getFillColor": [0, 0, 0, 255],
+            "getLineColor": [255, 255, 255, 255],
+            "stroked": True,
+            "lineWidthMinPixels": 2,
+            "pickable": True,
+        }
+    )
+    bar, label, _ = _scale_bar(net)
+    layers.append(
+        {
+            "@@type": "PathLayer",
+            "id": "geo_scale_bar",
+            "data": [{"path": bar}],
+            "getPath": "@@=path",
+            "getColor": [0, 0, 0, 255],
+            "getWidth": 4,
+            "widthUnits": "pixels",
+        }
+    )
+    layers.append(
+        {
+            "@@type": "TextLayer",
+            "id": "geo_scale_label",
+            "data": label,
+            "getPosition": "@@=position",
+            "getText": "@@=text",
+            "getSize": 14,
+            "getColor": [0, 0, 0, 255],
+            "getTextAnchor": "middle",
+            "getAlignmentBaseline": "bottom",
+        }
+    )
+    spec = {
+        "initialViewState": _fit_view(net, height),
+        "layers": layers,
+        "mapStyle": NO_BASE_MAP,
+        "views": [{"@@type": "MapView", "controller": True}],
+    }
+    text = json.dumps(spec, separators=(",", ":")).replace('"__ROADS__"', _roads_json(config.city), 1)
+    return _JsonDeck(text, tooltip={"text": "{tip}"}), vmax
+
+
+def _polygon_layer(layer_id: str, data: list[dict[str, object]]) -> dict[str, object]:
+    return {
+        "@@type": "PolygonLayer",
+        "id": layer_id,
+        "data": data,
+        "getPolygon": "@@=polygon",
+        "getFillColor": "@@=color",
+        "stroked": False,
+        "filled": True,
+        "pickable": True,
+    }

@@ -1,8 +1,7 @@
-"""Geo mechanisms on a city map: tree-based extension vs EM, EM + remap and LP-A (seed 004)."""
+"""Geo mechanisms on a city map: tree extension vs EM, EM + remap and LP-A (seed 004), painted as heatmaps."""
 
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
 from mdp_core.errors import DataError
@@ -18,100 +17,239 @@ st.caption(
     "(km). ε is per km: two places d km apart are e^(ε·d)-indistinguishable."
 )
 
+# ---- the map -------------------------------------------------------------------------------------------
+sources = ["Embedded: central Helsinki", "Upload a map file", "Place name (online)"]
 source = st.radio(
     "City",
-    ["Embedded: central Helsinki", "Upload a map file", "Place name (online)"],
+    sources,
+    index=sources.index(geo.remembered("geo_source", "source", sources[0], lambda v: v in sources)),
     horizontal=True,
     key="geo_source",
 )
 city = "default"
 if source == "Upload a map file":
-    upload = st.file_uploader("OpenStreetMap XML (.osm, .osm.bz2) or osmnx .graphml", key="geo_upload")
+    upload = st.file_uploader(
+        "OpenStreetMap extract (.osm.pbf, .osm, .osm.bz2) or osmnx .graphml",
+        type=geo.UPLOAD_TYPES,
+        key="geo_upload",
+    )
     if upload is None:
         st.info("Upload a map file, or pick the embedded city.")
         st.stop()
-    city = geo.store_upload(upload.name, upload.getvalue())
+    city, _ = geo.store_upload(upload.name, upload.getvalue())
 elif source == "Place name (online)":
     city = st.text_input("Place (e.g. 'Kallio, Helsinki')", key="geo_place").strip()
     if not city:
         st.info("Type a district or small town; needs internet access to OpenStreetMap.")
         st.stop()
+mk = geo.map_key(city)  # every setting widget below is keyed per map (issue 11, failure 5)
 
-c1, c2, c3, c4 = st.columns([2, 2, 1, 1])
-with c1:
-    method = st.selectbox(
-        "Mechanism shown", list(geo.METHOD_LABELS), format_func=geo.METHOD_LABELS.get, key="geo_method"
-    )
-with c2:
-    eps = eps_slider("Privacy budget ε (1/km)", key="geo_eps", default=1.0, lo=0.1, hi=5.0)
-with c3:
-    seed_n = st.slider(
-        "Seed cells", 4, 16, 12, key="geo_seed_n", help="Seed-grid cells along the longer side."
-    )
-with c4:
-    depth = st.selectbox("Depth", [1, 2, 3, 4], index=1, key="geo_depth", help="2 × 2 refinements per level.")
-
-config = geo.GeoConfig(city=city, seed_n=seed_n, depth=depth, seed=get_state().seed)
+status = st.empty()
 try:
-    problem = geo.cached_problem(config)
+    with status, st.spinner("Reading the map…"):
+        network = geo.cached_network(city)
 except DataError as exc:
+    status.empty()
     st.error(str(exc))
     st.stop()
+status.empty()
 
-bar = st.progress(0.0, text="Building the mechanisms…")
-comp = geo.cached_comparison(config, eps, progress=lambda f, m: bar.progress(f, text=m))
-bar.empty()
-mech = comp.mechanisms[method]
+# ---- settings (created with default = current value: a re-mounted widget shows what is computed) -------
+labels = geo.method_labels()
+by_label = {v: k for k, v in labels.items()}
+levels = [geo.level_label(name) for name in geo.LEVEL_RADIUS_KM] + [geo.CUSTOM]
+c1, c2, c3, c4 = st.columns([2, 3, 1, 1])
+with c1:
+    key = f"geo_method_{mk}"
+    method_label = st.selectbox(
+        "Mechanism shown",
+        list(by_label),
+        index=list(by_label).index(geo.remembered(key, "method", labels["tree"], lambda v: v in by_label)),
+        key=key,
+    )
+    method = by_label[method_label]
+with c2:
+    key = f"geo_level_{mk}"
+    default_level = geo.level_label(geo.DEFAULT_LEVEL)
+    level = st.radio(
+        "Privacy level",
+        levels,
+        index=levels.index(geo.remembered(key, "level", default_level, lambda v: v in levels)),
+        key=key,
+        help="After Location Guard: how far apart two places must be before one report can double an "
+        "attacker's odds between them (ε = ln 2 / r).",
+    )
+    if level == geo.CUSTOM:
+        key = f"geo_eps_{mk}"
+        eps = eps_slider(
+            "Privacy budget ε (1/km)",
+            key=key,
+            default=float(geo.remembered(key, "eps", 1.0, lambda v: 0.1 <= float(v) <= 5.0)),
+            lo=0.1,
+            hi=5.0,
+        )
+    else:
+        eps = geo.level_eps(level.split(":")[0])
+with c3:
+    key = f"geo_seed_n_{mk}"
+    seed_n = st.slider(
+        "Seed cells",
+        4,
+        16,
+        int(geo.remembered(key, "seed_n", 12, lambda v: 4 <= int(v) <= 16)),
+        key=key,
+        help="Seed-grid cells along the longer side.",
+    )
+with c4:
+    key = f"geo_depth_{mk}"
+    depth = st.selectbox(
+        "Depth",
+        [1, 2, 3, 4],
+        index=[1, 2, 3, 4].index(geo.remembered(key, "depth", 2, lambda v: v in (1, 2, 3, 4))),
+        key=key,
+        help="2 × 2 refinements per level.",
+    )
+st.caption(geo.eps_meaning(eps, network.extent_km))
 
-candidates = geo.candidate_points(problem)
-clicked = st.session_state.get("geo_map")
+views = {
+    "Where reports land: P(report | true location)": "report",
+    "Where privacy is expensive: expected error per true location": "error",
+}
+cand_xy, cand_labels = geo.candidates(city)
+deck_key = f"geo_map_{mk}"
+picks = st.session_state.setdefault("geo_pick", {})
+generation = st.session_state.setdefault("geo_pick_gen", {})
+clicked = (st.session_state.get(deck_key) or {}).get("selection", {}).get("objects", {}).get("geo_targets")
 if clicked:
-    picked = clicked.get("selection", {}).get("objects", {}).get("geo_targets", [])
-    target = int(picked[0]["target"]) if picked else None
-    if target is not None and target != st.session_state.get("geo_last_click"):
-        st.session_state["geo_last_click"] = target  # apply a click once, so the list still works after it
-        if target in set(candidates.tolist()):
-            st.session_state["geo_true"] = target
-if st.session_state.get("geo_true") not in set(candidates.tolist()):
-    st.session_state["geo_true"] = int(candidates[len(candidates) // 2])
-xy = problem.targets_km
-true_index = st.selectbox(
-    "True location (or click a blue dot on the map)",
-    candidates.tolist(),
-    key="geo_true",
-    format_func=lambda i: f"#{i}: {xy[i, 0]:.2f} km E, {xy[i, 1]:.2f} km N",
-)
-reports = geo.sample_reports(mech, true_index, 40, np.random.default_rng(get_state().seed))
+    cand = int(clicked[0]["cand"])
+    if 0 <= cand < len(cand_labels) and st.session_state.get(f"geo_clicked_{mk}") != cand:
+        st.session_state[f"geo_clicked_{mk}"] = cand  # apply a click once, so the list still works after it
+        picks[mk] = cand_labels[cand]
+        generation[mk] = generation.get(mk, 0) + 1  # a new list widget, created showing the click
+v1, v2 = st.columns([3, 2])
+with v1:
+    key = f"geo_view_{mk}"
+    view_label = st.radio(
+        "Colour the map by",
+        list(views),
+        index=list(views).index(geo.remembered(key, "view", next(iter(views)), lambda v: v in views)),
+        key=key,
+    )
+with v2:
+    key = f"geo_true_{mk}_{generation.get(mk, 0)}"
+    true_label = st.selectbox(
+        "True location (or click a blue dot on the map)",
+        cand_labels,
+        index=cand_labels.index(st.session_state.get(key, picks.get(mk, cand_labels[0]))),
+        key=key,
+    )
+    picks[mk] = true_label
+geo.remember(method=method_label, level=level, eps=eps, seed_n=seed_n, depth=depth, view=view_label)
 
+# ---- compute (cached per map, depth, seed cells, eps, method) -------------------------------------------
+config = geo.GeoConfig(city=city, seed_n=seed_n, depth=depth, seed=get_state().seed)
+try:
+    with status, st.spinner("Laying the grid and computing travel distances…"):
+        problem = geo.cached_problem(config)
+    bar = status.progress(0.0, text=f"Building {method_label}…")
+    comp = geo.mechanism(config, eps, method, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
+except DataError as exc:
+    status.empty()
+    st.error(str(exc))
+    st.stop()
+status.empty()
+mech = comp.mechanisms[method]
+cand = cand_labels.index(true_label)
+true_index = geo.nearest_target(problem, cand_xy[cand])
+reports = geo.sample_reports(mech, true_index, geo.N_REPORTS, get_state().seed)
+view = geo.GeoView(colour_by=views[view_label], true_index=true_index, candidate=cand)
+
+# ---- the map --------------------------------------------------------------------------------------------
+chart, vmax = geo.deck(config, mech, view, reports)
+if view.colour_by == "error":
+    st.html(geo.legend_html("Expected travel error if you are here (km)", vmax, " km", "{:.2f}"))
+else:
+    st.html(geo.legend_html("Probability of reporting each cell (%)", 100 * vmax, " %", "{:.2g}"))
 st.pydeck_chart(
-    geo.deck(problem, mech, true_index, reports, candidates),
+    chart,
     on_select="rerun",
     selection_mode="single-object",
-    key="geo_map",
-    height=520,
+    key=deck_key,
+    height=geo.MAP_HEIGHT,
 )
 st.caption(
-    f"{geo.METHOD_LABELS[method]} at ε = {eps:g}/km. Black: true location; red: output distribution; "
-    f"orange: 40 sampled reports. {problem.grid.n_targets:,} target vertices, {len(problem.grid.outputs)} "
-    f"outputs, seed spacing {problem.grid.h0 * 1000:.0f} m. {geo.ATTRIBUTION}"
+    f"{method_label} at ε = {eps:.3g}/km. "
+    + (
+        "Colour: expected travel error for a user at each location (all locations). "
+        if view.colour_by == "error"
+        else f"Colour: probability of each reported cell for the true location {true_label}. "
+    )
+    + f"Black: true location; blue: {geo.N_REPORTS} sampled reports; small dots: candidate locations. "
+    f"{problem.grid.n_targets:,} target vertices, {len(problem.grid.outputs)} outputs, seed spacing "
+    f"{problem.grid.h0 * 1000:.0f} m; utility {comp.utility_km[method]:.3f} km. {geo.ATTRIBUTION}"
 )
 
+# ---- comparison -----------------------------------------------------------------------------------------
 st.subheader("Comparison")
-st.dataframe(geo.comparison_table(comp), hide_index=True, width="stretch")
-tree_info = comp.mechanisms["tree"].info
-st.caption(
-    f"Seed LP: {tree_info.get('message')}. Violation ratio: share of checked (x, x′, y) triples over the "
-    "bound, on all nearest-neighbour pairs plus 50,000 random pairs; LP-A is not private on the fine grid."
+key = f"geo_lpa_{mk}"
+with_lpa = st.toggle(
+    "Include the LP on the seed grid (LP-A: a non-private reference, slow at large ε)",
+    value=bool(geo.remembered(key, "lpa", False)),
+    key=key,
 )
-st.download_button(
-    "Download the shown mechanism (.npz)",
-    geo.mechanism_npz(mech),
-    file_name=f"geo_{method}.npz",
-    key="geo_download",
-)
+shown = [m for m in labels if with_lpa or m != "lp_coarse" or m == method]
+slot = st.empty()
+bar = slot.progress(0.0, text="Building the other mechanisms…")
+comps = {}
+for k, key in enumerate(shown):
+    bar.progress(k / len(shown), text=f"Building {labels[key]}…")
+    comps[key] = geo.mechanism(config, eps, key)
+slot.empty()
+geo.remember(lpa=with_lpa)
+bound = geo.cached_bound(config, eps) if geo.bound_available() else None
+if (
+    geo.bound_available()
+    and bound is None
+    and st.button("How far from the best possible? (lower bound)", key=f"geo_bound_{mk}")
+):
+    bar = slot.progress(0.0, text="Bounding every ε-mDP mechanism on these outputs…")
+    bound = geo.compute_bound(config, eps, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
+    slot.empty()
+st.dataframe(geo.comparison_table(comps, bound), hide_index=True, width="stretch")
+notes = [
+    "Violation ratio: share of checked (x, x′, y) triples over the bound, on all nearest-neighbour pairs "
+    "plus 50,000 random pairs; LP-A reports through the nearest seed and is not private on the fine grid."
+]
+if bound is not None:
+    kind = "exact optimum" if bound.exact else "certified lower bound"
+    notes.append(
+        f"Best possible with these outputs ({kind}, {bound.method}, {bound.seconds:.1f} s): "
+        f"{bound.value:.3f} km; no ε-mDP mechanism has a smaller expected travel error."
+    )
+st.caption(" ".join(notes))
 
-if st.toggle("Loss against ε", key="geo_curve"):
-    values = (0.25, 0.5, 1.0, 2.0, 4.0)
-    with st.spinner("Sweeping ε…"):
-        curve = geo.cached_curve(config, values)
+d1, d2 = st.columns(2)
+with d1:
+    st.download_button(
+        "Download the shown mechanism (.npz)",
+        geo.mechanism_npz(mech, config, network),
+        file_name=f"geo_{method}_eps{eps:.3g}.npz",
+        key=f"geo_download_{mk}",
+    )
+with d2:
+    gj = geo.geojson_bytes(mech, config, network)
+    if gj is not None:
+        st.download_button(
+            "Download targets and outputs (GeoJSON, WGS84)",
+            gj,
+            file_name=f"geo_{method}_eps{eps:.3g}.geojson",
+            mime="application/geo+json",
+            key=f"geo_geojson_{mk}",
+        )
+
+key = f"geo_curve_{mk}"
+if st.toggle("Loss against ε", value=bool(st.session_state.get(key, False)), key=key):
+    bar = slot.progress(0.0, text="Sweeping ε…")
+    curve = geo.curve_frame(config, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
+    slot.empty()
     st.plotly_chart(geo.fig_loss_curve(curve), key="geo_curve_chart")
