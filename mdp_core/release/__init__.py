@@ -4,20 +4,31 @@ and the self-contained HTML report (DESIGN.md "Release and decisions")."""
 from __future__ import annotations
 
 from .audit import AUDIT_FIELDS, audit_record, dataset_fingerprint, package_versions
+from .outcome import ScenarioOutcome, compare_scenarios, evaluate_scenario, leakage_per_attribute
 from .posterior import budget_sentence, odds_factor, posterior_bound, posterior_table
 from .privatise import ReleaseCheck, privatise, release_report, target_channel
+from .scenarios import SCENARIO_SCHEMA, Scenario, UtilityTarget, load_scenarios, save_scenarios
 
 __all__ = [
     "AUDIT_FIELDS",
+    "SCENARIO_SCHEMA",
     "ReleaseCheck",
+    "Scenario",
+    "ScenarioOutcome",
+    "UtilityTarget",
     "audit_record",
     "budget_sentence",
+    "compare_scenarios",
     "dataset_fingerprint",
+    "evaluate_scenario",
+    "leakage_per_attribute",
+    "load_scenarios",
     "odds_factor",
     "package_versions",
     "posterior_bound",
     "posterior_table",
     "privatise",
     "release_report",
+    "save_scenarios",
     "target_channel",
 ]

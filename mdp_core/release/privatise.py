@@ -97,9 +97,12 @@ def _decode_column(encoded: core.Encoded, df: pd.DataFrame, col: str, codes: np.
         values = _rounded_levels(levels, decimals)[codes]
         return pd.Series(values, name=col)
     values = np.asarray(levels, dtype=object)[codes]
-    if original is not None and pd.api.types.is_numeric_dtype(original.dtype):
-        return pd.Series(values.astype(original.dtype), name=col)
-    return pd.Series(values, name=col, dtype=original.dtype if original is not None else object)
+    if original is not None:
+        try:  # labels as loaded (ints stay ints); a "missing" level keeps the column textual
+            return pd.Series(values.astype(original.dtype), name=col)
+        except (TypeError, ValueError):
+            pass
+    return pd.Series(values, name=col, dtype=object)
 
 
 def privatise(

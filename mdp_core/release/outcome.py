@@ -1,0 +1,219 @@
+"""Run a scenario on its table: the decision metrics a comparison, a report and the release page show.
+
+:func:`evaluate_scenario` encodes the table as the scenario says, configures DepHDP on the 62.5 % fitting
+split (000 Sec. IV-A, seeded), measures utility in the task's own units on the held-out split over
+``repetitions`` privatisations (mean and mean -+ 1.96 sd, the project's CI convention), privatises the whole
+table once for the degeneracy checks, bounds the leakage about every attribute, and writes the audit record.
+:func:`compare_scenarios` puts two to four outcomes side by side, one row per scenario.
+
+Leakage per attribute (001 Eq. 5, nats): ``TPL_a <= eps_g(a) + sum_{j not in g(a)} CPL_{j -> a}(eps_g(j))``:
+the attribute's own group channel (component distance <= 1, so at most ``eps_g(a)``) plus what every
+attribute released through another group's channel reveals about it through their dependence
+(Dependency-Triad bound, :func:`mdp_core.pairwise_leakage`). Summing over the attributes of a jointly
+released group is sequential composition: an upper bound. ``e^TPL`` is the attacker's largest odds factor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from mdp_core._validation import Progress, report
+from mdp_core.errors import DataError
+
+from .audit import audit_record, dataset_fingerprint
+from .privatise import ReleaseCheck, privatise, release_report
+from .scenarios import Scenario
+
+if TYPE_CHECKING:
+    import mdp_core as core
+
+__all__ = ["ScenarioOutcome", "compare_scenarios", "encode_for", "evaluate_scenario", "leakage_per_attribute"]
+
+FIT_FRACTION = 0.625
+
+
+@dataclass(frozen=True, eq=False)
+class ScenarioOutcome:
+    """Everything measured for one scenario (see :func:`evaluate_scenario`)."""
+
+    scenario: Scenario
+    table: pd.DataFrame
+    encoded: core.Encoded
+    fit: core.Encoded
+    test: core.Encoded
+    result: core.DepHDPResult
+    utility: dict[str, Any]
+    released: pd.DataFrame
+    check: ReleaseCheck
+    leakage: pd.DataFrame
+    audit: dict
+
+
+def encode_for(scenario: Scenario, df: pd.DataFrame) -> core.Encoded:
+    """The table encoded as the scenario's data settings say (excluded columns, kinds, bins, target)."""
+    import mdp_core as core
+
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    named = (*scenario.exclude, *(c for c, _ in scenario.kind_overrides))
+    unknown = [c for c in named if c not in df.columns]
+    if unknown:
+        raise DataError(f"scenario {scenario.name!r} names columns the table lacks: {unknown}")
+    if scenario.target is not None and scenario.target in scenario.exclude:
+        raise DataError(f"scenario {scenario.name!r} excludes its own target {scenario.target!r}")
+    cols = [c for c in df.columns if c not in scenario.exclude]
+    schema = core.infer_schema(df[cols], target=scenario.target).with_kinds(dict(scenario.kind_overrides))
+    bins = dict(scenario.bins)
+    return core.discretize(df, schema, bins={c: bins.get(c, 8) for c in schema.columns})
+
+
+def leakage_per_attribute(encoded: core.Encoded, result: core.DepHDPResult) -> pd.DataFrame:
+    """Per released attribute: its group, the group's eps, the TPL bound (nats) and the odds factor."""
+    import mdp_core as core
+
+    mech = result.mechanism
+    group_of = {a: k for k, g in enumerate(mech.groups) for a in g}
+    attrs = list(mech.attributes)
+    eps_attr = np.array([float(mech.eps[group_of[a]]) for a in attrs])
+    if len(attrs) >= 2:
+        model = core.pairwise_leakage(encoded.codes[attrs], method="dt")
+        rows = np.vstack([model.row(j, float(eps_attr[j])) for j in range(len(attrs))])  # rows[j, a]
+    else:
+        rows = np.zeros((1, 1))
+    tpl = []
+    for a_idx, a in enumerate(attrs):
+        others = [j for j, b in enumerate(attrs) if group_of[b] != group_of[a]]
+        tpl.append(float(eps_attr[a_idx] + sum(rows[j, a_idx] for j in others)))
+    return pd.DataFrame(
+        {
+            "attribute": attrs,
+            "group": [" + ".join(mech.groups[group_of[a]]) for a in attrs],
+            "eps_group": eps_attr,
+            "leakage_nats": tpl,
+            "odds_factor": np.exp(np.minimum(tpl, 700.0)),
+        }
+    )
+
+
+def _utility(result: core.DepHDPResult, fit: core.Encoded, test: core.Encoded, reps: int, seed: int) -> dict:
+    from mdp_core.dephdp import prediction_labels, task_utility
+
+    rng = np.random.default_rng([seed, 1])
+    labels = prediction_labels(fit, test.codes) if result.task.name == "prediction" else None
+    vals, rel, ref, aucs = [], [], None, []
+    for _ in range(reps):
+        y = result.privatize(test.codes, rng)
+        u = task_utility(result.task, test.codes, y, encoded=test, labels=labels, p=result.config.p)
+        vals.append(u.value)
+        rel.append(u.relative)
+        ref = u
+        aucs.append(u.metrics.get("auc", np.nan))
+    if ref is None:  # pragma: no cover - reps >= 2
+        raise DataError("no repetition ran")
+    mean, sd = float(np.mean(vals)), float(np.std(vals, ddof=1)) if reps > 1 else 0.0
+    rmean, rsd = float(np.mean(rel)), float(np.std(rel, ddof=1)) if reps > 1 else 0.0
+    return {
+        "metric": ref.metric,
+        "unit": ref.unit,
+        "higher_is_better": ref.higher_is_better,
+        "mean": mean,
+        "lo": mean - 1.96 * sd,
+        "hi": mean + 1.96 * sd,
+        "reference": ref.reference,
+        "relative": rmean,
+        "relative_lo": rmean - 1.96 * rsd,
+        "relative_hi": rmean + 1.96 * rsd,
+        "auc": float(np.nanmean(aucs)) if not np.all(np.isnan(aucs)) else None,
+        "auc_reference": ref.metrics.get("auc_reference"),
+        "repetitions": reps,
+        "test_rows": len(test.codes),
+    }
+
+
+def evaluate_scenario(
+    scenario: Scenario, df: pd.DataFrame, *, repetitions: int = 10, progress: Progress = None
+) -> ScenarioOutcome:
+    """Configure, measure and release one scenario on ``df`` (its fingerprint is checked when it has one)."""
+    import mdp_core as core
+
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a Scenario, got {type(scenario).__name__}")
+    if not isinstance(repetitions, int) or repetitions < 2:
+        raise DataError(f"repetitions must be an integer >= 2, got {repetitions!r}")
+    fp = dataset_fingerprint(df)
+    if scenario.fingerprint and scenario.fingerprint != fp:
+        raise DataError(
+            f"scenario {scenario.name!r} was made on another table (fingerprint "
+            f"{scenario.fingerprint[:12]}…, this table {fp[:12]}…)"
+        )
+    report(progress, 0.0, "encoding")
+    encoded = encode_for(scenario, df)
+    fit, test = core.split_encoded(encoded, FIT_FRACTION, np.random.default_rng(scenario.seed))
+    config = replace(scenario.config, seed=scenario.seed)
+    sub = None if progress is None else (lambda f, m: report(progress, 0.05 + 0.75 * f, m))
+    result = core.run_dephdp(fit, config, progress=sub)
+    report(progress, 0.85, "measuring utility on the held-out split")
+    utility = _utility(result, fit, test, repetitions, scenario.seed)
+    report(progress, 0.92, "releasing the whole table")
+    kw = {"include_target": scenario.include_target, "target_eps": scenario.target_eps}
+    released = privatise(df, result, encoded=encoded, rng=np.random.default_rng([scenario.seed, 2]), **kw)
+    check = release_report(df, released, result=result)
+    leakage = leakage_per_attribute(encoded, result)
+    audit = audit_record(
+        df, encoded, result, seed=scenario.seed, dataset=scenario.dataset, privatised=released, **kw
+    )
+    report(progress, 1.0, "done")
+    return ScenarioOutcome(scenario, df, encoded, fit, test, result, utility, released, check, leakage, audit)
+
+
+def compare_scenarios(
+    items: list[ScenarioOutcome] | list[Scenario], *, data: pd.DataFrame | None = None, repetitions: int = 10
+) -> pd.DataFrame:
+    """One row per scenario, one column per decision metric.
+
+    ``items`` are outcomes, or scenarios run here on ``data``. Columns: groups, mechanisms, per-group eps,
+    the composed budget, utility with its CI (and relative to non-private), leakage per attribute (the
+    largest, and one column per attribute), degeneracy flags.
+    """
+    outs: list[ScenarioOutcome] = []
+    for it in items:
+        if isinstance(it, ScenarioOutcome):
+            outs.append(it)
+        elif isinstance(it, Scenario):
+            if data is None:
+                raise DataError("pass data= (the table) to compare scenarios that have not been run")
+            outs.append(evaluate_scenario(it, data, repetitions=repetitions))
+        else:
+            raise TypeError(f"items must be Scenario or ScenarioOutcome, got {type(it).__name__}")
+    if not outs:
+        raise DataError("nothing to compare: pass at least one scenario")
+    rows = []
+    for o in outs:
+        mech, u, comp = o.result.mechanism, o.utility, o.audit["composition"]
+        row: dict[str, Any] = {
+            "scenario": o.scenario.name,
+            "eps": float(o.result.config.eps),
+            "task": o.result.task.name,
+            "groups": " | ".join(" + ".join(g) for g in mech.groups),
+            "mechanisms": " | ".join(mech.kinds),
+            "eps_k": " | ".join(f"{e:.3g}" for e in mech.eps),
+            "record_budget": comp["norm"],
+            "utility_metric": u["metric"],
+            "utility": u["mean"],
+            "utility_lo": u["lo"],
+            "utility_hi": u["hi"],
+            "non_private": u["reference"],
+            "relative": u["relative"],
+            "max_leakage_nats": float(o.leakage["leakage_nats"].max()),
+            "constant_columns": ", ".join(o.check.constant_columns),
+            "min_budget_groups": len(o.check.min_budget_groups),
+            "degenerate": o.check.degenerate,
+        }
+        leak = zip(o.leakage["attribute"], o.leakage["leakage_nats"], strict=True)
+        row.update({f"leak:{a}": float(v) for a, v in leak})
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,163 @@
+"""Scenario files (schema-versioned JSON, validated with clear errors) and the side-by-side comparison."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from release_cases import FAST, make_table
+
+import mdp_core as core
+from mdp_core.release import (
+    SCENARIO_SCHEMA,
+    Scenario,
+    UtilityTarget,
+    compare_scenarios,
+    dataset_fingerprint,
+    evaluate_scenario,
+    load_scenarios,
+    save_scenarios,
+)
+
+
+def scenario(name: str = "base", **kw: object) -> Scenario:
+    df = make_table()
+    base = {
+        "dataset": "constructed",
+        "config": core.DepHDPConfig(eps=2.0, **FAST),
+        "fingerprint": dataset_fingerprint(df),
+        "target": "target",
+        "exclude": ("patient_id",),
+        "bins": (("dose", 4),),
+    }
+    base.update(kw)
+    return Scenario(name, **base)  # type: ignore[arg-type]
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    a = scenario("a", pages=(("noise", json.dumps({"eps": 1.0, "delta": 1e-6})),))
+    b = scenario(
+        "b",
+        config=core.DepHDPConfig(eps=5.0, p=math.inf, task="record", **FAST),
+        include_target=False,
+        target_eps=0.7,
+        utility_target=UtilityTarget("absolute", 0.8),
+        kind_overrides=(("a", "nominal"),),
+    )
+    path = tmp_path / "s.json"
+    text = save_scenarios([a, b], path)
+    assert json.loads(text)["schema_version"] == SCENARIO_SCHEMA
+    assert load_scenarios(path) == [a, b]
+    assert load_scenarios(text.encode()) == [a, b]
+    assert json.loads(text)["scenarios"][1]["config"]["p"] == "inf"
+
+
+def bad(doc: object) -> bytes:
+    return json.dumps(doc).encode()
+
+
+def good_dict() -> dict:
+    return json.loads(save_scenarios([scenario()]))["scenarios"][0]
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"\xff\xfe", "not a JSON scenario file"),
+        (b"{not json", "not a JSON scenario file"),
+        (bad([1, 2]), "not a scenario file"),
+        (bad({"schema_version": "mdp-lab/scenarios/9", "scenarios": []}), "unsupported schema_version"),
+        (bad({"schema_version": SCENARIO_SCHEMA, "scenarios": []}), "'scenarios' must be a non-empty list"),
+        (bad({"schema_version": SCENARIO_SCHEMA, "scenarios": [3]}), "scenario 1: a scenario must be a JSON"),
+        (
+            bad({"schema_version": SCENARIO_SCHEMA, "scenarios": [{"name": "x", "dataset": "heart"}]}),
+            r"scenario 1 \('x'\): missing field\(s\) \['config'\]",
+        ),
+    ],
+)
+def test_bad_files_are_refused_with_a_message(raw: bytes, message: str) -> None:
+    with pytest.raises(core.DataError, match=message):
+        load_scenarios(raw)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"colour": "red"}, r"unknown field\(s\) \['colour'\]"),
+        ({"seed": "zero"}, "field 'seed' must be int, got str"),
+        ({"seed": True}, "field 'seed' must be int, got bool"),
+        ({"config": {"eps": -1}}, "config: eps must be a positive"),
+        ({"config": {"epsilon": 1}}, r"config has unknown key\(s\) \['epsilon'\]"),
+        ({"utility_target": {"kind": "median", "value": 1}}, "utility target kind must be"),
+        ({"bins": {"dose": 1}}, "bins must map columns to integers >= 2"),
+        ({"target_eps": -0.5}, "target_eps must be a positive"),
+        ({"name": "  "}, "name must be a non-empty string"),
+    ],
+)
+def test_bad_fields_name_the_scenario_and_the_field(change: dict, message: str) -> None:
+    doc = good_dict()
+    doc.update(change)
+    with pytest.raises(core.DataError, match=message):
+        load_scenarios(bad({"schema_version": SCENARIO_SCHEMA, "scenarios": [doc]}))
+
+
+def test_duplicate_names_and_unreadable_paths(tmp_path: Path) -> None:
+    doc = good_dict()
+    with pytest.raises(core.DataError, match=r"\['base'\] appear more than once"):
+        load_scenarios(bad({"schema_version": SCENARIO_SCHEMA, "scenarios": [doc, doc]}))
+    with pytest.raises(core.DataError, match="names must be unique"):
+        save_scenarios([scenario(), scenario()])
+    with pytest.raises(core.DataError, match="cannot read the scenario file"):
+        load_scenarios(tmp_path / "absent.json")
+
+
+def test_compare_two_scenarios_side_by_side() -> None:
+    df = make_table()
+    low, high = scenario("low", config=core.DepHDPConfig(eps=0.5, **FAST)), scenario("high")
+    table = compare_scenarios([low, high], data=df, repetitions=4)
+    assert list(table["scenario"]) == ["low", "high"]
+    assert list(table["eps"]) == [0.5, 2.0]
+    for col in ("groups", "mechanisms", "eps_k", "utility", "utility_lo", "utility_hi", "non_private",
+                "max_leakage_nats", "degenerate", "leak:a", "leak:colour"):  # fmt: skip
+        assert col in table.columns, col
+    assert (table["utility_lo"] <= table["utility"]).all() and (table["utility"] <= table["utility_hi"]).all()
+    assert "patient_id" not in " ".join(table.columns)
+
+
+def test_outcome_numbers_are_what_they_claim() -> None:
+    from mdp_core.dephdp import prediction_labels, task_utility
+
+    df = make_table()
+    out = evaluate_scenario(scenario(), df, repetitions=3)
+    # utility: the three repetitions recomputed independently give the same mean and CI
+    rng = np.random.default_rng([0, 1])
+    labels = prediction_labels(out.fit, out.test.codes)
+    values = []
+    for _ in range(3):
+        y = out.result.privatize(out.test.codes, rng)
+        values.append(task_utility(out.result.task, out.test.codes, y, labels=labels).value)
+    assert out.utility["mean"] == pytest.approx(np.mean(values), abs=1e-15)
+    assert out.utility["hi"] == pytest.approx(np.mean(values) + 1.96 * np.std(values, ddof=1), abs=1e-12)
+    assert 0 < out.utility["reference"] <= 1
+    # leakage: every attribute's bound is at least its own group's budget
+    assert (out.leakage["leakage_nats"] >= out.leakage["eps_group"] - 1e-12).all()
+    assert len(out.released) == len(df) and "patient_id" not in out.released.columns
+    assert out.audit["fingerprint"]["value"] == dataset_fingerprint(df)
+
+
+def test_fingerprint_and_columns_are_checked() -> None:
+    df = make_table()
+    other = df.assign(a=df["a"] + 1)
+    with pytest.raises(core.DataError, match="was made on another table"):
+        evaluate_scenario(scenario(), other, repetitions=2)
+    with pytest.raises(core.DataError, match="names columns the table lacks"):
+        evaluate_scenario(replace(scenario(), fingerprint="", exclude=("nope",)), df, repetitions=2)
+    with pytest.raises(core.DataError, match="pass data="):
+        compare_scenarios([scenario()])
+    with pytest.raises(TypeError, match="items must be Scenario"):
+        compare_scenarios([pd.DataFrame()])  # type: ignore[list-item]
