@@ -1,0 +1,163 @@
+"""frontier (means, 95 % CIs, Pareto flags) and smallest_eps against independent brute-force computations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import stats
+
+import mdp_core.sweep.engine as engine
+from mdp_core import DataError
+from mdp_core.sweep import SweepSpec, frontier, smallest_eps
+
+
+def results(
+    values: dict[tuple[str, float], list[float]], *, higher: bool = True, ref: float = 0.8
+) -> pd.DataFrame:
+    """A results table like run_sweep's: one row per (method, eps, repetition)."""
+    rows = []
+    for (method, eps), vals in values.items():
+        for r, v in enumerate(vals):
+            rows.append(
+                {
+                    "task_index": 0,
+                    "dataset": "toy",
+                    "task": "prediction" if higher else "record",
+                    "tau_group": 0.1,
+                    "tau_dpn": 0.2,
+                    "eps": eps,
+                    "method": method,
+                    "repetition": r,
+                    "metric": "accuracy" if higher else "mean_distance",
+                    "higher_is_better": higher,
+                    "utility": v,
+                    "reference": ref,
+                    "loss": 1.0 - v,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def t_interval(vals: list[float]) -> tuple[float, float]:
+    a = np.asarray(vals)
+    if np.std(a) == 0:
+        return float(a.mean()), float(a.mean())
+    lo, hi = stats.t.interval(0.95, len(a) - 1, loc=a.mean(), scale=stats.sem(a))
+    return float(lo), float(hi)
+
+
+def test_frontier_means_and_intervals_match_scipy() -> None:
+    vals = {
+        ("DepHDP", 1.0): [0.5, 0.6, 0.7],
+        ("DepHDP", 2.0): [0.7, 0.72, 0.8, 0.75],
+        ("SPL+DPN", 1.0): [0.4, 0.45],
+    }
+    fr = frontier(results(vals)).set_index(["method", "eps"])
+    for key, v in vals.items():
+        row = fr.loc[key]
+        lo, hi = t_interval(v)
+        assert row["n"] == len(v)
+        assert row["utility_mean"] == pytest.approx(np.mean(v), abs=1e-12)
+        assert row["utility_ci_lo"] == pytest.approx(lo, abs=1e-12)
+        assert row["utility_ci_hi"] == pytest.approx(hi, abs=1e-12)
+        assert row["utility_lo"] == pytest.approx(np.mean(v) - 1.96 * np.std(v, ddof=1), abs=1e-12)
+        assert row["loss_mean"] == pytest.approx(1 - np.mean(v), abs=1e-12)
+
+
+@given(
+    points=st.lists(
+        st.tuples(st.sampled_from([0.5, 1.0, 2.0, 4.0]), st.floats(0, 1, allow_nan=False)),
+        min_size=1,
+        max_size=12,
+    ),
+    higher=st.booleans(),
+)
+def test_pareto_flags_match_brute_force(points: list[tuple[float, float]], higher: bool) -> None:
+    vals = {(f"m{i}", e): [u, u] for i, (e, u) in enumerate(points)}
+    fr = frontier(results(vals, higher=higher))
+    sign = 1 if higher else -1
+    for _, row in fr.iterrows():
+        e, u = row["eps"], sign * row["utility_mean"]
+        dominated = any((e2 <= e and sign * u2 >= u and (e2 < e or sign * u2 > u)) for e2, u2 in points)
+        assert bool(row["pareto"]) == (not dominated)
+
+
+@given(
+    data=st.lists(st.lists(st.floats(0, 1, allow_nan=False), min_size=2, max_size=6), min_size=1, max_size=6),
+    target=st.floats(0, 1, allow_nan=False),
+    higher=st.booleans(),
+)
+def test_smallest_eps_matches_a_brute_force_scan(
+    data: list[list[float]], target: float, higher: bool
+) -> None:
+    grid = [0.25 * 2**k for k in range(len(data))]
+    vals = {("DepHDP", e): v for e, v in zip(grid, data, strict=True)}
+    choice = smallest_eps(results(vals, higher=higher), target, metric="utility")
+    expected = None
+    for e, v in zip(grid, data, strict=True):
+        lo, hi = t_interval(v)
+        if (lo >= target - 1e-12) if higher else (hi <= target + 1e-12):
+            expected = e
+            break
+    if expected is None:
+        assert not choice.met
+        assert choice.eps == grid[-1]
+        assert f"not reachable below eps = {grid[-1]:g}" in choice.reason
+    else:
+        # tolerate float ties at the boundary only
+        assert choice.met
+        assert choice.eps == expected
+        assert choice.estimate == pytest.approx(np.mean(vals[("DepHDP", expected)]))
+
+
+def test_relative_target_uses_the_non_private_reference() -> None:
+    vals = {("DepHDP", 1.0): [0.70, 0.70], ("DepHDP", 2.0): [0.77, 0.77], ("DepHDP", 4.0): [0.79, 0.79]}
+    choice = smallest_eps(results(vals, ref=0.8), 0.95, relative=True)
+    assert choice.target == pytest.approx(0.76)
+    assert (choice.eps, choice.met, choice.estimate) == (2.0, True, pytest.approx(0.77))
+    assert choice.settings == {"task": "prediction", "tau_group": 0.1, "tau_dpn": 0.2, "method": "DepHDP"}
+
+
+def test_loss_metric_is_met_from_above_and_best_method_when_none_fixed() -> None:
+    vals = {("DepHDP", 1.0): [0.5, 0.5], ("SPL+DPN", 1.0): [0.7, 0.7], ("DepHDP", 2.0): [0.8, 0.8]}
+    # loss = 1 - utility: at eps 1 SPL+DPN has loss 0.3 <= 0.35, DepHDP 0.5
+    choice = smallest_eps(results(vals), 0.35, metric="loss", method=None)
+    assert (choice.eps, choice.settings["method"], choice.met) == (1.0, "SPL+DPN", True)
+
+
+def test_errors_are_clear() -> None:
+    df = results({("DepHDP", 1.0): [0.5, 0.6]})
+    with pytest.raises(DataError, match="method 'LP' is not in the results"):
+        smallest_eps(df, 0.5, method="LP")
+    with pytest.raises(DataError, match="metric 'f1' is not a column"):
+        smallest_eps(df, 0.5, metric="f1")
+    with pytest.raises(DataError, match="results lack the columns"):
+        frontier(df.drop(columns=["loss"]))
+    with pytest.raises(TypeError, match="results must be the DataFrame"):
+        frontier([1, 2])
+    with pytest.raises(DataError, match="refine needs the sweep spec"):
+        smallest_eps(results({("DepHDP", 1.0): [0.1, 0.1], ("DepHDP", 2.0): [0.9, 0.9]}), 0.5, refine=2)
+
+
+def test_bisection_refines_between_grid_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Utility = 1 - exp(-eps) exactly: the target 0.7 is first met at eps* = ln(1 / 0.3) = 1.204."""
+
+    def fake_run_sweep(spec: SweepSpec, *, client: object = None) -> pd.DataFrame:
+        (eps,) = spec.eps
+        return results({(spec.methods[0], eps): [1 - math.exp(-eps)] * 3})
+
+    monkeypatch.setattr(engine, "run_sweep", fake_run_sweep)
+    spec = SweepSpec("toy", eps=[0.5, 1.0, 2.0, 4.0], repetitions=3)
+    df = results({("DepHDP", e): [1 - math.exp(-e)] * 3 for e in spec.eps})
+    df.attrs["spec"] = spec.to_json()
+    coarse = smallest_eps(df, 0.7)
+    assert coarse.eps == 2.0
+    fine = smallest_eps(df, 0.7, refine=8)
+    eps_star = math.log(1 / 0.3)
+    assert fine.met and eps_star <= fine.eps <= eps_star * (2.0 / 1.0) ** (1 / 2**8)
+    assert "bisection" in fine.reason

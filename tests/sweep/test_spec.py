@@ -1,0 +1,131 @@
+"""SweepSpec: validation with clear errors, canonical form, configurations order, JSON round trip."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mdp_core import METHODS_EVALUATED, TASKS, DataError
+from mdp_core.sweep import SweepSpec
+
+
+def test_defaults_and_canonical_form() -> None:
+    spec = SweepSpec("heart", eps=[5, 0.5, 2], methods=["ALC+RMP", "DepHDP"])
+    assert spec.eps == (0.5, 2.0, 5.0)
+    assert spec.methods == ("DepHDP", "ALC+RMP")  # canonical order of METHODS_EVALUATED
+    assert spec.task == "prediction" and spec.tasks == ("prediction",)
+    assert spec.n_configurations == 3 and spec.n_rows == 3 * 2 * 5
+
+
+def test_configurations_are_the_product_in_task_index_order() -> None:
+    spec = SweepSpec("heart", task=["entropy", "prediction"], eps=[1, 2], tau_dpn=[0.2, 0.5])
+    assert spec.task == ("prediction", "entropy")
+    configs = spec.configurations()
+    assert [c.index for c in configs] == list(range(8))
+    assert [(c.task, c.tau_dpn, c.eps) for c in configs[:4]] == [
+        ("prediction", 0.2, 1.0),
+        ("prediction", 0.2, 2.0),
+        ("prediction", 0.5, 1.0),
+        ("prediction", 0.5, 2.0),
+    ]
+    assert {c.task for c in configs[4:]} == {"entropy"}
+    cfg = spec.config(configs[5])
+    assert (cfg.task, cfg.tau_dpn, cfg.eps, cfg.seed) == ("entropy", 0.2, 2.0, 0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"eps": []}, DataError, "eps must not be empty"),
+        ({"eps": [0, 1]}, DataError, r"every eps value must lie in \(0, "),
+        ({"eps": [1, 1]}, DataError, "eps has duplicate values"),
+        ({"eps": [float("nan")]}, DataError, "every eps value"),
+        ({"eps": "1,2"}, TypeError, "eps must be a list of numbers"),
+        ({"eps": [True]}, TypeError, "eps must hold numbers"),
+        ({"tau_dpn": [1.5]}, DataError, r"tau_dpn value must lie in \[0, 1\]"),
+        ({"tau_group": [-0.1]}, DataError, "tau_group value"),
+        ({"task": "forecast"}, DataError, r"unknown task \['forecast'\]"),
+        ({"methods": ["DepHDP", "LP"]}, DataError, r"unknown methods \['LP'\]"),
+        ({"methods": []}, DataError, "methods must not be empty"),
+        ({"repetitions": 1}, DataError, "repetitions must be >= 2"),
+        ({"repetitions": 2.5}, TypeError, "repetitions must be an integer"),
+        ({"seed": -1}, DataError, "seed must be >= 0"),
+        ({"fit_fraction": 1.0}, DataError, r"fit_fraction must lie in \(0, 1\)"),
+        ({"p": 0.5}, DataError, "p must be a number >= 1 or inf"),
+        ({"score": "best"}, DataError, "score must be 'radial' or 'mse'"),
+        ({"options": {"grid_pts": 3}}, DataError, r"unknown options \['grid_pts'\]"),
+        ({"options": {"eps": 3}}, DataError, "unknown options"),
+        ({"options": {"grid_points": 2}}, DataError, "invalid options for DepHDPConfig"),
+        ({"dataset": " "}, DataError, "dataset must be"),
+    ],
+)
+def test_invalid_specs_name_the_field(kwargs: dict, error: type[Exception], match: str) -> None:
+    args = {"dataset": "heart", **kwargs}
+    with pytest.raises(error, match=match):
+        SweepSpec(**args)
+
+
+def test_from_json_rejects_unknown_keys_versions_and_bad_json() -> None:
+    with pytest.raises(DataError, match=r"unknown sweep spec keys \['epsilon'\]"):
+        SweepSpec.from_dict({"dataset": "heart", "epsilon": [1]})
+    with pytest.raises(DataError, match="unsupported sweep spec version 99"):
+        SweepSpec.from_dict({"dataset": "heart", "version": 99})
+    with pytest.raises(DataError, match="needs a 'dataset'"):
+        SweepSpec.from_dict({"eps": [1]})
+    with pytest.raises(DataError, match="not valid JSON"):
+        SweepSpec.from_json("{eps: [1]")
+    with pytest.raises(DataError, match="must be a JSON object"):
+        SweepSpec.from_json("[1, 2]")
+
+
+def test_p_inf_round_trips_as_a_string() -> None:
+    spec = SweepSpec("heart", p=math.inf)
+    assert spec.to_dict()["p"] == "inf"
+    assert SweepSpec.from_json(spec.to_json()).p == math.inf
+
+
+finite = st.floats(min_value=0.01, max_value=50.0, allow_nan=False)
+unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
+
+
+@given(
+    eps=st.lists(finite, min_size=1, max_size=6, unique=True),
+    tau_group=st.lists(unit, min_size=1, max_size=3, unique=True),
+    tau_dpn=st.lists(unit, min_size=1, max_size=3, unique=True),
+    tasks=st.lists(st.sampled_from(list(TASKS)), min_size=1, max_size=3, unique=True),
+    methods=st.lists(st.sampled_from(list(METHODS_EVALUATED)), min_size=1, max_size=5, unique=True),
+    reps=st.integers(2, 50),
+    seed=st.integers(0, 2**31 - 1),
+    p=st.sampled_from([1.0, 2.0, 3.5, math.inf]),
+    grid_points=st.integers(3, 40),
+)
+def test_json_round_trip(
+    eps: list[float],
+    tau_group: list[float],
+    tau_dpn: list[float],
+    tasks: list[str],
+    methods: list[str],
+    reps: int,
+    seed: int,
+    p: float,
+    grid_points: int,
+) -> None:
+    spec = SweepSpec(
+        "adult",
+        task=tasks,
+        eps=eps,
+        tau_group=tau_group,
+        tau_dpn=tau_dpn,
+        methods=methods,
+        repetitions=reps,
+        seed=seed,
+        p=p,
+        options={"grid_points": grid_points},
+    )
+    again = SweepSpec.from_json(spec.to_json())
+    assert again == spec
+    assert hash(again) == hash(spec)
+    assert again.configurations() == spec.configurations()
