@@ -1,112 +1,132 @@
-"""Every page of `streamlit run app.py` renders in a real headless Chromium without an exception."""
+"""Every page of `streamlit run app.py` in a real headless Chromium: renders without an exception while its
+main controls are used, and never makes a request to another origin than the server's own.
+
+Every request (``page.on("request")``, including web sockets and workers' fetches) is recorded from the first
+navigation on; ``data:``/``blob:``/``about:`` URLs never leave the browser and are not requests to an origin.
+"""
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
+import ast
+import contextlib
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
+
+IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
+LOCAL_SCHEMES = {"data", "blob", "about", "chrome", "chrome-extension"}
 ROOT = Path(__file__).resolve().parents[2]
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-PAGES = ["", "data", "mechanisms", "dephdp", "leakage", "geo", "noise-shape"]
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.xdist_group("browser"),
-    pytest.mark.skipif(
-        not os.path.exists(CHROMIUM), reason="Debian chromium not installed (make browser-deps)"
-    ),
-]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def app_url_paths() -> list[str]:
+    """The URL path of every page registered in app.py ("" for the default page)."""
+    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
+    paths: list[str] = []
+    for node in ast.walk(tree):
+        is_page = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        if not (is_page and node.func.attr == "Page"):
+            continue
+        if not (node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            continue
+        kw = {k.arg: k.value for k in node.keywords}
+        default = kw.get("default")
+        if isinstance(default, ast.Constant) and default.value is True:
+            path = ""
+        elif isinstance(kw.get("url_path"), ast.Constant):
+            path = str(kw["url_path"].value)
+        else:
+            path = Path(node.args[0].value).stem
+        if path not in paths:
+            paths.append(path)
+    return paths
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = _free_port()
-    log = tmp_path_factory.mktemp("streamlit") / "server.log"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
-            "false",
-        ],
-        cwd=ROOT,
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
+def _origin(url: str) -> tuple[str, str] | None:
+    """(host, port) of a URL that goes over the network; None for in-browser URLs."""
+    parts = urlsplit(url)
+    if parts.scheme in LOCAL_SCHEMES:
+        return None
+    default = {"http": 80, "ws": 80, "https": 443, "wss": 443}.get(parts.scheme, 0)
+    return (parts.hostname or "", str(parts.port or default))
+
+
+def _settle(page, timeout_ms: int = 120_000) -> None:
+    """Wait for the rerun a control started (if any) to finish."""
+    with contextlib.suppress(Exception):
+        page.wait_for_selector("[data-testid=stApp][data-test-script-state=running]", timeout=1_500)
+    page.wait_for_selector(IDLE, timeout=timeout_ms)
+    page.wait_for_timeout(300)  # late requests (images, fonts, tiles) of the freshly drawn elements
+
+
+def _use_main_controls(page) -> list[str]:
+    """Use the page's main controls as a user would: a slider, a select box, a toggle, a map click."""
+    done: list[str] = []
+    main = page.locator("[data-testid=stMain]")
+    slider = main.locator("[role=slider]")
+    if slider.count():
+        slider.first.focus()
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        _settle(page)
+        done.append("slider +2 steps")
+    box = main.locator("[data-testid=stSelectbox]")
+    if box.count():
+        box.first.click()
+        options = page.locator("[role=option]")
+        with contextlib.suppress(Exception):
+            options.first.wait_for(timeout=5_000)
+        if options.count() > 1:
+            options.nth(1).click()
+            _settle(page)
+            done.append("select box: second option")
+        else:
+            page.keyboard.press("Escape")
+    toggle = main.locator("[data-testid=stCheckbox] label")
+    if toggle.count():
+        toggle.first.click()
+        _settle(page)
+        done.append("first toggle")
+    canvas = main.locator("[data-testid=stDeckGlJsonChart] canvas")
+    if canvas.count():
+        box_ = canvas.first.bounding_box()
+        if box_:
+            page.mouse.click(box_["x"] + box_["width"] / 2, box_["y"] + box_["height"] / 2)
+            _settle(page)
+            done.append("map click")
+    return done
+
+
+@pytest.mark.parametrize("path", app_url_paths())
+def test_page_loads_and_reacts_without_exception_or_outside_request(
+    server_url: str, chromium, path: str
+) -> None:
+    own = _origin(server_url)
+    requests: list[str] = []
+    context = chromium.new_context(viewport={"width": 1400, "height": 2000})
+    page = context.new_page()
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("websocket", lambda ws: requests.append(ws.url))
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"streamlit did not start: {log.read_text()[-2000:]}") from None
-                time.sleep(0.5)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield b
-        b.close()
-
-
-@pytest.mark.parametrize("path", PAGES)
-def test_page_renders_without_exception(server: str, browser, path: str) -> None:
-    page = browser.new_page(viewport={"width": 1400, "height": 2000})
-    try:
-        page.goto(f"{server}/{path}", timeout=120_000)
-        page.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=180_000)
-        page.wait_for_selector("[data-testid=stMainBlockContainer] h1", timeout=30_000)
+        page.goto(f"{server_url}/{path}", timeout=120_000)
+        page.locator("[data-testid=stMainBlockContainer] h1").first.wait_for(state="attached", timeout=180_000)
+        _settle(page, 180_000)
         exceptions = page.locator("[data-testid=stException]")
-        assert exceptions.count() == 0, exceptions.first.inner_text()
-        assert "mDP Lab" in page.title() or page.locator("h1").count() > 0
+        assert exceptions.count() == 0, f"on load: {exceptions.first.inner_text()[:800]}"
+        done = _use_main_controls(page)
+        assert exceptions.count() == 0, f"after {done}: {exceptions.first.inner_text()[:800]}"
     finally:
-        page.close()
+        context.close()
+    outside = sorted({u for u in requests if _origin(u) not in (None, own)})
+    assert not outside, f"requests to other origins than {server_url}: {outside}"
+    assert requests, "no request recorded: the recorder is not attached"
+
+
+def test_origin_of_urls() -> None:
+    assert _origin("http://127.0.0.1:8501/static/x.js") == ("127.0.0.1", "8501")
+    assert _origin("ws://127.0.0.1:8501/_stcore/stream") == ("127.0.0.1", "8501")
+    assert _origin("https://basemaps.cartocdn.com/gl/positron.json") == ("basemaps.cartocdn.com", "443")
+    assert _origin("data:image/png;base64,AAAA") is None
+    assert _origin("blob:http://127.0.0.1:8501/1234") is None
