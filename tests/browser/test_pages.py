@@ -111,7 +111,8 @@ def test_page_loads_and_reacts_without_exception_or_outside_request(
     page.on("websocket", lambda ws: requests.append(ws.url))
     try:
         page.goto(f"{server_url}/{path}", timeout=120_000)
-        page.locator("[data-testid=stMainBlockContainer] h1").first.wait_for(state="attached", timeout=180_000)
+        title = page.locator("[data-testid=stMainBlockContainer] h1").first
+        title.wait_for(state="attached", timeout=180_000)
         _settle(page, 180_000)
         exceptions = page.locator("[data-testid=stException]")
         assert exceptions.count() == 0, f"on load: {exceptions.first.inner_text()[:800]}"
