@@ -13,9 +13,17 @@ from mdp_core.geo.baselines import (
     remap_matrix,
 )
 from mdp_core.geo.bounds import GeoBound, geo_lower_bound
-from mdp_core.geo.compare import METHODS, GeoComparison, compare_methods, peak_memory_mb, run_bench
+from mdp_core.geo.compare import (
+    METHODS,
+    TREE_VARIANTS,
+    GeoComparison,
+    compare_methods,
+    peak_memory_mb,
+    run_bench,
+)
 from mdp_core.geo.export import load_mechanism, save_mechanism
 from mdp_core.geo.extension import (
+    VARIANTS,
     GeoMechanism,
     extend_log,
     extend_log_recursive,
@@ -44,6 +52,8 @@ from mdp_core.geo.verify import GeoVerification, verify_geo
 __all__ = [
     "DEFAULT_CITY",
     "METHODS",
+    "TREE_VARIANTS",
+    "VARIANTS",
     "GeoBound",
     "GeoComparison",
     "GeoGrid",

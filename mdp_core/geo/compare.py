@@ -15,26 +15,37 @@ import numpy as np
 from mdp_core._validation import Progress, check_eps, report
 from mdp_core.errors import DataError
 from mdp_core.geo.baselines import em_remap_geo, exponential_geo, lp_coarse
+from mdp_core.geo.bounds import GeoBound, geo_lower_bound
 from mdp_core.geo.extension import GeoMechanism, tree_extension
 from mdp_core.geo.roads import RoadNetwork, load_road_network
 from mdp_core.geo.utility import GeoProblem, build_problem
 from mdp_core.geo.verify import verify_geo
 
-__all__ = ["METHODS", "GeoComparison", "compare_methods", "peak_memory_mb", "run_bench"]
+__all__ = ["METHODS", "TREE_VARIANTS", "GeoComparison", "compare_methods", "peak_memory_mb", "run_bench"]
 
-#: Method keys, in display order.
-METHODS = ("tree", "em", "em_remap", "lp_coarse")
+#: Method keys, in display order: the three MLaEt variants (A, M, O), EM, EM + remap, LP-A.
+METHODS = ("tree", "tree_m", "tree_o", "em", "em_remap", "lp_coarse")
+#: The eps-mDP tree variants, each compared with EM + remap (a variant worse than it is reported).
+TREE_VARIANTS = {"tree": "A", "tree_m": "M", "tree_o": "O"}
 
 
 @dataclass(frozen=True, eq=False)
 class GeoComparison:
-    """Mechanisms, utility (km), violation ratio and seconds per stage for one (problem, eps)."""
+    """Mechanisms, utility (km), violation ratio and seconds per stage for one (problem, eps).
+
+    ``bound`` is the certified lower bound (:func:`mdp_core.geo.geo_lower_bound`) when computed; ``gap``
+    is ``utility / bound - 1`` per method (how far above the best possible); ``worse_than_em_remap`` lists
+    the tree variants whose utility exceeds EM + remap's on this map and eps (never hidden).
+    """
 
     mechanisms: dict[str, GeoMechanism]
     utility_km: dict[str, float]
     violation_ratio: dict[str, float]
     max_excess: dict[str, float]
     seconds: dict[str, float] = field(default_factory=dict)
+    bound: GeoBound | None = None
+    gap: dict[str, float] = field(default_factory=dict)
+    worse_than_em_remap: tuple[str, ...] = ()
 
 
 def peak_memory_mb() -> float:
@@ -49,9 +60,16 @@ def compare_methods(
     methods: tuple[str, ...] = METHODS,
     verify_samples: int = 200_000,
     rng: np.random.Generator | None = None,
+    bound: bool = False,
+    bound_time_limit: float = 60.0,
     progress: Progress = None,
 ) -> GeoComparison:
-    """Build each method on ``problem`` at ``eps`` (1/km), score it and verify it (neighbours + samples)."""
+    """Build each method on ``problem`` at ``eps`` (1/km), score it and verify it (neighbours + samples).
+
+    With ``bound=True`` also the certified lower bound (``bound_time_limit`` seconds) and every method's
+    gap ``utility / bound - 1``. ``worse_than_em_remap`` is filled whenever both a tree variant and
+    ``em_remap`` are among ``methods``.
+    """
     eps = check_eps(eps)
     unknown = set(methods) - set(METHODS)
     if unknown:
@@ -61,9 +79,10 @@ def compare_methods(
     seconds: dict[str, float] = {}
     for k, name in enumerate(methods):
         report(progress, k / (len(methods) + 1), f"building {name}")
-        if name == "tree":
-            mechs[name] = tree_extension(problem, eps)
-            seconds.update(mechs[name].stages)
+        if name in TREE_VARIANTS:
+            mechs[name] = tree_extension(problem, eps, variant=TREE_VARIANTS[name])
+            if name == "tree":
+                seconds.update(mechs[name].stages)
         elif name == "em":
             mechs[name] = exponential_geo(problem, eps)
         elif name == "em_remap":
@@ -75,13 +94,27 @@ def compare_methods(
     start = time.perf_counter()
     checks = {name: verify_geo(m, samples=verify_samples, rng=rng) for name, m in mechs.items()}
     seconds["verify"] = time.perf_counter() - start
+    utility = {name: m.utility_km(problem) for name, m in mechs.items()}
+    lower = None
+    gap: dict[str, float] = {}
+    if bound:
+        report(progress, len(methods) / (len(methods) + 1), "lower bound")
+        lower = geo_lower_bound(problem, eps, time_limit=bound_time_limit)
+        seconds["bound"] = lower.seconds
+        gap = {k: (u / lower.value - 1.0 if lower.value > 0 else float("inf")) for k, u in utility.items()}
+    worse = ()
+    if "em_remap" in utility:
+        worse = tuple(k for k in TREE_VARIANTS if k in utility and utility[k] > utility["em_remap"])
     report(progress, 1.0, "done")
     return GeoComparison(
         mechanisms=mechs,
-        utility_km={name: m.utility_km(problem) for name, m in mechs.items()},
+        utility_km=utility,
         violation_ratio={name: c.violation_ratio for name, c in checks.items()},
         max_excess={name: c.max_excess for name, c in checks.items()},
         seconds=seconds,
+        bound=lower,
+        gap=gap,
+        worse_than_em_remap=worse,
     )
 
 
@@ -95,6 +128,9 @@ def run_bench(
     prior: str = "uniform",
     verify_samples: int = 200_000,
     seed: int = 0,
+    bound: bool = True,
+    bound_time_limit: float = 60.0,
+    methods: tuple[str, ...] = METHODS,
 ) -> tuple[dict[str, object], GeoComparison]:
     """Load, grid, build all methods, verify; return the CLI's JSON record and the comparison."""
     start = time.perf_counter()
@@ -104,7 +140,15 @@ def run_bench(
         network, seed_n=seed_n, depth=depth, n_tasks=n_tasks, prior=prior, rng=np.random.default_rng(seed)
     )
     t_problem = time.perf_counter()
-    comp = compare_methods(problem, eps, verify_samples=verify_samples, rng=np.random.default_rng(seed + 1))
+    comp = compare_methods(
+        problem,
+        eps,
+        methods=methods,
+        verify_samples=verify_samples,
+        rng=np.random.default_rng(seed + 1),
+        bound=bound,
+        bound_time_limit=bound_time_limit,
+    )
     seconds = {"load": t_load - start, "grid_and_loss": t_problem - t_load, **comp.seconds}
     seconds["total"] = time.perf_counter() - start
     record: dict[str, object] = {
@@ -114,8 +158,15 @@ def run_bench(
         "utility_km": {k: round(v, 6) for k, v in comp.utility_km.items()},
         "violation_ratio": comp.violation_ratio,
         "max_excess": {k: (v if np.isfinite(v) else "inf") for k, v in comp.max_excess.items()},
-        "tree_vs_em": round(comp.utility_km["tree"] / comp.utility_km["em"], 4),
-        "seed_lp": comp.mechanisms["tree"].info.get("message"),
+        "tree_vs_em": round(comp.utility_km["tree"] / comp.utility_km["em"], 4)
+        if {"tree", "em"} <= set(comp.utility_km)
+        else None,
+        "lower_bound": None if comp.bound is None else round(comp.bound.value, 6),
+        "bound_exact": None if comp.bound is None else comp.bound.exact,
+        "bound_method": None if comp.bound is None else comp.bound.method,
+        "gap": {k: round(v, 6) for k, v in comp.gap.items()},
+        "worse_than_em_remap": list(comp.worse_than_em_remap),
+        "seed_lp": comp.mechanisms["tree"].info.get("message") if "tree" in comp.mechanisms else None,
         "peak_memory_mb": round(peak_memory_mb(), 1),
         "depth": depth,
         "eps": eps,

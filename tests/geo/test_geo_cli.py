@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,6 +28,8 @@ def test_cli_bench_json_and_npz(tmp_path: Path) -> None:
         "1.0",
         "--samples",
         "5000",
+        "--bound-seconds",
+        "20",
         "--out",
         str(out),
         "--json",
@@ -35,7 +38,14 @@ def test_cli_bench_json_and_npz(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     record = json.loads(run.stdout.strip().splitlines()[-1])
     assert {"targets", "outputs", "seconds", "utility_km", "violation_ratio"} <= set(record)
-    assert set(record["utility_km"]) == {"tree", "em", "em_remap", "lp_coarse"}
+    assert set(record["utility_km"]) == {"tree", "tree_m", "tree_o", "em", "em_remap", "lp_coarse"}
+    bound = record["lower_bound"]
+    assert 0 < bound <= min(record["utility_km"][k] for k in ("tree", "tree_m", "tree_o", "em", "em_remap"))
+    for name, value in record["utility_km"].items():
+        assert record["gap"][name] == pytest.approx(value / bound - 1, abs=2e-5)
+    assert record["worse_than_em_remap"] == [
+        k for k in ("tree", "tree_m", "tree_o") if record["utility_km"][k] > record["utility_km"]["em_remap"]
+    ]
     assert record["violation_ratio"]["tree"] == 0.0 and record["violation_ratio"]["em"] == 0.0
     assert record["utility_km"]["tree"] < record["utility_km"]["em"]
     with np.load(out) as data:
