@@ -21,7 +21,13 @@ from mdp_core.geo.compare import (
     peak_memory_mb,
     run_bench,
 )
-from mdp_core.geo.export import load_mechanism, save_mechanism
+from mdp_core.geo.export import (
+    export_geojson,
+    km_to_lonlat,
+    load_mechanism,
+    mechanism_metadata,
+    save_mechanism,
+)
 from mdp_core.geo.extension import (
     VARIANTS,
     GeoMechanism,
@@ -70,13 +76,16 @@ __all__ = [
     "em_remap_geo",
     "expected_travel_error",
     "exponential_geo",
+    "export_geojson",
     "extend_log",
     "extend_log_recursive",
     "geo_lower_bound",
     "grid_road_network",
+    "km_to_lonlat",
     "load_mechanism",
     "load_road_network",
     "lp_coarse",
+    "mechanism_metadata",
     "network_from_graph",
     "normalise_log",
     "peak_memory_mb",
