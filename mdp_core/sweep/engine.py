@@ -134,16 +134,39 @@ def _on_worker() -> bool:
         return False
 
 
-def run_configuration(data: SweepData, spec: SweepSpec, c: Configuration) -> tuple[list[dict], dict]:
+def build_profiles(data: SweepData, spec: SweepSpec, c: Configuration) -> Any:
+    """Stage 1 of DepHDP (groups, profiles, surrogate) for ``c``'s task and tau_group, or ``None`` when the
+    installed core has no separate stage (:func:`run_dephdp` then computes it in every task)."""
+    import mdp_core.dephdp as dephdp
+
+    stage1 = getattr(dephdp, "dephdp_profiles", None)
+    if stage1 is None:
+        return None
+    if _on_worker():
+        _single_threaded_highs()
+    return stage1(data.fit, spec.config(c))
+
+
+def _profile_key(c: Configuration) -> tuple[str, float]:
+    """Configurations with the same key share stage 1 (every other profile setting is fixed by the spec)."""
+    return (c.task, c.tau_group)
+
+
+def run_configuration(
+    data: SweepData, spec: SweepSpec, c: Configuration, profiles: Any = None
+) -> tuple[list[dict], dict]:
     """All rows of one configuration (every method x repetition) and the task's own meta data.
 
     Deterministic: depends only on ``data``, ``spec`` and ``c`` (not on the process or earlier tasks).
+    ``profiles``: :func:`build_profiles` for this configuration (optional).
     """
     if _on_worker():
         _single_threaded_highs()
     t_start = time.perf_counter()
     config = spec.config(c)
-    res = run_dephdp(data.fit, config)
+    res = (
+        run_dephdp(data.fit, config) if profiles is None else run_dephdp(data.fit, config, profiles=profiles)
+    )
     attrs = release_attributes(data.fit)
     mechs = {"DepHDP": res.mechanism}
     K = len(res.profiles)
@@ -323,8 +346,12 @@ def run_sweep(
     metas: list[dict] = []
     report(progress, 0.0, f"0/{n} configurations")
     if client is False:
+        stage1: dict[tuple[str, float], Any] = {}
         for k, c in enumerate(configs):
-            r, meta = run_configuration(data, spec, c)
+            key = _profile_key(c)
+            if key not in stage1:
+                stage1[key] = build_profiles(data, spec, c)
+            r, meta = run_configuration(data, spec, c, stage1[key])
             rows += r
             metas.append(meta)
             report(progress, (k + 1) / n, f"{k + 1}/{n} configurations")
@@ -346,9 +373,20 @@ def _run_distributed(
         client = default_client()
     engine = describe_engine(client)
     workers = sorted(client.scheduler_info().get("workers", {}))
-    prefer = _affinity(configs, workers)
+    import mdp_core.dephdp as dephdp
+
+    two_stage = hasattr(dephdp, "dephdp_profiles")
+    prefer = {} if two_stage else _affinity(configs, workers)
     shared = client.scatter(data, hash=False)
     token = f"sweep-{os.getpid()}-{time.time_ns()}"
+    stage1: dict[tuple[str, float], Any] = {}
+    if two_stage:  # stage 1 once per (task, tau_group) on the cluster; Dask moves it to where it is needed
+        for c in configs:
+            key = _profile_key(c)
+            if key not in stage1:
+                stage1[key] = client.submit(
+                    build_profiles, shared, spec, c, key=f"{token}-profiles-{len(stage1)}", pure=False
+                )
     futures = []
     for c in configs:
         w = prefer.get(c.index)
@@ -358,6 +396,7 @@ def _run_distributed(
                 shared,
                 spec,
                 c,
+                stage1.get(_profile_key(c)),
                 key=f"{token}-{c.index}",
                 pure=False,
                 workers=[w] if w else None,
@@ -375,8 +414,8 @@ def _run_distributed(
             done += 1
             report(progress, done / n, f"{done}/{n} configurations ({engine})")
     finally:
-        pending = [f for f in futures if not f.done()]
+        pending = [f for f in [*futures, *stage1.values()] if not f.done()]
         if pending:
             client.cancel(pending)
-        client.cancel([shared])
+        client.cancel([shared, *stage1.values()])
     return _frame(rows, spec, engine, metas, time.perf_counter() - t0)
