@@ -1,4 +1,11 @@
-"""Data: loading with guard rails, schema inference and discretisation, NMI dependencies."""
+"""Data: loading with guard rails, schema inference and discretisation, NMI dependencies.
+
+Guard rails (DESIGN.md "Data-prep guard rails"): :mod:`mdp_core.data.io` reads real files (encodings,
+separators, quoted headers, decimal commas, missing markers) and never guesses a target;
+:mod:`mdp_core.data.guards` says which columns are excluded by default and why (identifier-like, free text,
+dates/times, constant, empty); :func:`infer_schema` records the exclusions in the :class:`Schema` and
+:func:`discretize` never reads an excluded column, so no privatisation, export or release can carry one.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +17,12 @@ from mdp_core.data.dependency import (
     nmi_pairs,
     sparse_pairs,
 )
-from mdp_core.data.encoding import Encoded, Kind, Schema, discretize, infer_schema
+from mdp_core.data.encoding import MISSING_LEVEL, Encoded, Kind, Schema, discretize, infer_schema
 from mdp_core.data.io import (
     DATA_DIR,
     INTERACTIVE_ROW_LIMIT,
     MAX_FILE_BYTES,
+    SAMPLE_TARGETS,
     LoadReport,
     list_datasets,
     load_dataset,
@@ -25,6 +33,8 @@ __all__ = [
     "DATA_DIR",
     "INTERACTIVE_ROW_LIMIT",
     "MAX_FILE_BYTES",
+    "MISSING_LEVEL",
+    "SAMPLE_TARGETS",
     "Encoded",
     "Kind",
     "LoadReport",

@@ -1,4 +1,11 @@
-"""Loading tables with clear errors: embedded samples, paths, uploads (CSV/TSV, optionally gzipped)."""
+"""Loading tables with guard rails: embedded samples, paths, uploads (CSV/TSV, optionally gzipped).
+
+Real files (DESIGN.md "Data-prep guard rails") come in UTF-8, UTF-8 with BOM, Windows-1252 or Latin-1;
+separated by commas, semicolons, tabs or pipes; with quoted header names, decimal commas, thousands
+separators and many spellings of "missing". :func:`load_dataset_report` reads all of them into a typed table
+and states every decision it took in :attr:`LoadReport.notes`. It never guesses a target: only an embedded
+sample has one (its documented target, :attr:`LoadReport.target`).
+"""
 
 from __future__ import annotations
 
@@ -9,14 +16,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+import numpy as np
 import pandas as pd
 
 from mdp_core.errors import DataError
+
+from ._parse import (
+    MISSING_TOKENS,
+    NUMERIC_SHARE,
+    clean_headers,
+    decode_text,
+    number_conventions,
+    parse_numbers,
+    separator_name,
+    sniff_separator,
+    unquote_values,
+)
 
 __all__ = [
     "DATA_DIR",
     "INTERACTIVE_ROW_LIMIT",
     "MAX_FILE_BYTES",
+    "SAMPLE_TARGETS",
     "LoadReport",
     "list_datasets",
     "load_dataset",
@@ -28,6 +49,10 @@ DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 
 _SAMPLES = {"heart": "heart.csv", "adult": "adult.csv.gz", "wine": "wine_quality.csv"}
+
+#: The documented target of each embedded sample (data/README.md): heart's disease status, adult's income
+#: label, wine's sensory quality. Uploads have none until the user picks one.
+SAMPLE_TARGETS = {"heart": "target", "adult": "income", "wine": "quality"}
 
 
 MAX_FILE_BYTES = 200 * 1024 * 1024  # 200 MB, as in .streamlit/config.toml
@@ -44,12 +69,34 @@ def list_datasets() -> list[str]:
 
 @dataclass(frozen=True)
 class LoadReport:
-    """What :func:`load_dataset_report` did besides reading: sampling and dropped columns."""
+    """What :func:`load_dataset_report` did besides reading.
+
+    Attributes
+    ----------
+    source : str
+        File or sample name.
+    original_rows : int
+        Data rows in the file (before sampling; blank lines not counted).
+    sampled : bool
+        True when the table was replaced by a uniform sample of ``INTERACTIVE_ROW_LIMIT`` rows.
+    notes : tuple of str
+        Every decision stated in words (encoding, separator, number format, unquoted headers, dropped
+        empty rows or columns, values read as missing, sampling).
+    target : str or None
+        The documented target of an embedded sample; None for files (the user picks one).
+    encoding : str
+        Text encoding used (``utf-8``, ``utf-8-sig``, ``utf-16``, ``cp1252`` or ``latin-1``).
+    separator : str
+        Field separator used.
+    """
 
     source: str
     original_rows: int
     sampled: bool
     notes: tuple[str, ...] = ()
+    target: str | None = None
+    encoding: str = "utf-8"
+    separator: str = ","
 
 
 def load_dataset(source: str | os.PathLike[str] | IO[bytes], *, seed: int = 0) -> pd.DataFrame:
@@ -58,8 +105,8 @@ def load_dataset(source: str | os.PathLike[str] | IO[bytes], *, seed: int = 0) -
     Raises
     ------
     DataError
-        With a message a person can act on: empty, not text, one column, fewer than 2 rows, duplicate or
-        blank column names, a column with no values, or a file over 200 MB.
+        With a message a person can act on: empty, not text (binary, Excel, PDF), one column, fewer than
+        2 rows, duplicate or blank column names, rows with too many fields, or a file over 200 MB.
     """
     return load_dataset_report(source, seed=seed)[0]
 
@@ -67,32 +114,69 @@ def load_dataset(source: str | os.PathLike[str] | IO[bytes], *, seed: int = 0) -
 def load_dataset_report(
     source: str | os.PathLike[str] | IO[bytes], *, seed: int = 0
 ) -> tuple[pd.DataFrame, LoadReport]:
-    """Like :func:`load_dataset`, also returning a :class:`LoadReport` (sampling, notes)."""
-    raw, name = _read_bytes(source)
-    df = _parse_table(raw, name)
-    _validate_table(df, name)
-    original = len(df)
-    sampled = original > INTERACTIVE_ROW_LIMIT
+    """Like :func:`load_dataset`, also returning a :class:`LoadReport` (sampling, parsing notes, target).
+
+    Steps: gunzip; decode (UTF-8 / BOM / UTF-16 / Windows-1252 / Latin-1); sniff the separator; sample
+    ``INTERACTIVE_ROW_LIMIT`` rows uniformly (seeded, original order kept) when the file has more; unquote
+    header names; read the ``MISSING_TOKENS`` as missing; drop empty rows and empty unnamed columns; read
+    number columns in the English (``1,234.5``) or European (``1.234,5``) convention: a column's own values
+    decide when they can, else the file's majority, else the separator (``;`` means European).
+    """
+    raw, name, sample = _read_bytes(source)
+    raw = _gunzip(raw, name)
+    if not raw.strip():
+        raise DataError(f"{name} is empty; upload a CSV or TSV file with a header row")
+    text, encoding = decode_text(raw, name)
+    if not text.strip():
+        raise DataError(f"{name} is empty; upload a CSV or TSV file with a header row")
     notes: list[str] = []
-    if sampled:
+    if encoding not in ("utf-8", "utf-8-sig"):
+        notes.append(f"{name} is not UTF-8; read it as {encoding}.")
+    lines = text.splitlines()
+    sep = sniff_separator(lines[:60])
+    if sep != ",":
+        notes.append(f"Fields are separated by {separator_name(sep)}s.")
+    text, original, sampled = _sample_lines(text, lines, name, seed)
+    df = _read_table(text, sep, name)
+    df, header_notes = _header(df, name)
+    notes += header_notes
+    df, clean_notes = _clean_cells(df, name)
+    notes += clean_notes
+    if not sampled:
+        original = len(df)
+    if len(df) > INTERACTIVE_ROW_LIMIT:  # a file whose quoted fields span lines is sampled after parsing
         df = df.sample(n=INTERACTIVE_ROW_LIMIT, random_state=seed).sort_index().reset_index(drop=True)
+        sampled = True
+    if sampled:
         notes.append(
             f"{name} has {original:,} rows; using a uniform random sample of {INTERACTIVE_ROW_LIMIT:,} "
             f"rows (seed {seed}) to stay interactive."
         )
-    return df, LoadReport(source=name, original_rows=original, sampled=sampled, notes=tuple(notes))
+    df, type_notes = _type_columns(df, sep)
+    notes += type_notes
+    report = LoadReport(
+        source=name,
+        original_rows=original,
+        sampled=sampled,
+        notes=tuple(notes),
+        target=SAMPLE_TARGETS.get(sample) if sample else None,
+        encoding=encoding,
+        separator=sep,
+    )
+    return df, report
 
 
-def _read_bytes(source: str | os.PathLike[str] | IO[bytes]) -> tuple[bytes, str]:
+def _read_bytes(source: str | os.PathLike[str] | IO[bytes]) -> tuple[bytes, str, str | None]:
+    sample = None
     if isinstance(source, str) and source in _SAMPLES:
-        source = DATA_DIR / _SAMPLES[source]
+        sample, source = source, DATA_DIR / _SAMPLES[source]
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if not path.is_file():
             raise DataError(f"no such file or sample: {str(source)!r} (samples: {', '.join(_SAMPLES)})")
         if path.stat().st_size > MAX_FILE_BYTES:
             raise DataError(f"{path.name} is larger than 200 MB; upload a sample or fewer columns")
-        return path.read_bytes(), path.name
+        return path.read_bytes(), (sample or path.name), sample
     if not hasattr(source, "read"):
         raise TypeError(f"source must be a sample name, a path or a binary file-like, got {type(source)}")
     name = str(getattr(source, "name", "uploaded file"))
@@ -101,55 +185,135 @@ def _read_bytes(source: str | os.PathLike[str] | IO[bytes]) -> tuple[bytes, str]
         raw = raw.encode()
     if len(raw) > MAX_FILE_BYTES:
         raise DataError(f"{name} is larger than 200 MB; upload a sample or fewer columns")
-    return raw, name
+    return raw, name, None
 
 
-def _parse_table(raw: bytes, name: str) -> pd.DataFrame:
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise DataError(f"{name} looks gzipped but cannot be decompressed: {exc}") from exc
-        if len(raw) > MAX_FILE_BYTES:
-            raise DataError(f"{name} is larger than 200 MB uncompressed; upload a sample")
-    if not raw.strip():
-        raise DataError(f"{name} is empty; upload a CSV or TSV file with a header row")
-    if b"\x00" in raw[:65536]:
-        raise DataError(f"{name} is not a text file; upload a CSV or TSV file (optionally .gz)")
+def _gunzip(raw: bytes, name: str) -> bytes:
+    if raw[:2] != b"\x1f\x8b":
+        return raw
     try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = raw.decode("latin-1")
-    first = text.splitlines()[0]
-    sep = max([",", "\t", ";"], key=first.count)
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
+            out = fh.read(MAX_FILE_BYTES + 1)
+    except (OSError, EOFError) as exc:
+        raise DataError(f"{name} looks gzipped but cannot be decompressed: {exc}") from exc
+    if len(out) > MAX_FILE_BYTES:
+        raise DataError(f"{name} is larger than 200 MB uncompressed; upload a sample")
+    return out
+
+
+def _sample_lines(text: str, lines: list[str], name: str, seed: int) -> tuple[str, int, bool]:
+    """Sample data lines before parsing when that is exact (no quoted field spans two lines): fast."""
+    body = lines[1:]
+    if "" in body:  # blank lines are not rows (whitespace-only lines become empty rows, dropped later)
+        body = [ln for ln in body if ln]
+    n = len(body)
+    if n <= INTERACTIVE_ROW_LIMIT:
+        return text, n, False
+    if '"' in text and any(ln.count('"') % 2 for ln in lines):
+        return text, n, False  # parse everything, sample the frame
+    keep = np.sort(np.random.default_rng(seed).choice(n, size=INTERACTIVE_ROW_LIMIT, replace=False))
+    return "\n".join([lines[0], *(body[i] for i in keep)]) + "\n", n, True
+
+
+def _read_table(text: str, sep: str, name: str) -> pd.DataFrame:
     try:
-        df = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=True, na_values=["?", ""])
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
-        raise DataError(f"{name} could not be parsed as CSV/TSV: {exc}") from exc
-    return df
-
-
-def _validate_table(df: pd.DataFrame, name: str) -> None:
-    names = [str(c) for c in df.columns]
-    if df.shape[1] < 2:
-        raise DataError(
-            f"{name} has {df.shape[1]} column; need at least 2 attributes separated by commas, "
-            "tabs or semicolons"
+        return pd.read_csv(
+            io.StringIO(text),
+            sep=sep,
+            header=None,
+            dtype=str,
+            keep_default_na=False,
+            na_filter=False,
+            skip_blank_lines=True,
+            skipinitialspace=True,
         )
-    blank = [i + 1 for i, c in enumerate(names) if not c.strip() or c.startswith("Unnamed:")]
-    if blank:
-        raise DataError(f"{name}: column(s) {blank} have a blank name; give every column a header")
-    dups = sorted({c.split(".")[0] for c in names if _is_mangled_duplicate(c, names)})
+    except pd.errors.EmptyDataError as exc:
+        raise DataError(f"{name} is empty; upload a CSV or TSV file with a header row") from exc
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise DataError(
+            f"{name} could not be read as a table ({exc}); every row needs as many "
+            f"{separator_name(sep)}-separated fields as the header, and text with a {separator_name(sep)} "
+            "must be in double quotes"
+        ) from exc
+
+
+def _header(df: pd.DataFrame, name: str) -> tuple[pd.DataFrame, list[str]]:
+    names, unquoted = clean_headers(df.iloc[0].tolist())
+    body = df.iloc[1:].reset_index(drop=True)
+    body.columns = range(body.shape[1])
+    notes = []
+    if unquoted:
+        shown = ", ".join(unquoted[:5]) + (" ..." if len(unquoted) > 5 else "")
+        notes.append(f"Quotes removed from header name(s) {shown}.")
+    blank = [i for i, c in enumerate(names) if not c]
+    empty_blank = [i for i in blank if _is_empty(body[i])]
+    if empty_blank:
+        body = body.drop(columns=empty_blank)
+        names = [c for i, c in enumerate(names) if i not in empty_blank]
+        notes.append(f"Dropped {len(empty_blank)} empty column(s) without a header (a trailing separator?).")
+    still_blank = [i + 1 for i, c in enumerate(names) if not c]
+    if still_blank:
+        raise DataError(f"{name}: column(s) {still_blank} have a blank name; give every column a header")
+    dups = sorted({c for c in names if names.count(c) > 1})
     if dups:
         raise DataError(f"{name}: duplicate column name(s) {dups}; make every header unique")
+    body.columns = names
+    if body.shape[1] < 2:
+        raise DataError(
+            f"{name} has {body.shape[1]} column; need at least 2 attributes separated by commas, "
+            "semicolons, tabs or pipes"
+        )
+    return body, notes
+
+
+def _is_empty(col: pd.Series) -> bool:
+    return bool(col.isna().all() or col.astype(str).str.strip().isin(MISSING_TOKENS).all())
+
+
+def _clean_cells(df: pd.DataFrame, name: str) -> tuple[pd.DataFrame, list[str]]:
+    out = {}
+    for c in df.columns:
+        s = df[c].astype("str").str.strip()
+        out[c] = s.where(~s.isin(MISSING_TOKENS) & df[c].notna())
+    df = pd.DataFrame(out)
+    empty_rows = df.isna().all(axis=1)
+    notes = []
+    if empty_rows.any():
+        df = df.loc[~empty_rows].reset_index(drop=True)
+        notes.append(f"Dropped {int(empty_rows.sum()):,} empty row(s).")
     if len(df) < 2:
         raise DataError(f"{name} has {len(df)} data row(s); need at least 2 rows below the header")
-    empty = [c for c in df.columns if df[c].isna().all()]
-    if empty:
-        raise DataError(f"{name}: column(s) {empty} have no values; remove them or fill them in")
+    return df, notes
 
 
-def _is_mangled_duplicate(col: str, names: list[str]) -> bool:
-    # pandas renames a repeated header "a" to "a.1", "a.2", ...
-    base, dot, suffix = col.rpartition(".")
-    return bool(dot) and suffix.isdigit() and base in names
+def _type_columns(df: pd.DataFrame, sep: str) -> tuple[pd.DataFrame, list[str]]:
+    """Unquote quoted text columns and turn number columns into numbers (see load_dataset_report)."""
+    notes: list[str] = []
+    unquoted = []
+    for c in df.columns:
+        fixed = unquote_values(df[c])
+        if fixed is not None:
+            df[c] = fixed
+            unquoted.append(c)
+    if unquoted:
+        notes.append(f"Single quotes removed around the values of {', '.join(unquoted)}.")
+    shares = {c: number_conventions(df[c]) for c in df.columns}
+    numeric = {c: s for c, s in shares.items() if max(s) >= NUMERIC_SHARE}
+    en_votes = sum(en >= NUMERIC_SHARE > eu for en, eu in numeric.values())
+    eu_votes = sum(eu >= NUMERIC_SHARE > en for en, eu in numeric.values())
+    prefer_comma = eu_votes > en_votes or (eu_votes == en_votes and sep == ";")
+    comma_cols = []
+    for c, (en, eu) in numeric.items():
+        comma = (eu >= NUMERIC_SHARE) if en < NUMERIC_SHARE else (prefer_comma and eu >= NUMERIC_SHARE)
+        before = df[c]
+        values, bad = parse_numbers(before, comma_decimal=comma)
+        df[c] = values
+        if comma and before.dropna().str.contains(",", regex=False).any():
+            comma_cols.append(c)
+        if bad:
+            count = int(before.isin(bad).sum())
+            examples = ", ".join(repr(b) for b in bad[:3])
+            notes.append(f"{c}: {count:,} value(s) are not numbers ({examples}) and count as missing.")
+    if comma_cols:
+        notes.append(f"Read as numbers with a decimal comma: {', '.join(comma_cols)}.")
+    return df, notes

@@ -1,0 +1,195 @@
+"""Reading real-world text tables: encodings, separators, quoted headers, missing markers, number formats.
+
+Private helpers of :mod:`mdp_core.data.io` (DESIGN.md "Data-prep guard rails"). Every function is pure and
+works on the raw text or on string columns; decisions that change values are returned as notes so that the
+loader can state them.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from mdp_core.errors import DataError
+
+__all__ = [
+    "MISSING_TOKENS",
+    "clean_headers",
+    "decode_text",
+    "number_conventions",
+    "parse_numbers",
+    "sniff_separator",
+    "unquote_values",
+]
+
+#: Cell values read as missing (after stripping spaces), in every column.
+MISSING_TOKENS: frozenset[str] = frozenset(
+    {
+        "", "NA", "N/A", "n/a", "na", "NaN", "nan", "NAN", "null", "NULL", "Null", "None", "none", "<NA>",
+        "#N/A", "#NA", "#N/A N/A", "-NaN", "-nan", "?", ".", "-", "--", "–", "—", "missing", "Missing",
+    }
+)  # fmt: skip
+
+_SEPARATORS = (",", ";", "\t", "|")
+_SEP_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
+
+# Magic numbers of files people upload by mistake, with what to do instead.
+_MAGIC = (
+    (b"PK\x03\x04", "a ZIP archive or Excel workbook (.xlsx); save the sheet as CSV (UTF-8) and upload that"),
+    (b"\xd0\xcf\x11\xe0", "an old Excel workbook (.xls); save the sheet as CSV (UTF-8) and upload that"),
+    (b"%PDF", "a PDF document; export the table as CSV and upload that"),
+    (b"\x89PNG", "a PNG image; upload the table itself as CSV"),
+    (b"\xff\xd8\xff", "a JPEG image; upload the table itself as CSV"),
+    (b"PAR1", "a Parquet file; write it as CSV (e.g. pandas.read_parquet(...).to_csv(...)) and upload that"),
+)
+
+# Number formats. EN: optional ',' thousands groups, '.' decimals, exponent. EU: optional '.' (or space)
+# thousands groups, ',' decimals. A thousands group never starts with 0 ("0.125" is a decimal).
+_EN = re.compile(r"[+-]?(?:\d+|[1-9]\d{0,2}(?:,\d{3})+)?(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_EU = re.compile(r"[+-]?(?:\d+|[1-9]\d{0,2}(?:\.\d{3})+)?(?:,\d+)?")
+_SPACE_CHARS = "[ \u00a0\u202f']"
+_SPACED = re.compile(r"[+-]?[1-9]\d{0,2}(?:" + _SPACE_CHARS + r"\d{3})+(?:[.,]\d+)?")
+
+#: Share of a column's values that must read as numbers before the rest are treated as missing.
+NUMERIC_SHARE = 0.95
+
+
+def decode_text(raw: bytes, name: str) -> tuple[str, str]:
+    """Decode file bytes: UTF-8 (with or without BOM), UTF-16 with BOM, else Windows-1252, else Latin-1.
+
+    Returns
+    -------
+    (text, encoding) : tuple of str
+        The decoded text and the name of the encoding that was used.
+    """
+    for magic, what in _MAGIC:
+        if raw.startswith(magic):
+            raise DataError(f"{name} is {what}")
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return raw.decode("utf-16"), "utf-16"
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{name} claims UTF-16 but cannot be decoded: {exc}") from exc
+    if b"\x00" in raw[:65536]:
+        raise DataError(f"{name} is not a text file; upload a CSV or TSV file (optionally .gz)")
+    if raw.startswith(b"\xef\xbb\xbf"):
+        return raw[3:].decode("utf-8", errors="replace"), "utf-8-sig"
+    try:
+        return raw.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    try:
+        return raw.decode("cp1252"), "cp1252"
+    except UnicodeDecodeError:
+        return raw.decode("latin-1"), "latin-1"
+
+
+def sniff_separator(lines: list[str]) -> str:
+    """The field separator of a table from its first lines (header first).
+
+    Each candidate (``, ; tab |``) splits the lines with the CSV rules (quotes respected); the winner gives
+    the same number (> 1) of fields on most lines, and the most fields among those.
+    """
+    best, best_score = ",", (-1.0, 0)
+    sample = [ln for ln in lines if ln.strip()][:50]
+    for sep in _SEPARATORS:
+        try:
+            counts = [len(row) for row in csv.reader(sample, delimiter=sep)]
+        except csv.Error:
+            continue
+        if not counts:
+            continue
+        mode, freq = Counter(counts).most_common(1)[0]
+        if mode < 2:
+            continue
+        score = (freq / len(counts), mode)
+        if score > best_score:
+            best, best_score = sep, score
+    return best
+
+
+def separator_name(sep: str) -> str:
+    """A word for a separator (for notes)."""
+    return _SEP_NAMES.get(sep, repr(sep))
+
+
+def clean_headers(names: Iterable[object]) -> tuple[list[str], list[str]]:
+    """Strip spaces and one pair of surrounding quotes (``'popul'`` -> ``popul``) from header names.
+
+    Returns the cleaned names and the names that were unquoted (for a note).
+    """
+    cleaned, unquoted = [], []
+    for raw in names:
+        text = "" if raw is None or (isinstance(raw, float) and np.isnan(raw)) else str(raw)
+        text = text.strip().lstrip("\ufeff").strip()
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"`":
+            unquoted.append(text)
+            text = text[1:-1].strip()
+        cleaned.append(text)
+    return cleaned, unquoted
+
+
+def unquote_values(col: pd.Series) -> pd.Series | None:
+    """Strip single quotes when every value of a text column is wrapped in them (``'Male'``), else None."""
+    values = col.dropna()
+    if values.empty:
+        return None
+    text = values.astype(str)
+    if bool((text.str.len() >= 2).all() and text.str.startswith("'").all() and text.str.endswith("'").all()):
+        return col.where(col.isna(), col.astype(str).str.slice(1, -1).str.strip())
+    return None
+
+
+def _matches(values: pd.Series, pattern: re.Pattern[str]) -> pd.Series:
+    """Vectorised full match of a pattern (values must contain a digit)."""
+    return values.str.fullmatch(pattern.pattern) & values.str.contains(r"\d", regex=True)
+
+
+def _distinct_text(col: pd.Series) -> pd.Series:
+    return pd.Series(pd.unique(col.dropna()), dtype="str")
+
+
+def number_conventions(col: pd.Series) -> tuple[float, float]:
+    """Share of a string column's distinct non-missing values that read as numbers, in the English
+    (``1,234.5``) and in the European (``1.234,5``) convention. Spaced thousands (``1 234,5``) fit both."""
+    if pd.api.types.is_numeric_dtype(col):
+        return 1.0, 1.0
+    values = _distinct_text(col)
+    if values.empty:
+        return 0.0, 0.0
+    spaced = values.str.fullmatch(_SPACED.pattern)
+    en = (spaced | _matches(values, _EN)).mean()
+    eu = (spaced | _matches(values, _EU)).mean()
+    return float(en), float(eu)
+
+
+def parse_numbers(col: pd.Series, *, comma_decimal: bool) -> tuple[pd.Series, list[str]]:
+    """Convert a string column to numbers in the given convention.
+
+    Returns the numbers (``int64`` when every value is whole and none is missing, else ``float64``) and
+    the distinct values that did not read as numbers (they become missing; the caller states how many).
+    """
+    if pd.api.types.is_numeric_dtype(col):
+        return col, []
+    uniques = _distinct_text(col)
+    text = uniques
+    if text.str.contains(_SPACE_CHARS, regex=True).any():
+        text = text.str.replace(_SPACE_CHARS, "", regex=True)
+    ok = _matches(text, _EU if comma_decimal else _EN).fillna(False).astype(bool)
+    if comma_decimal:
+        text = text.str.replace(".", "", regex=False).str.replace(",", ".", regex=False)
+    else:
+        text = text.str.replace(",", "", regex=False)
+    values = pd.to_numeric(text.where(ok), errors="coerce").to_numpy(dtype=float)
+    bad = [str(v) for v in uniques[np.isnan(values)]]
+    index = pd.Index(uniques).get_indexer(col.astype("str").where(col.notna()))
+    out = np.where(index >= 0, values[np.maximum(index, 0)] if len(values) else np.nan, np.nan)
+    series = pd.Series(out, index=col.index, name=col.name, dtype=float)
+    if not series.isna().any() and np.all(np.mod(out, 1.0) == 0) and np.abs(out).max() < 2**53:
+        series = series.astype(np.int64)
+    return series, bad

@@ -1,0 +1,379 @@
+"""Real-file guard rails (issue 11 "Real files", DESIGN.md "Data-prep guard rails").
+
+Every file is built here, shaped like what people upload: a penguins-like export (NA strings, blanks,
+constant columns, an individual ID, dates, sparse comments), a European ``;`` / decimal-comma / latin-1 file
+with an ID column, dates, free text and a quoted header, a survey export and a census extract. Tests check
+the outcome (kinds, exclusion reasons, row counts, parsed values), each against the values the builder wrote.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import mdp_core as core
+from mdp_core import DataError
+
+
+def _file(raw: bytes, name: str = "upload.csv") -> io.BytesIO:
+    buf = io.BytesIO(raw)
+    buf.name = name
+    return buf
+
+
+def _load(raw: bytes, name: str = "upload.csv", seed: int = 0) -> tuple[pd.DataFrame, core.LoadReport]:
+    return core.load_dataset_report(_file(raw, name), seed=seed)
+
+
+# ------------------------------------------------------------------------------------------ builders
+def penguins_like(seed: int = 1) -> tuple[bytes, dict[str, np.ndarray]]:
+    """344 rows shaped like palmerpenguins' ``penguins_raw.csv`` (the columns and the kinds of gaps)."""
+    rng = np.random.default_rng(seed)
+    n = 344
+    species = rng.choice(
+        ["Adelie Penguin (Pygoscelis adeliae)", "Gentoo penguin (Pygoscelis papua)", "Chinstrap penguin"], n
+    )
+    culmen = rng.normal(44.0, 5.0, n).round(1).astype(object)
+    culmen[[3, 271]] = "NA"
+    flipper = rng.integers(172, 231, n).astype(object)
+    flipper[[3, 271]] = "NA"
+    mass = rng.integers(2700, 6300, n).astype(object)
+    mass[[3, 271]] = "NA"
+    sex = rng.choice(["MALE", "FEMALE"], n).astype(object)
+    sex[[3, 8, 9, 10, 11, 47, 178, 218, 256, 268]] = "NA"
+    sex[336] = "."
+    d15 = rng.normal(8.7, 0.5, n).round(5).astype(object)
+    d15_missing = rng.choice(n, 14, replace=False)
+    d15[d15_missing] = "NA"
+    d13 = rng.normal(-25.7, 0.8, n).round(5).astype(object)
+    d13[rng.choice(n, 13, replace=False)] = ""
+    comments = np.array(["NA"] * n, dtype=object)
+    notes = ["Not enough blood for isotopes.", "Sexing primers did not amplify.", "Adult not sampled."]
+    notes.append("Nest never observed with full clutch.")
+    comments[rng.choice(n, 26, replace=False)] = rng.choice(notes, 26)
+    header = (
+        "studyName,Sample Number,Species,Region,Island,Stage,Individual ID,Clutch Completion,Date Egg,"
+        "Culmen Length (mm),Culmen Depth (mm),Flipper Length (mm),Body Mass (g),Sex,Delta 15 N (o/oo),"
+        "Delta 13 C (o/oo),Comments"
+    )
+    lines = [header]
+    for i in range(n):
+        row = [
+            rng.choice(["PAL0708", "PAL0809", "PAL0910"]),
+            str(i % 152 + 1),
+            species[i],
+            "Anvers",
+            rng.choice(["Torgersen", "Biscoe", "Dream"]),
+            '"Adult, 1 Egg Stage"',
+            f"N{(i % 190) // 2 + 1}A{i % 2 + 1}",
+            rng.choice(["Yes", "No"]),
+            f"{int(rng.integers(11, 13))}/{int(rng.integers(1, 29))}/0{int(rng.integers(7, 10))}",
+            str(culmen[i]),
+            f"{rng.normal(17.2, 2.0):.1f}",
+            str(flipper[i]),
+            str(mass[i]),
+            sex[i],
+            str(d15[i]),
+            str(d13[i]),
+            comments[i],
+        ]
+        lines.append(",".join(row))
+    raw = ("\n".join(lines) + "\n").encode()
+    numeric_missing = np.zeros(n, bool)
+    for arr in (culmen, flipper, mass, d15):
+        numeric_missing |= np.array([v == "NA" for v in arr])
+    numeric_missing |= np.array([v == "" for v in d13])
+    return raw, {"numeric_missing": numeric_missing, "sex_missing": np.array([v in ("NA", ".") for v in sex])}
+
+
+def european(rows: int = 800, seed: int = 7) -> tuple[bytes, dict[str, np.ndarray]]:
+    """A ``;``-separated latin-1 export with decimal commas, thousands dots, a quoted header, an ID column,
+    dates, free text and blanks (like the file of issue 11)."""
+    rng = np.random.default_rng(seed)
+    words = ["Müller", "größer", "café", "ok", "später anrufen", "Straße 5", "früh", "élan", "rückfrage"]
+    lines = ["ID;'Alter';Einkommen;Geschlecht;Datum;Notiz;Stufe;Größe;Zufrieden"]
+    income = (rng.lognormal(10.3, 0.6, rows) * 100).round() / 100
+    height = rng.normal(1.72, 0.09, rows).round(2)
+    age = rng.integers(18, 90, rows).astype(float)
+    age[rng.random(rows) < 0.05] = np.nan
+    sex = rng.choice(["m", "w", "d"], rows, p=[0.48, 0.48, 0.04]).astype(object)
+    sex[rng.random(rows) < 0.04] = ""
+    for i in range(rows):
+        whole, cents = divmod(round(income[i] * 100), 100)
+        income_s = f"{whole:,}".replace(",", ".") + f",{cents:02d}"
+        day, month, year = int(rng.integers(1, 29)), int(rng.integers(1, 13)), int(rng.integers(2015, 2025))
+        date = f"{day:02d}.{month:02d}.{year}"
+        note = " ".join(rng.choice(words, int(rng.integers(2, 5)))) + f" {i}"
+        level = str(rng.choice(["niedrig", "mittel", "hoch"]))
+        age_s = "" if np.isnan(age[i]) else str(int(age[i]))
+        height_s = f"{height[i]:.2f}".replace(".", ",")
+        happy = int(rng.integers(1, 6))
+        lines.append(f"ID{i:05d};{age_s};{income_s};{sex[i]};{date};{note};{level};{height_s};{happy}")
+    raw = ("\r\n".join(lines) + "\r\n").encode("latin-1")
+    return raw, {"income": income, "height": height, "age": age, "sex_missing": sex == ""}
+
+
+# ------------------------------------------------------------------------------------------ penguins
+def test_penguins_like_keeps_rows_and_excludes_what_must_not_be_released() -> None:
+    raw, truth = penguins_like()
+    df, report = _load(raw, "penguins_raw.csv")
+    assert df.shape == (344, 17) and report.target is None
+    schema = core.infer_schema(df)
+    reasons = schema.excluded_reasons
+    assert set(reasons) == {"Region", "Stage", "Individual ID", "Date Egg", "Comments"}
+    assert reasons["Region"].startswith("constant") and reasons["Stage"].startswith("constant")
+    assert reasons["Individual ID"].startswith("identifier-like: 190 distinct values in 344 rows (55%")
+    assert reasons["Date Egg"].startswith("date (mm/dd/yy)")
+    assert reasons["Comments"].startswith("free text")
+    assert dict(schema.kinds) == {
+        "studyName": "nominal",
+        "Sample Number": "numeric",
+        "Species": "nominal",
+        "Island": "nominal",
+        "Clutch Completion": "binary",
+        "Culmen Length (mm)": "numeric",
+        "Culmen Depth (mm)": "numeric",
+        "Flipper Length (mm)": "numeric",
+        "Body Mass (g)": "numeric",
+        "Sex": "binary",
+        "Delta 15 N (o/oo)": "numeric",
+        "Delta 13 C (o/oo)": "numeric",
+    }
+    enc = core.discretize(df, schema)
+    # only rows with a missing *numeric* value are left out (today: 310 of 344 vanished)
+    assert enc.dropped_rows == int(truth["numeric_missing"].sum())
+    assert len(enc.codes) == 344 - enc.dropped_rows
+    assert enc.dropped_rows < 40
+    kept = ~truth["numeric_missing"]
+    assert list(enc.levels["Sex"]) == ["FEMALE", "MALE", "missing"]
+    assert int((enc.codes["Sex"] == 2).sum()) == int(truth["sex_missing"][kept].sum())
+    warning = enc.warnings[0]
+    assert warning.startswith(f"{enc.dropped_rows} of 344 rows are left out because a numeric attribute")
+    assert "'Delta 15 N (o/oo)' (14 missing)" in warning and "'Delta 13 C (o/oo)' (13 missing)" in warning
+    assert "'Sex' (11)" in enc.warnings[1]
+    assert set(enc.columns) == set(schema.columns)  # excluded columns never reach the encoding
+
+
+def test_excluding_a_sparse_numeric_column_keeps_its_rows() -> None:
+    raw, _ = penguins_like()
+    df, _ = _load(raw)
+    enc = core.discretize(df, core.infer_schema(df, exclude=["Delta 15 N (o/oo)", "Delta 13 C (o/oo)"]))
+    assert enc.dropped_rows == 2  # rows 3 and 271 miss every measurement
+    schema = core.infer_schema(df, exclude=["Delta 15 N (o/oo)"])
+    assert schema.excluded_reasons["Delta 15 N (o/oo)"] == "excluded by you"
+
+
+def test_dates_can_be_reincluded_as_ordinal_month_or_year() -> None:
+    raw, _ = european(rows=300)
+    df, _ = _load(raw)
+    by_month = core.infer_schema(df, include={"Datum": "month"})
+    assert by_month.kind("Datum") == "ordinal" and "Datum" not in by_month.excluded_reasons
+    enc = core.discretize(df, by_month)
+    kept = df["Alter"].notna()  # the only numeric gap
+    expected = pd.to_datetime(df["Datum"], format="%d.%m.%Y").dt.strftime("%Y-%m")[kept]
+    assert list(enc.levels["Datum"]) == sorted(expected.unique())
+    assert (enc.decode(enc.codes)["Datum"].to_numpy() == expected.to_numpy()).all()
+    by_year = core.discretize(df, core.infer_schema(df, include={"Datum": "year"}))
+    assert list(by_year.levels["Datum"]) == [str(y) for y in range(2015, 2025)]
+    with pytest.raises(DataError, match="include it by month or year, not 'hour'"):
+        core.infer_schema(df, include={"Datum": "hour"})
+
+
+def test_reincluded_identifier_and_user_kinds() -> None:
+    raw, _ = european(rows=300)
+    df, _ = _load(raw)
+    schema = core.infer_schema(df, include=["ID"])
+    assert schema.kind("ID") == "nominal"
+    with pytest.raises(DataError, match=r"\['Notiz'\] are excluded; include them"):
+        schema.with_kinds({"Notiz": "nominal"})
+    with pytest.raises(DataError, match="target 'Notiz' is excluded \\(free text"):
+        core.infer_schema(df, target="Notiz")
+    with pytest.raises(DataError, match="unknown columns \\['nope'\\]"):
+        core.infer_schema(df, include=["nope"])
+
+
+# ------------------------------------------------------------------------------------------ European file
+def test_european_semicolon_decimal_comma_latin1_file() -> None:
+    raw, truth = european()
+    df, report = _load(raw, "kunden.csv")
+    assert report.encoding == "cp1252" and report.separator == ";" and report.target is None
+    assert list(df.columns) == ["ID", "Alter", "Einkommen", "Geschlecht", "Datum", "Notiz", "Stufe", "Größe",
+                                "Zufrieden"]  # fmt: skip
+    assert "Quotes removed from header name(s) 'Alter'." in report.notes
+    assert "Read as numbers with a decimal comma: Einkommen, Größe." in report.notes
+    assert pd.api.types.is_float_dtype(df["Einkommen"])
+    np.testing.assert_allclose(df["Einkommen"].to_numpy(), truth["income"], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(df["Größe"].to_numpy(), truth["height"], rtol=0, atol=1e-12)
+    assert df["Alter"].isna().sum() == np.isnan(truth["age"]).sum()
+    assert df["Notiz"].str.contains("ü").any()  # latin-1 text decoded, not mojibake
+    schema = core.infer_schema(df)
+    reasons = schema.excluded_reasons
+    assert list(reasons) == ["ID", "Datum", "Notiz"]
+    assert reasons["ID"].startswith("identifier-like: 800 distinct values in 800 rows")
+    assert reasons["Datum"].startswith("date (dd.mm.yyyy)")
+    assert reasons["Notiz"].startswith("free text")
+    assert schema.kind("Einkommen") == "numeric" and schema.kind("Größe") == "numeric"
+    assert schema.kind("Stufe") == "nominal" and schema.kind("Zufrieden") == "ordinal"
+    enc = core.discretize(df, schema)
+    assert enc.domain_sizes["Einkommen"] <= 8  # binned, not 549 nominal levels
+    assert enc.dropped_rows == int(np.isnan(truth["age"]).sum())  # 'Alter' is the only numeric gap
+    assert list(enc.levels["Geschlecht"]) == ["d", "m", "w", "missing"]
+    assert "ID" not in enc.codes.columns and "Notiz" not in enc.codes.columns
+
+
+def test_thousands_and_decimal_conventions() -> None:
+    # English: quoted "1,234,567.5"; European: 1.234.567,5; spaced: 1 234 567,5; the column decides
+    raw = b'a,b,c\n"1,234,567.5",0.125,1\n"2,000",1.5,2\n"12",2.25,3\n'
+    df, _ = _load(raw)
+    assert df["a"].tolist() == [1234567.5, 2000.0, 12.0] and df["b"].tolist() == [0.125, 1.5, 2.25]
+    raw = "a;b;c\n1.234.567,5;1 234,5;x\n2.000;2\u00a0000,25;y\n12;3;z\n".encode()
+    df, _ = _load(raw)
+    assert df["a"].tolist() == [1234567.5, 2000.0, 12.0] and df["b"].tolist() == [1234.5, 2000.25, 3.0]
+    # ambiguous "1.500" follows the file: European when another column has decimal commas ...
+    df, _ = _load(b"a;b\n1.500;0,5\n2.250;1,5\n")
+    assert df["a"].tolist() == [1500, 2250]
+    # ... English in a comma file
+    df, _ = _load(b"a,b\n1.500,x\n2.250,y\n")
+    assert df["a"].tolist() == [1.5, 2.25]
+
+
+def test_stray_tokens_in_a_number_column_become_missing_with_a_note() -> None:
+    rows = "".join(f"{i * 1.5},{'k.A.' if i == 7 else i % 3}\n" for i in range(40))
+    df, report = _load(("x,y\n" + rows).replace("10.5,", "unbekannt,").encode())
+    assert pd.api.types.is_float_dtype(df["x"]) and df["x"].isna().sum() == 1
+    assert "x: 1 value(s) are not numbers ('unbekannt') and count as missing." in report.notes
+
+
+@given(st.lists(st.floats(-1e9, 1e9, allow_nan=False).map(lambda v: round(v, 2)), min_size=2, max_size=30))
+def test_european_numbers_round_trip(values: list[float]) -> None:
+    def eu(v: float) -> str:
+        s = f"{abs(v):,.2f}".replace(",", "_").replace(".", ",").replace("_", ".")
+        return ("-" if v < 0 else "") + s
+
+    raw = "n;k\n" + "".join(f"{eu(v)};{i % 2}\n" for i, v in enumerate(values))
+    df, _ = _load(raw.encode("latin-1"))
+    np.testing.assert_allclose(df["n"].to_numpy(float), values, rtol=0, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------ surveys, census
+def test_survey_export_utf8_bom_tabs_likert_kept_comments_and_respondent_excluded() -> None:
+    rng = np.random.default_rng(3)
+    likert = ["Strongly disagree", "Disagree", "Neither agree nor disagree", "Agree", "Strongly agree"]
+    lines = ["RespondentId\tStarted\tQ1 satisfaction\tQ2 age group\tQ3 comments\tWeight"]
+    for i in range(500):
+        how = rng.choice(["very", "not", "quite"])
+        comment = "" if rng.random() < 0.7 else f"the staff was {how} helpful {i}"
+        lines.append(
+            f"{1000 + i}\t2024-03-{int(rng.integers(1, 29)):02d} {int(rng.integers(0, 24)):02d}:15:00\t"
+            f"{rng.choice(likert)}\t{rng.choice(['18-29', '30-44', '45-64', '65+'])}\t{comment}\t"
+            f"{rng.uniform(0.5, 2):.3f}"
+        )
+    raw = b"\xef\xbb\xbf" + "\n".join(lines).encode()
+    df, report = _load(raw, "survey.tsv")
+    assert report.encoding == "utf-8-sig" and report.separator == "\t" and df.columns[0] == "RespondentId"
+    schema = core.infer_schema(df)
+    reasons = schema.excluded_reasons
+    assert reasons["RespondentId"].startswith("identifier-like: a different whole number in each of the 500")
+    assert reasons["Started"].startswith("date and time (yyyy-mm-dd hh:mm:ss)")
+    assert reasons["Q3 comments"].startswith("free text")
+    assert schema.kind("Q1 satisfaction") == "nominal" and schema.kind("Q2 age group") == "nominal"
+    assert schema.kind("Weight") == "numeric"
+    enc = core.discretize(df, core.infer_schema(df, include={"Started": "month"}))
+    assert list(enc.levels["Started"]) == ["2024-03"]
+
+
+def test_census_extract_quoted_headers_and_values_thousands_gzip() -> None:
+    rng = np.random.default_rng(5)
+    regions = [f"Region {k}" for k in range(12)]
+    lines = ["'county','region','popul','median_income','year'"]
+    popul = rng.integers(1_000, 3_000_000, 240)
+    for i in range(240):
+        income = int(rng.integers(20_000, 90_000))
+        lines.append(f"'C{i:03d}','{regions[i % 12]}',\"{popul[i]:,}\",\"{income:,}\",2020")
+    raw = gzip.compress(("\n".join(lines) + "\n").encode())
+    df, report = _load(raw, "census.csv.gz")
+    assert list(df.columns) == ["county", "region", "popul", "median_income", "year"]
+    assert df["popul"].tolist() == popul.tolist() and df["region"].iloc[0] == "Region 0"
+    unquoted = "Quotes removed from header name(s) 'county', 'region', 'popul'"
+    assert any(n.startswith(unquoted) for n in report.notes)
+    schema = core.infer_schema(df)
+    assert schema.excluded_reasons["county"].startswith("identifier-like")
+    assert schema.excluded_reasons["year"].startswith("constant")
+    assert schema.kind("popul") == "numeric" and schema.kind("region") == "nominal"
+
+
+# ------------------------------------------------------------------------------------------ targets
+def test_targets_documented_for_samples_never_guessed_for_files() -> None:
+    assert {n: core.load_dataset_report(n)[1].target for n in core.list_datasets()} == {
+        "heart": "target",
+        "adult": "income",
+        "wine": "quality",
+    }
+    _, report = _load(b"a,b,target\n1,2,0\n3,4,1\n")
+    assert report.target is None  # even a column named "target" is not picked for the user
+    assert core.infer_schema(pd.DataFrame({"a": [1, 2], "b": [3, 4]})).target is None
+
+
+# ------------------------------------------------------------------------------------------ bad input
+@pytest.mark.parametrize(
+    ("raw", "match"),
+    [
+        (b"", "is empty"),
+        (gzip.compress(b""), "is empty"),
+        (b"PK\x03\x04\x14\x00\x06\x00", r"Excel workbook \(.xlsx\); save the sheet as CSV"),
+        (b"%PDF-1.7\n", "a PDF document"),
+        (bytes(range(256)) * 4, "not a text file"),
+        (gzip.compress(bytes(range(256)) * 4), "not a text file"),
+        (b"a;b;c\n1;2;3\n", "1 data row"),
+        (b"only\n1\n2\n", "1 column"),
+        (b"'a',a,b\n1,2,3\n4,5,6\n", r"duplicate column name\(s\) \['a'\]"),
+        (b"a, ,c\n1,2,3\n4,5,6\n", r"column\(s\) \[2\] have a blank name"),
+        (b"a,b\n1,2\n3,4,5\n", "every row needs as many comma-separated fields as the header"),
+    ],
+)
+def test_bad_files_give_actionable_errors(raw: bytes, match: str) -> None:
+    with pytest.raises(DataError, match=match):
+        _load(raw)
+
+
+def test_trailing_separator_empty_rows_and_empty_columns() -> None:
+    raw = b"a;b;c;\n1;x;;\n;;;\n2;y;;\n3;x;;\n"
+    df, report = _load(raw)
+    assert list(df.columns) == ["a", "b", "c"] and len(df) == 3
+    assert "Dropped 1 empty column(s) without a header (a trailing separator?)." in report.notes
+    assert "Dropped 1 empty row(s)." in report.notes
+    assert core.infer_schema(df).excluded_reasons == {"c": "empty: the column has no values"}
+
+
+def test_utf16_and_windows_1252() -> None:
+    df, report = _load("a\tb\nÄpfel\t1\nBirnen\t2\n".encode("utf-16"))
+    assert report.encoding == "utf-16" and df["a"].tolist() == ["Äpfel", "Birnen"]
+    df, report = _load("Preis;Währung\n3,50;€\n4,20;€\n".encode("cp1252"))
+    assert report.encoding == "cp1252" and df["Währung"].tolist() == ["€", "€"]
+    assert df["Preis"].tolist() == [3.5, 4.2]
+
+
+def test_a_million_rows_are_sampled_fast() -> None:
+    n = 1_000_000
+    rng = np.random.default_rng(0)
+    ages, incomes = rng.integers(18, 90, n), rng.integers(0, 200_000, n)
+    body = "\n".join(map("{},{},{}".format, range(n), ages, incomes))
+    raw = ("id,age,income\n" + body + "\n").encode()
+    start = time.perf_counter()
+    df, report = _load(raw, "big.csv", seed=4)
+    seconds = time.perf_counter() - start
+    assert report.sampled and report.original_rows == n and len(df) == core.INTERACTIVE_ROW_LIMIT
+    assert report.notes[-1].startswith("big.csv has 1,000,000 rows; using a uniform random sample of 60,000")
+    ids = df["id"].to_numpy()
+    assert np.all(np.diff(ids) > 0)  # original order kept
+    np.testing.assert_array_equal(df["age"].to_numpy(), ages[ids])  # rows intact
+    assert seconds < 10.0, seconds  # ~1-2 s on an idle 2-core machine
+    again, _ = _load(raw, "big.csv", seed=4)
+    pd.testing.assert_frame_equal(df, again)
