@@ -4,22 +4,28 @@ and the self-contained HTML report (DESIGN.md "Release and decisions")."""
 from __future__ import annotations
 
 from .audit import AUDIT_FIELDS, audit_record, dataset_fingerprint, package_versions
-from .outcome import ScenarioOutcome, compare_scenarios, evaluate_scenario, leakage_per_attribute
+from .decide import WHICH_EPS_GRID, Decision, which_eps
+from .outcome import ScenarioOutcome, compare_scenarios, encode_for, evaluate_scenario, leakage_per_attribute
 from .posterior import budget_sentence, odds_factor, posterior_bound, posterior_table
 from .privatise import ReleaseCheck, privatise, release_report, target_channel
+from .report import build_report, report_figures
 from .scenarios import SCENARIO_SCHEMA, Scenario, UtilityTarget, load_scenarios, save_scenarios
 
 __all__ = [
     "AUDIT_FIELDS",
     "SCENARIO_SCHEMA",
+    "WHICH_EPS_GRID",
+    "Decision",
     "ReleaseCheck",
     "Scenario",
     "ScenarioOutcome",
     "UtilityTarget",
     "audit_record",
     "budget_sentence",
+    "build_report",
     "compare_scenarios",
     "dataset_fingerprint",
+    "encode_for",
     "evaluate_scenario",
     "leakage_per_attribute",
     "load_scenarios",
@@ -29,6 +35,8 @@ __all__ = [
     "posterior_table",
     "privatise",
     "release_report",
+    "report_figures",
     "save_scenarios",
     "target_channel",
+    "which_eps",
 ]

@@ -1,0 +1,145 @@
+""" "Which eps?": from a utility target to the smallest budget that meets it, with its CI and the frontier.
+
+:func:`which_eps` runs one sweep (:func:`mdp_core.sweep.run_sweep`: DepHDP and the four baselines over a
+geometric grid of budgets, ``repetitions`` privatisations of the held-out split each) and asks
+:func:`mdp_core.sweep.smallest_eps` for the smallest budget whose 95 % CI meets the target, optionally
+refined by bisection between grid points. The answer is stated in words (:attr:`Decision.sentence`), with
+the meaning of the budget (:func:`mdp_core.release.budget_sentence`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from mdp_core._validation import Progress
+from mdp_core.errors import DataError
+
+from .posterior import budget_sentence, posterior_bound
+from .scenarios import UtilityTarget
+
+__all__ = ["WHICH_EPS_GRID", "Decision", "which_eps"]
+
+#: Budgets tried by "which eps" (geometric-ish, 0.25 to 20 per unit of the record metric).
+WHICH_EPS_GRID: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0)
+
+
+@dataclass(frozen=True, eq=False)
+class Decision:
+    """The answer to "which eps?" and where it came from.
+
+    Attributes
+    ----------
+    choice : EpsChoice
+        ``eps, estimate, ci, met, reason`` (see :func:`mdp_core.sweep.smallest_eps`).
+    frontier : DataFrame
+        :func:`mdp_core.sweep.frontier` of the sweep (DepHDP and the baselines, mean and 95 % CI per eps).
+    target : UtilityTarget
+        As stated by the user.
+    metric : str
+        The task's primary metric (e.g. ``accuracy``).
+    reference : float
+        The metric without privacy (the same model on the original records).
+    seconds : float
+        Wall-clock seconds of the sweep(s).
+    dataset : str
+    """
+
+    choice: Any
+    frontier: pd.DataFrame
+    target: UtilityTarget
+    metric: str
+    reference: float
+    seconds: float
+    dataset: str
+
+    @property
+    def target_value(self) -> float:
+        """The target in the metric's units."""
+        return self.target.value * self.reference if self.target.kind == "relative" else self.target.value
+
+    @property
+    def sentence(self) -> str:
+        c = self.choice
+        what = self.target.describe(self.metric)
+        if self.target.kind == "relative":
+            what += f" ({self.target_value:.3f} of {self.reference:.3f})"
+        if not c.met:
+            return (
+                f"{what}: not reachable below ε = {c.eps:g} on {self.dataset}. At ε = {c.eps:g} the "
+                f"{self.metric} is {c.estimate:.3f} (95 % CI {c.ci[0]:.3f}–{c.ci[1]:.3f})."
+            )
+        p50 = posterior_bound(0.5, c.eps)
+        return (
+            f"The smallest budget that keeps {what} on {self.dataset} is ε = {c.eps:.3g} "
+            f"({c.settings.get('method', 'DepHDP')}): {self.metric} {c.estimate:.3f}, 95 % CI "
+            f"{c.ci[0]:.3f}–{c.ci[1]:.3f}. {budget_sentence(c.eps)} A 50 % guess becomes at most "
+            f"{p50:.1%}."
+        )
+
+
+def which_eps(
+    dataset: str,
+    target: UtilityTarget,
+    *,
+    encoded: Any = None,
+    task: str = "prediction",
+    eps: tuple[float, ...] = WHICH_EPS_GRID,
+    repetitions: int = 5,
+    seed: int = 0,
+    refine: int = 0,
+    client: Any = None,
+    progress: Progress = None,
+    options: tuple[tuple[str, Any], ...] = (),
+) -> Decision:
+    """Smallest eps meeting ``target`` for ``task`` on ``dataset`` (an embedded sample name, or any name
+    with ``encoded`` = the discretised table), DepHDP and the four baselines on one budget grid.
+
+    Parameters
+    ----------
+    dataset : str
+        Sample name or file name (shown in the answer).
+    target : UtilityTarget
+        ``relative`` (share of non-private, e.g. 0.95) or ``absolute`` (in the metric's units).
+    encoded : Encoded, optional
+        The table to use instead of loading ``dataset``.
+    task, eps, repetitions, seed, options
+        The sweep (see :class:`mdp_core.sweep.SweepSpec`).
+    refine : int
+        Bisection steps between grid budgets (each runs one more one-budget sweep).
+    client : distributed.Client, None or False
+        Engine (``None``: embedded LocalCluster or ``DASK_SCHEDULER_ADDRESS``; ``False``: in-process).
+    """
+    from mdp_core.sweep import SweepSpec, frontier, run_sweep, smallest_eps
+
+    if not isinstance(target, UtilityTarget):
+        raise TypeError(f"target must be a UtilityTarget, got {type(target).__name__}")
+    spec = SweepSpec(
+        dataset=dataset, task=task, eps=tuple(eps), repetitions=repetitions, seed=seed, options=options
+    )
+    t0 = time.perf_counter()
+    results = run_sweep(spec, client=client, progress=progress, encoded=encoded)
+    if results.empty:
+        raise DataError("the sweep returned no results")
+    relative = target.kind == "relative"
+    higher = bool(results["higher_is_better"].iloc[0])
+    if relative and not higher:
+        raise DataError(f"a relative target needs a higher-is-better metric; {task} is judged by a distance")
+    choice = smallest_eps(
+        results, target.value, relative=relative, method="DepHDP", refine=refine, client=client
+    )
+    seconds = time.perf_counter() - t0
+    reference = float(results["reference"].mean()) if "reference" in results else math.nan
+    return Decision(
+        choice=choice,
+        frontier=frontier(results),
+        target=target,
+        metric=str(results["metric"].iloc[0]),
+        reference=reference,
+        seconds=seconds,
+        dataset=dataset,
+    )

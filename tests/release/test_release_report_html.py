@@ -1,0 +1,108 @@
+"""build_report (one self-contained HTML file) and the CLI, on the constructed case (no browser here; the
+Chromium test is tests/browser/test_report.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from release_cases import FAST, make_table
+
+import mdp_core as core
+from mdp_core.release import (
+    Decision,
+    Scenario,
+    UtilityTarget,
+    build_report,
+    dataset_fingerprint,
+    evaluate_scenario,
+    save_scenarios,
+)
+from mdp_core.release.__main__ import main
+from mdp_core.sweep import EpsChoice
+
+
+def scenario(df: pd.DataFrame) -> Scenario:
+    return Scenario(
+        "constructed", "constructed.csv", core.DepHDPConfig(eps=2.0, **FAST), dataset_fingerprint(df),
+        target="target", exclude=("patient_id",), bins=(("dose", 4),),
+    )  # fmt: skip
+
+
+def _choice() -> EpsChoice:
+    reason = "eps = 2 is the smallest budget"
+    return EpsChoice(2.0, 0.81, (0.79, 0.83), True, reason, settings={"method": "DepHDP"})
+
+
+def fake_decision() -> Decision:
+    rows = [
+        {"method": m, "eps": e, "n": 5, "utility_mean": 0.6 + 0.02 * e, "utility_ci_lo": 0.55 + 0.02 * e,
+         "utility_ci_hi": 0.65 + 0.02 * e}
+        for m in ("DepHDP", "SPL+DPN") for e in (0.5, 1.0, 2.0, 5.0)
+    ]  # fmt: skip
+    return Decision(_choice(), pd.DataFrame(rows), UtilityTarget(), "accuracy", 0.85, 3.2, "constructed")
+
+
+def test_one_self_contained_file_with_every_section() -> None:
+    df = make_table()
+    out = evaluate_scenario(scenario(df), df, repetitions=3)
+    page = build_report(out, decision=fake_decision())
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    # plotly.js inlined exactly once, nothing loaded from elsewhere
+    assert page.count("plotly.js v") >= 1 and page.count("<script>/**") <= 1
+    assert not re.search(r"""<(script|link|img|iframe)[^>]+(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "cdn.plot.ly/plotly" not in page.split("</script>", 1)[1]
+    for heading in ("What is protected, in plain words", "Which ε?", "Data", "Dependency graph",
+                    "Groups and mechanisms", "Budget split", "Verification of every channel",
+                    "Utility versus non-private", "Leakage per attribute", "Release checks", "Audit record",
+                    "Versions"):  # fmt: skip
+        assert f"<h2>{heading}</h2>" in page, heading
+    figures = re.findall(r'data-figure="([a-z]+)"', page)
+    assert figures == ["frontier", "dependencies", "budget", "utility", "leakage"]
+    assert "sandwich bound" in page and "odds" in page
+
+
+def test_audit_record_is_embedded_as_json() -> None:
+    df = make_table()
+    out = evaluate_scenario(scenario(df), df, repetitions=2)
+    page = build_report(out)
+    m = re.search(r'<script type="application/json" id="audit-record">(.*?)</script>', page, re.S)
+    assert m is not None
+    embedded = json.loads(m.group(1).replace("<\\/", "</"))
+    assert embedded == json.loads(json.dumps(out.audit))
+    assert embedded["fingerprint"]["value"] == dataset_fingerprint(df)
+    assert 'data-figure="frontier"' not in page  # no decision, no frontier
+
+
+def test_posterior_table_numbers_in_the_page() -> None:
+    df = make_table()
+    page = build_report(scenario(df), data=df, repetitions=2)
+    expected = 0.5 * math.exp(2.0) / (0.5 * math.exp(2.0) + 0.5)
+    assert f"{expected:.1%}" in page
+    with pytest.raises(core.DataError, match="pass data="):
+        build_report(scenario(df))
+
+
+def test_cli_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    df = make_table()
+    data = tmp_path / "constructed.csv"
+    df.to_csv(data, index=False)
+    loaded = core.load_dataset(data)
+    scen = Scenario(
+        "from-file", "constructed.csv", core.DepHDPConfig(eps=2.0, **FAST), dataset_fingerprint(loaded),
+        target="target", exclude=tuple(c for c in ("patient_id",) if c in loaded.columns),
+        bins=(("dose", 4),),
+    )  # fmt: skip
+    spec = tmp_path / "s.json"
+    save_scenarios([scen], spec)
+    out = tmp_path / "r.html"
+    assert main(["report", str(spec), "--data", str(data), "--out", str(out), "--repetitions", "2"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["scenario"] == "from-file" and summary["bytes"] == len(out.read_bytes())
+    assert "<h2>Audit record</h2>" in out.read_text()
+    assert main(["report", str(spec), "--data", str(data), "--out", str(out), "--scenario", "nope"]) == 2
+    assert "no scenario named 'nope'" in capsys.readouterr().err
