@@ -35,6 +35,7 @@ from mdp_core.geo import GeoComparison, GeoMechanism, GeoProblem, RoadNetwork
 
 __all__ = [
     "ATTRIBUTION",
+    "BOUND_SECONDS",
     "CUSTOM",
     "DEFAULT_LEVEL",
     "LEVEL_RADIUS_KM",
@@ -71,6 +72,7 @@ __all__ = [
     "sample_reports",
     "store",
     "store_upload",
+    "stored_mechanism",
 ]
 
 ATTRIBUTION = "Map data © OpenStreetMap contributors (ODbL)"
@@ -91,6 +93,8 @@ NO_BASE_MAP = "__MAP_STYLE__"
 MAX_CANDIDATES = 300
 #: Verified random pairs per method on the page (the bench uses 200k).
 PAGE_SAMPLES = 50_000
+#: Time budget (s) of the lower bound on the page (behind a button, with a progress bar).
+BOUND_SECONDS = 20.0
 #: Sampled reports drawn from the shown row.
 N_REPORTS = 40
 #: eps grid of the loss curve (1/km).
@@ -334,6 +338,11 @@ def mechanism(config: GeoConfig, eps: float, method: str, progress: Progress = N
     )
 
 
+def stored_mechanism(config: GeoConfig, eps: float, method: str) -> GeoComparison | None:
+    """The stored one-method comparison, or None when it has not been built yet."""
+    return store().get(("mech", config, round(float(eps), 12), method))
+
+
 def bound_available() -> bool:
     """Whether the core offers ``geo_lower_bound`` (DESIGN.md "Geo optimality and export")."""
     return hasattr(cgeo, "geo_lower_bound")
@@ -345,14 +354,13 @@ def cached_bound(config: GeoConfig, eps: float) -> Any | None:
 
 
 def compute_bound(config: GeoConfig, eps: float, progress: Progress = None) -> Any:
-    """``mdp_core.geo.geo_lower_bound`` on ``config`` at ``eps``, cached in the store."""
-    fn = cgeo.geo_lower_bound
+    """``mdp_core.geo.geo_lower_bound`` on ``config`` at ``eps`` within ``BOUND_SECONDS`` (cached).
+
+    Exact when row generation reaches the optimum in time, otherwise the certified relaxation bound.
+    """
 
     def run() -> Any:
-        try:
-            return fn(cached_problem(config), eps, progress=progress)
-        except TypeError:  # a core version without the progress keyword
-            return fn(cached_problem(config), eps)
+        return cgeo.geo_lower_bound(cached_problem(config), eps, time_limit=BOUND_SECONDS, progress=progress)
 
     return store().get_or_compute(("bound", config, round(float(eps), 12)), run)
 
@@ -378,7 +386,9 @@ def expected_error_by_target(mech: GeoMechanism, problem: GeoProblem) -> np.ndar
 def comparison_table(comps: dict[str, GeoComparison], bound: Any | None = None) -> pd.DataFrame:
     """One row per method: travel error, vs EM, the bound's headroom and gap, seconds, privacy check.
 
-    With a bound B (``GeoBound``): "at most X % better possible" is ``1 - B / U`` and the gap ``U / B - 1``.
+    With a bound B (``GeoBound``): "at most X % better possible" is ``1 - B / U`` and the gap ``U / B - 1``
+    (private rows only: the bound holds for eps-mDP mechanisms). A tree variant worse than EM + remap on the
+    same map and eps gets a note saying so.
     """
     labels = method_labels()
     utility = {key: c.utility_km[key] for key, c in comps.items()}
@@ -393,15 +403,23 @@ def comparison_table(comps: dict[str, GeoComparison], bound: Any | None = None) 
             "expected travel error (km)": u,
             "vs EM": u / em if em else np.nan,
         }
+        private = comp.max_excess[key] <= 1e-9
         if bound is not None:
             value = float(bound.value)
-            row["at most % better possible"] = 100.0 * max(0.0, 1.0 - value / u) if u > 0 else 0.0
-            row["gap to bound"] = u / value - 1.0 if value > 0 else np.nan
+            ok = private and u > 0 and value > 0
+            row["at most % better possible"] = 100.0 * max(0.0, 1.0 - value / u) if ok else np.nan
+            row["gap to bound"] = u / value - 1.0 if ok else np.nan
         row["construction (s)"] = comp.mechanisms[key].seconds
         row["violation ratio"] = comp.violation_ratio[key]
-        row["private (checked)"] = "yes" if comp.max_excess[key] <= 1e-9 else "NO"
+        row["private (checked)"] = "yes" if private else "NO"
+        remap = utility.get("em_remap")
+        if key.startswith("tree") and remap is not None and u > remap:
+            row["note"] = f"worse than EM + remap by {100 * (u / remap - 1):.1f} %"
         rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if "note" in table:
+        table["note"] = table["note"].fillna("")
+    return table
 
 
 def curve_frame(config: GeoConfig, progress: Progress = None) -> pd.DataFrame:
@@ -444,45 +462,30 @@ def fig_loss_curve(curve: pd.DataFrame) -> go.Figure:
 # --------------------------------------------------------------------------------------------------- exports
 
 
-def _metadata(mech: GeoMechanism, config: GeoConfig, network: RoadNetwork) -> dict[str, object]:
-    return {
-        "method": mech.method,
-        "city": network.name,
-        "eps_per_km": mech.eps,
-        "depth": config.depth,
-        "seed_cells": config.seed_n,
-        "seed": config.seed,
-    }
-
-
-def mechanism_npz(mech: GeoMechanism, config: GeoConfig, network: RoadNetwork) -> bytes:
-    """The mechanism as .npz bytes through the core's ``save_mechanism`` (with metadata when it takes it)."""
+def mechanism_npz(mech: GeoMechanism, config: GeoConfig) -> bytes:
+    """The mechanism as .npz bytes (core ``save_mechanism``: arrays, CRS, origin and metadata), cached."""
     key = ("npz", config, round(float(mech.eps), 12), mech.method)
-    return store().get_or_compute(key, lambda: _npz(mech, config, network))
+    return store().get_or_compute(key, lambda: _npz(mech, config))
 
 
-def _npz(mech: GeoMechanism, config: GeoConfig, network: RoadNetwork) -> bytes:
+def _npz(mech: GeoMechanism, config: GeoConfig) -> bytes:
+    problem = cached_problem(config)
     with tempfile.TemporaryDirectory() as folder:
-        target = Path(folder) / "mechanism.npz"
-        try:
-            path = cgeo.save_mechanism(
-                mech, target, network=network, metadata=_metadata(mech, config, network)
-            )
-        except TypeError:  # core without metadata support yet
-            path = cgeo.save_mechanism(mech, target)
+        path = cgeo.save_mechanism(
+            mech, Path(folder) / "mechanism.npz", network=problem.network, grid=problem.grid, seed=config.seed
+        )
         return Path(path).read_bytes()
 
 
-def geojson_bytes(mech: GeoMechanism, config: GeoConfig, network: RoadNetwork) -> bytes | None:
-    """GeoJSON (WGS84) of targets and outputs via the core's ``export_geojson``; None while it is missing."""
-    export = getattr(cgeo, "export_geojson", None)
-    if export is None:
-        return None
-    try:
-        doc = export(mech, network, metadata=_metadata(mech, config, network))
-    except TypeError:
-        doc = export(mech, network)
-    return json.dumps(doc, separators=(",", ":")).encode()
+def geojson_bytes(mech: GeoMechanism, config: GeoConfig) -> bytes:
+    """GeoJSON (WGS84 points of targets and outputs + metadata, core ``export_geojson``), cached."""
+
+    def build() -> bytes:
+        problem = cached_problem(config)
+        doc = cgeo.export_geojson(mech, problem.network, grid=problem.grid, seed=config.seed)
+        return json.dumps(doc, separators=(",", ":")).encode()
+
+    return store().get_or_compute(("geojson", config, round(float(mech.eps), 12), mech.method), build)
 
 
 # --------------------------------------------------------------------------------------------------- drawing
@@ -601,9 +604,9 @@ class _JsonDeck(pdk.Deck):
 
 def deck(
     config: GeoConfig,
-    mech: GeoMechanism,
+    mech: GeoMechanism | None,
     view: GeoView,
-    reports: np.ndarray,
+    reports: np.ndarray | None,
     height: int = MAP_HEIGHT,
 ) -> tuple[pdk.Deck, float]:
     """The map: coloured cells (P(report | x) on output cells, or expected error on target cells), roads,
@@ -611,13 +614,17 @@ def deck(
 
     No base map (``mapStyle`` = ``NO_BASE_MAP``): roads are drawn from the data, so the page makes no
     outside request.
-    Returns the deck and the colour scale's maximum (for the legend).
+    With ``mech`` None: a preview (roads, candidates, true location) while the mechanism is built.
+    Returns the deck and the colour scale's maximum (for the legend; 0 for a preview).
     """
     problem = cached_problem(config)
     net = problem.network
     out_cells, target_cells, cand_ll = _cells(config)
     layers: list[dict[str, object]] = []
-    if view.colour_by == "error":
+    vmax = 0.0
+    if mech is None:
+        pass
+    elif view.colour_by == "error":
         values = expected_error_by_target(mech, problem)
         vmax = float(values.max())
         colours = colour_scale(values, vmax).tolist()
@@ -648,7 +655,8 @@ def deck(
         }
     )
     out_ll = np.round(net.to_lonlat(problem.outputs_km), 6)
-    counts = np.bincount(reports, minlength=len(out_ll))
+    drawn = np.asarray([] if reports is None else reports, dtype=np.int64)
+    counts = np.bincount(drawn, minlength=len(out_ll))
     hit = np.flatnonzero(counts)
     layers.append(
         {

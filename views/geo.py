@@ -146,31 +146,36 @@ with v2:
     picks[mk] = true_label
 geo.remember(method=method_label, level=level, eps=eps, seed_n=seed_n, depth=depth, view=view_label)
 
-# ---- compute (cached per map, depth, seed cells, eps, method) -------------------------------------------
+# ---- compute (cached per map, depth, seed cells, eps, method) and paint ---------------------------------
 config = geo.GeoConfig(city=city, seed_n=seed_n, depth=depth, seed=get_state().seed)
+legend = st.empty()
+progress_slot = st.empty()
+map_slot = st.empty()
 try:
-    with status, st.spinner("Laying the grid and computing travel distances…"):
+    with progress_slot, st.spinner("Laying the grid and computing travel distances…"):
         problem = geo.cached_problem(config)
-    bar = status.progress(0.0, text=f"Building {method_label}…")
-    comp = geo.mechanism(config, eps, method, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
+    cand = cand_labels.index(true_label)
+    true_index = geo.nearest_target(problem, cand_xy[cand])
+    view = geo.GeoView(colour_by=views[view_label], true_index=true_index, candidate=cand)
+    comp = geo.stored_mechanism(config, eps, method)
+    if comp is None:  # first picture now: the roads and the true location while the mechanism is built
+        preview, _ = geo.deck(config, None, view, None)
+        map_slot.pydeck_chart(preview, height=geo.MAP_HEIGHT)
+        bar = progress_slot.progress(0.0, text=f"Building {method_label}…")
+        comp = geo.mechanism(config, eps, method, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
 except DataError as exc:
-    status.empty()
+    progress_slot.empty()
     st.error(str(exc))
     st.stop()
-status.empty()
+progress_slot.empty()
 mech = comp.mechanisms[method]
-cand = cand_labels.index(true_label)
-true_index = geo.nearest_target(problem, cand_xy[cand])
 reports = geo.sample_reports(mech, true_index, geo.N_REPORTS, get_state().seed)
-view = geo.GeoView(colour_by=views[view_label], true_index=true_index, candidate=cand)
-
-# ---- the map --------------------------------------------------------------------------------------------
 chart, vmax = geo.deck(config, mech, view, reports)
 if view.colour_by == "error":
-    st.html(geo.legend_html("Expected travel error if you are here (km)", vmax, " km", "{:.2f}"))
+    legend.html(geo.legend_html("Expected travel error if you are here (km)", vmax, " km", "{:.2f}"))
 else:
-    st.html(geo.legend_html("Probability of reporting each cell (%)", 100 * vmax, " %", "{:.2g}"))
-st.pydeck_chart(
+    legend.html(geo.legend_html("Probability of reporting each cell (%)", 100 * vmax, " %", "{:.2g}"))
+map_slot.pydeck_chart(
     chart,
     on_select="rerun",
     selection_mode="single-object",
@@ -191,13 +196,23 @@ st.caption(
 
 # ---- comparison -----------------------------------------------------------------------------------------
 st.subheader("Comparison")
-key = f"geo_lpa_{mk}"
-with_lpa = st.toggle(
-    "Include the LP on the seed grid (LP-A: a non-private reference, slow at large ε)",
-    value=bool(geo.remembered(key, "lpa", False)),
-    key=key,
-)
-shown = [m for m in labels if with_lpa or m != "lp_coarse" or m == method]
+t1, t2 = st.columns(2)
+with t1:
+    key = f"geo_variants_{mk}"
+    with_variants = st.toggle(
+        "Include the tree variants MLaEt-M and MLaEt-O (one more seed LP each)",
+        value=bool(geo.remembered(key, "variants", False)),
+        key=key,
+    )
+with t2:
+    key = f"geo_lpa_{mk}"
+    with_lpa = st.toggle(
+        "Include the LP on the seed grid (LP-A: a non-private reference, slow at large ε)",
+        value=bool(geo.remembered(key, "lpa", False)),
+        key=key,
+    )
+optional = {"tree_m": with_variants, "tree_o": with_variants, "lp_coarse": with_lpa}
+shown = [m for m in labels if optional.get(m, True) or m == method]
 slot = st.empty()
 bar = slot.progress(0.0, text="Building the other mechanisms…")
 comps = {}
@@ -205,7 +220,7 @@ for k, key in enumerate(shown):
     bar.progress(k / len(shown), text=f"Building {labels[key]}…")
     comps[key] = geo.mechanism(config, eps, key)
 slot.empty()
-geo.remember(lpa=with_lpa)
+geo.remember(lpa=with_lpa, variants=with_variants)
 bound = geo.cached_bound(config, eps) if geo.bound_available() else None
 if (
     geo.bound_available()
@@ -231,21 +246,19 @@ st.caption(" ".join(notes))
 d1, d2 = st.columns(2)
 with d1:
     st.download_button(
-        "Download the shown mechanism (.npz)",
-        geo.mechanism_npz(mech, config, network),
+        "Download the shown mechanism (.npz, with CRS, origin and metadata)",
+        geo.mechanism_npz(mech, config),
         file_name=f"geo_{method}_eps{eps:.3g}.npz",
         key=f"geo_download_{mk}",
     )
 with d2:
-    gj = geo.geojson_bytes(mech, config, network)
-    if gj is not None:
-        st.download_button(
-            "Download targets and outputs (GeoJSON, WGS84)",
-            gj,
-            file_name=f"geo_{method}_eps{eps:.3g}.geojson",
-            mime="application/geo+json",
-            key=f"geo_geojson_{mk}",
-        )
+    st.download_button(
+        "Download targets and outputs (GeoJSON, WGS84 lon/lat)",
+        geo.geojson_bytes(mech, config),
+        file_name=f"geo_{method}_eps{eps:.3g}.geojson",
+        mime="application/geo+json",
+        key=f"geo_geojson_{mk}",
+    )
 
 key = f"geo_curve_{mk}"
 if st.toggle("Loss against ε", value=bool(st.session_state.get(key, False)), key=key):
