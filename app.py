@@ -5,8 +5,15 @@ from __future__ import annotations
 import streamlit as st
 
 import mdp_core as core
-from ui.data import ensure_loaded, select_sample, select_upload
-from ui.state import get_state
+from ui.data import (
+    current_encoded,
+    ensure_loaded,
+    inferred_schema,
+    select_sample,
+    select_upload,
+    target_options,
+)
+from ui.state import AppState, get_state
 
 UPLOAD = "Upload CSV/TSV…"
 SAMPLE_LABELS = {
@@ -33,7 +40,33 @@ PAGES = [
     st.Page(
         "views/noise.py", title="Noise shape", icon="📈", url_path="noise-shape"
     ),
+    st.Page("views/release.py", title="Decide & release", icon="⚖️", url_path="release"),
 ]
+
+
+def target_and_notes(state: AppState) -> None:
+    """The target picker (no default for uploads: the user picks one) and what the load decided."""
+    columns = target_options()
+    options = ["(none)", *columns]
+    index = options.index(state.target) if state.target in columns else 0
+    target = st.selectbox(
+        "Target column",
+        options,
+        index=index,
+        key=f"side_target_{state.dataset_key}",
+        help="The attribute a prediction task predicts. Never guessed for an uploaded file: pick it here.",
+    )
+    state.target = None if target == "(none)" else target
+    st.caption(f"Loaded **{state.dataset}**: {len(state.frame):,} rows × {state.frame.shape[1]} columns")
+    for note in state.notes:
+        st.caption(note)
+    schema = inferred_schema()
+    if schema is not None and schema.excluded:
+        shown = "; ".join(f"**{c}** ({r.split(':')[0]})" for c, r in schema.excluded)
+        st.info(f"Excluded, never released: {shown}. See *Data & dependencies* to re-include.")
+    encoded = current_encoded()
+    if encoded is not None and encoded.dropped_rows:
+        st.warning(encoded.warnings[0])
 
 
 def sidebar() -> None:
@@ -68,21 +101,8 @@ def sidebar() -> None:
             select_sample(state, choice)
         if state.error:
             st.error(state.error)
-        columns = [str(c) for c in state.frame.columns] if state.frame is not None else []
-        if columns:
-            options_t = ["(none)", *columns]
-            index = options_t.index(state.target) if state.target in columns else 0
-            target = st.selectbox(
-                "Target column",
-                options_t,
-                index=index,
-                key=f"side_target_{state.dataset_key}",
-                help="The attribute a prediction task predicts.",
-            )
-            state.target = None if target == "(none)" else target
-            st.caption(f"Loaded **{state.dataset}**: {len(state.frame):,} rows × {len(columns)} columns")
-        for note in state.notes:
-            st.caption(note)
+        if state.frame is not None:
+            target_and_notes(state)
 
 
 st.set_page_config(page_title="mDP Lab", page_icon="🔒", layout="wide")

@@ -1,8 +1,9 @@
-"""Cached access to the loaded dataset, its schema, encoding and dependency structure."""
+"""Cached access to the loaded dataset, its schema (with the guard-rail exclusions), encoding and NMI."""
 
 from __future__ import annotations
 
 import hashlib
+import io
 
 import pandas as pd
 import streamlit as st
@@ -12,86 +13,145 @@ from ui.state import AppState, get_state
 
 __all__ = [
     "HASH_FUNCS",
+    "RELEASE_NOTE",
+    "base_schema",
     "current_encoded",
     "current_frame",
     "current_nmi",
     "current_schema",
+    "date_granularities",
     "ensure_loaded",
     "inferred_schema",
     "load_sample",
     "load_upload",
     "select_sample",
     "select_upload",
+    "target_options",
 ]
 
 #: Pass as ``st.cache_data(hash_funcs=HASH_FUNCS)`` to key a cache on an Encoded table by its fingerprint.
 HASH_FUNCS = {core.Encoded: lambda enc: enc.fingerprint}
 
+#: What exclusion means downstream, in words (shown beside the excluded columns).
+RELEASE_NOTE = (
+    "Excluded columns are not encoded: no mechanism, privatised table, download or report on any page can "
+    "contain them."
+)
+
 
 @st.cache_data(show_spinner="Loading dataset…", max_entries=8)
-def load_sample(name: str, seed: int) -> tuple[pd.DataFrame, tuple[str, ...]]:
-    df, report = core.load_dataset_report(name, seed=seed)
-    return df, report.notes
+def _sample_report(name: str, seed: int) -> tuple[pd.DataFrame, core.LoadReport]:
+    return core.load_dataset_report(name, seed=seed)
 
 
 @st.cache_data(show_spinner="Reading upload…", max_entries=4)
-def load_upload(raw: bytes, name: str, seed: int) -> tuple[pd.DataFrame, tuple[str, ...]]:
-    import io
-
+def _upload_report(raw: bytes, name: str, seed: int) -> tuple[pd.DataFrame, core.LoadReport]:
     buffer = io.BytesIO(raw)
     buffer.name = name
-    df, report = core.load_dataset_report(buffer, seed=seed)
+    return core.load_dataset_report(buffer, seed=seed)
+
+
+def load_sample(name: str, seed: int) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """An embedded sample and the notes of its load (cached)."""
+    df, report = _sample_report(name, seed)
+    return df, report.notes
+
+
+def load_upload(raw: bytes, name: str, seed: int) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """An uploaded file and the notes of its load (cached); raises DataError on bad input."""
+    df, report = _upload_report(raw, name, seed)
     return df, report.notes
 
 
 def ensure_loaded(state: AppState) -> None:
     """Load the default sample on first use."""
     if state.frame is None:
-        df, notes = load_sample(state.dataset, state.seed)
-        state.set_table(state.dataset, f"sample:{state.dataset}:{state.seed}", df, notes)
+        df, report = _sample_report(state.dataset, state.seed)
+        key = f"sample:{state.dataset}:{state.seed}"
+        state.set_table(state.dataset, key, df, report.notes, target=report.target)
 
 
 def select_sample(state: AppState, name: str) -> None:
     key = f"sample:{name}:{state.seed}"
     if key != state.dataset_key:
-        df, notes = load_sample(name, state.seed)
-        state.set_table(name, key, df, notes)
+        df, report = _sample_report(name, state.seed)
+        state.set_table(name, key, df, report.notes, target=report.target)
 
 
 def select_upload(state: AppState, raw: bytes, name: str) -> None:
-    """Load an upload; on bad input keep the previous table and record the error."""
+    """Load an upload (no target: the user picks one); on bad input keep the previous table and say why."""
     key = f"upload:{hashlib.sha1(raw).hexdigest()}:{state.seed}"
     if key == state.dataset_key:
         return
     try:
-        df, notes = load_upload(raw, name, state.seed)
+        df, report = _upload_report(raw, name, state.seed)
     except core.DataError as exc:
         state.error = f"Could not load {name}: {exc}"
         return
-    state.set_table(name, key, df, notes)
+    state.set_table(name, key, df, report.notes, target=None)
 
 
 def current_frame() -> pd.DataFrame | None:
     return get_state().frame
 
 
-def inferred_schema() -> core.Schema | None:
-    """The schema inferred from the current table (cached), before user overrides."""
+@st.cache_data(max_entries=16)
+def _schema(
+    key: str,
+    _frame: pd.DataFrame,
+    include: tuple[tuple[str, str | None], ...],
+    exclude: tuple[str, ...],
+) -> core.Schema:
+    return core.infer_schema(_frame, include=dict(include), exclude=exclude)
+
+
+def base_schema() -> core.Schema | None:
+    """The schema with the default exclusions only (no user choices): what the guard rails exclude."""
     state = get_state()
     if state.frame is None:
         return None
-    return _schema(state.dataset_key, state.frame, state.target)
+    return _schema(state.dataset_key, state.frame, (), ())
+
+
+def inferred_schema() -> core.Schema | None:
+    """The schema inferred from the current table with the user's inclusions, exclusions and target,
+    before kind overrides. A target that is excluded is dropped (the user picks another)."""
+    state = get_state()
+    if state.frame is None:
+        return None
+    names = {str(c) for c in state.frame.columns}
+    include = tuple((c, g) for c, g in state.include.items() if c in names)
+    exclude = tuple(c for c in state.exclude if c in names)
+    try:
+        schema = _schema(state.dataset_key, state.frame, include, exclude)
+    except core.DataError as exc:  # e.g. a stale choice; fall back to the defaults and say why
+        state.error = str(exc)
+        schema = _schema(state.dataset_key, state.frame, (), ())
+    return schema.with_target(state.target if state.target in schema.columns else None)
 
 
 def current_schema() -> core.Schema | None:
-    """The inferred schema with the user's kind overrides applied."""
+    """The inferred schema with the user's kind overrides applied (overrides of excluded columns ignored)."""
     inferred = inferred_schema()
-    return None if inferred is None else inferred.with_kinds(get_state().kind_overrides)
+    if inferred is None:
+        return None
+    overrides = {c: k for c, k in get_state().kind_overrides.items() if c in inferred.columns}
+    return inferred.with_kinds(overrides)
 
 
-@st.cache_data(max_entries=16)
-def _schema(key: str, _frame: pd.DataFrame, target: str | None) -> core.Schema:
-    return core.infer_schema(_frame, target=target)
+def target_options() -> list[str]:
+    """Columns a user may pick as the target: the included ones."""
+    schema = inferred_schema()
+    return [] if schema is None else list(schema.columns)
+
+
+def date_granularities(reason: str) -> tuple[str, ...]:
+    """How an excluded date/time column can be re-included, read from its exclusion reason."""
+    if reason.startswith("time of day"):
+        return ("hour",)
+    if reason.startswith("date"):
+        return ("month", "year")
+    return ()
 
 
 def current_encoded() -> core.Encoded | None:

@@ -38,6 +38,11 @@ class AppState:
         Seed of every random choice in the app.
     kind_overrides : dict
         User overrides of inferred attribute kinds.
+    include : dict
+        Columns excluded by default that the user re-included: column -> kind, or for a date/time column
+        ``"month"`` / ``"year"`` / ``"hour"`` (None: the default).
+    exclude : list of str
+        Columns the user excluded (never encoded, privatised or released).
     bins : dict
         Per-column bin counts for numeric attributes (default ``default_bins``).
     """
@@ -52,14 +57,27 @@ class AppState:
     kind_overrides: dict[str, str] = field(default_factory=dict)
     bins: dict[str, int] = field(default_factory=dict)
     default_bins: int = 8
+    include: dict[str, str | None] = field(default_factory=dict)
+    exclude: list[str] = field(default_factory=list)
 
-    def set_table(self, name: str, key: str, frame: pd.DataFrame, notes: tuple[str, ...]) -> None:
-        """Install a newly loaded table and reset everything that depended on the old one."""
+    def set_table(
+        self,
+        name: str,
+        key: str,
+        frame: pd.DataFrame,
+        notes: tuple[str, ...],
+        target: str | None = None,
+    ) -> None:
+        """Install a newly loaded table and reset everything that depended on the old one.
+
+        ``target`` is an embedded sample's documented target; an upload has none until the user picks one
+        (never guessed from the column names or positions).
+        """
         self.dataset, self.dataset_key, self.frame, self.notes = name, key, frame, notes
         self.error = None
         self.kind_overrides, self.bins = {}, {}
-        columns = [str(c) for c in frame.columns]
-        self.target = "target" if "target" in columns else (columns[-1] if columns else None)
+        self.include, self.exclude = {}, []
+        self.target = target if target in [str(c) for c in frame.columns] else None
 
 
 def get_state() -> AppState:

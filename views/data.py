@@ -4,7 +4,15 @@ import pandas as pd
 import streamlit as st
 
 import mdp_core as core
-from ui.data import current_encoded, current_nmi, current_schema, inferred_schema
+from ui.data import (
+    RELEASE_NOTE,
+    base_schema,
+    current_encoded,
+    current_nmi,
+    current_schema,
+    date_granularities,
+    inferred_schema,
+)
 from ui.dependency import graph_figure, nmi_heatmap
 from ui.state import get_state
 
@@ -21,6 +29,49 @@ c2.metric("Columns", frame.shape[1])
 c3.metric("Missing values", f"{int(frame.isna().sum().sum()):,}")
 with st.expander("Preview (first 200 rows)"):
     st.dataframe(frame.head(200), width="stretch")
+for note in state.notes:
+    st.caption(note)
+
+# --- excluded columns (guard rails) ---------------------------------------------------------------------
+st.subheader("Excluded columns")
+base = base_schema()
+shown = inferred_schema()
+auto = base.excluded_reasons
+if shown.excluded:
+    st.dataframe(
+        pd.DataFrame({"column": [c for c, _ in shown.excluded], "reason": [r for _, r in shown.excluded]}),
+        hide_index=True,
+        width="stretch",
+        column_config={"reason": st.column_config.TextColumn(width="large")},
+    )
+else:
+    st.caption("No column is excluded.")
+st.caption(RELEASE_NOTE)
+inc_col, exc_col = st.columns(2)
+include = inc_col.multiselect(
+    "Re-include (at your own risk: identifiers and exact dates single people out)",
+    list(auto),
+    default=[c for c in state.include if c in auto],
+    key=f"data_include_{state.dataset_key}",
+    help="Dates come back as ordinal month or year; identifiers and text as nominal attributes.",
+)
+chosen: dict[str, str | None] = {}
+for col in include:
+    ways = date_granularities(auto[col])
+    chosen[col] = (
+        inc_col.radio(f"{col} as", ways, horizontal=True, key=f"data_date_{state.dataset_key}_{col}")
+        if ways
+        else None
+    )
+exclude = exc_col.multiselect(
+    "Exclude more columns (e.g. quasi-identifiers you must not release)",
+    [str(c) for c in frame.columns if str(c) not in auto],
+    default=[c for c in state.exclude if c not in auto],
+    key=f"data_exclude_{state.dataset_key}",
+)
+if chosen != state.include or exclude != state.exclude:
+    state.include, state.exclude = chosen, exclude
+    st.rerun()
 
 # --- schema editor ------------------------------------------------------------------------------------
 st.subheader("Attributes")
@@ -63,8 +114,11 @@ new_bins = {r.attribute: int(r.bins) for r in edited.itertuples() if int(r.bins)
 if new_overrides != state.kind_overrides or new_bins != state.bins:
     state.kind_overrides, state.bins = new_overrides, new_bins
     st.rerun()
-if encoded.dropped_rows:
-    st.caption(f"{encoded.dropped_rows:,} rows with missing values are left out of the encoding.")
+messages = list(encoded.warnings)
+if encoded.dropped_rows:  # the first message says how many rows are left out and why
+    st.warning(messages.pop(0))
+for message in messages:
+    st.info(message)
 
 # --- dependencies --------------------------------------------------------------------------------------
 st.subheader("Dependencies")

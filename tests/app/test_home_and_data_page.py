@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+from pathlib import Path
+from types import ModuleType
 
+import numpy as np
 from streamlit.testing.v1 import AppTest
 
 STATE = "mdp_app_state"
@@ -55,3 +59,87 @@ def test_data_page_slider_changes_groups(app: AppTest) -> None:
             app.dataframe[-2].value["attributes"], app.dataframe[-2].value["joint domain"], strict=True
         )
     )
+
+
+# --- uploads with real-file guard rails (issue 11 "Real files") -------------------------------------------
+def _messy() -> ModuleType:
+    path = Path(__file__).resolve().parents[1] / "data" / "messy_files.py"
+    spec = importlib.util.spec_from_file_location("messy_files", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _upload(app: AppTest, name: str, raw: bytes) -> AppTest:
+    app.selectbox(key="side_dataset").set_value("Upload CSV/TSV…").run()
+    return app.file_uploader(key="side_upload").set_value((name, raw, "text/csv")).run()
+
+
+def test_upload_european_file_excludes_columns_and_preselects_no_target(app: AppTest) -> None:
+    raw, truth = _messy().european()
+    _upload(app, "kunden.csv", raw)
+    assert not app.exception and not app.sidebar.error
+    state = app.session_state[STATE]
+    assert state.frame.shape == (800, 9) and state.target is None
+    target = app.selectbox(key=f"side_target_{state.dataset_key}")
+    assert target.value == "(none)"  # never guessed (the old default was the last column, 'Zufrieden')
+    assert not {"ID", "Datum", "Notiz"} & set(target.options)  # excluded columns cannot be the target
+    info = " ".join(i.value for i in app.sidebar.info)
+    assert "**ID** (identifier-like)" in info and "**Datum** (date (dd.mm.yyyy))" in info
+    assert "**Notiz** (free text)" in info
+    assert any("decimal comma: Einkommen, Größe" in c.value for c in app.sidebar.caption)
+    dropped = int(np.isnan(truth["age"]).sum())
+    assert [w.value for w in app.sidebar.warning] == [
+        f"{dropped} of 800 rows are left out because a numeric attribute is missing: 'Alter' ({dropped} "
+        "missing). To keep them, exclude these columns or set their kind to ordinal or nominal (a 'missing' "
+        "level)."
+    ]
+
+    app.switch_page("views/data.py").run()
+    assert not app.exception
+    excluded = app.dataframe[1].value  # [0] is the preview
+    assert excluded["column"].tolist() == ["ID", "Datum", "Notiz"]
+    assert excluded["reason"].iloc[0].startswith("identifier-like: 800 distinct values in 800 rows")
+    assert any("never" not in c.value and "no mechanism" in c.value for c in app.caption)
+    assert app.warning[0].value.startswith(f"{dropped} of 800 rows are left out")
+    assert "'Geschlecht'" in app.info[0].value  # blanks kept as a 'missing' level
+
+    # re-include the date as ordinal year, exclude the numeric column with gaps: every row comes back
+    key = state.dataset_key
+    app.multiselect(key=f"data_include_{key}").set_value(["Datum"]).run()
+    app.radio(key=f"data_date_{key}_Datum").set_value("year").run()
+    app.multiselect(key=f"data_exclude_{key}").set_value(["Alter"]).run()
+    assert not app.exception and not app.warning
+    state = app.session_state[STATE]
+    assert state.include == {"Datum": "year"} and state.exclude == ["Alter"]
+    attributes = app.dataframe[2].value  # the schema editor
+    row = attributes.set_index("attribute").loc["Datum"]
+    assert row["kind"] == "ordinal" and row["levels"] == 10  # 2015..2024
+    assert "Alter" not in attributes["attribute"].tolist() and "ID" not in attributes["attribute"].tolist()
+    assert app.dataframe[1].value.set_index("column").loc["Alter", "reason"] == "excluded by you"
+
+
+def test_upload_penguins_like_keeps_rows_and_warns_with_counts(app: AppTest) -> None:
+    raw, truth = _messy().penguins_like()
+    _upload(app, "penguins_raw.csv", raw)
+    assert not app.exception and not app.sidebar.error
+    dropped = int(truth["numeric_missing"].sum())
+    warning = app.sidebar.warning[0].value
+    assert warning.startswith(f"{dropped} of 344 rows are left out because a numeric attribute is missing")
+    assert dropped < 40  # today 310 of 344 vanished
+    app.switch_page("views/data.py").run()
+    assert not app.exception
+    excluded = app.dataframe[1].value["column"].tolist()
+    assert excluded == ["Region", "Stage", "Individual ID", "Date Egg", "Comments"]
+    assert [m.value for m in app.metric][:2] == ["344", "17"]
+
+
+def test_embedded_samples_keep_their_documented_target(app: AppTest) -> None:
+    assert app.session_state[STATE].target == "target"
+    for name, target in (("adult", "income"), ("wine", "quality")):
+        app.selectbox(key="side_dataset").set_value(name).run()
+        assert not app.exception
+        state = app.session_state[STATE]
+        assert state.target == target
+        assert app.selectbox(key=f"side_target_{state.dataset_key}").value == target
