@@ -407,7 +407,7 @@ def _run_distributed(
     metas: list[dict] = []
     n, done = len(futures), 0
     try:
-        for fut in as_completed(futures):
+        for fut in as_completed(futures, loop=client.loop):
             r, meta = fut.result()
             rows += r
             metas.append(meta)

@@ -1,0 +1,244 @@
+"""run_sweep: tidy rows, identical results in-process and on a LocalCluster with 2 workers, cancellation,
+the scheduler address in Dask's own setting, and a real `dask scheduler` + 2 `dask worker` deployment."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dask
+import numpy as np
+import pandas as pd
+import pytest
+from distributed import Client, LocalCluster
+
+import mdp_core as core
+from mdp_core.sweep import SweepSpec, default_client, describe_engine, prepare_data, run_sweep
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = Path(sys.executable)
+TIMINGS = ["configure_seconds", "seconds"]
+#: Tiny DepHDP settings so a configuration takes well under a second on heart.
+FAST = {"grid_points": 5, "opt_max_domain": 4, "calibration_pairs": 200, "max_contexts": 20}
+
+
+def _cluster(n: int, *, processes: bool) -> LocalCluster:
+    return LocalCluster(
+        n_workers=n,
+        processes=processes,
+        threads_per_worker=1,
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
+
+
+def tiny(**kw: object) -> SweepSpec:
+    args: dict = {
+        "dataset": "heart",
+        "task": ["prediction", "record"],
+        "eps": [1.0, 4.0],
+        "repetitions": 2,
+        "methods": ["DepHDP", "ALC+RMP"],
+        "options": FAST,
+    }
+    return SweepSpec(**{**args, **kw})
+
+
+@pytest.fixture(scope="module")
+def serial() -> pd.DataFrame:
+    return run_sweep(tiny(), client=False)
+
+
+@pytest.fixture(scope="module")
+def serial_one() -> pd.DataFrame:
+    """One task only (one stage-1 profile build per worker): keeps the cluster tests short."""
+    return run_sweep(tiny(task="record"), client=False)
+
+
+def test_rows_are_tidy_and_seeded_by_task_index(serial: pd.DataFrame) -> None:
+    spec = tiny()
+    assert len(serial) == spec.n_rows == 2 * 2 * 2 * 2
+    keys = ["task_index", "method", "repetition"]
+    assert not serial.duplicated(keys).any()
+    assert serial["task_index"].tolist() == sorted(serial["task_index"].tolist())
+    pred = serial[serial.task == "prediction"]
+    assert set(pred["metric"]) == {"accuracy"} and pred["higher_is_better"].all()
+    assert set(serial[serial.task == "record"]["metric"]) == {"mean_distance"}
+    assert (serial["utility"].between(0, 1) | (serial.task == "record")).all()
+    assert np.isfinite(serial["loss"]).all() and (serial["seconds"] >= 0).all()
+    # one configuration, recomputed alone with its own rng stream, gives the same rows
+    data = prepare_data(spec)
+    c = spec.configurations()[3]
+    from mdp_core.sweep.engine import build_profiles, run_configuration
+
+    rows, meta = run_configuration(data, spec, c, build_profiles(data, spec, c))
+    alone = pd.DataFrame(rows).drop(columns=TIMINGS)
+    part = (
+        serial[serial.task_index == 3].drop(columns=TIMINGS).dropna(axis=1, how="all").reset_index(drop=True)
+    )
+    pd.testing.assert_frame_equal(alone[part.columns], part)
+    assert meta["task_index"] == 3 and meta["peak_rss_mb"] > 0
+
+
+def test_identical_on_a_local_cluster_with_two_workers(serial_one: pd.DataFrame) -> None:
+    seen: list[float] = []
+    with (
+        LocalCluster(
+            n_workers=2,
+            processes=True,
+            threads_per_worker=1,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        assert describe_engine(client) == "embedded LocalCluster: 2 workers, 2 threads"
+        dist = run_sweep(tiny(task="record"), client=client, progress=lambda f, m: seen.append(f))
+        pids = {m["pid"] for m in dist.attrs["tasks"]}
+    pd.testing.assert_frame_equal(serial_one.drop(columns=TIMINGS), dist.drop(columns=TIMINGS))
+    assert seen[0] == 0.0 and seen[-1] == 1.0 and seen == sorted(seen)
+    assert os.getpid() not in pids
+
+
+def test_an_error_in_progress_cancels_the_remaining_tasks() -> None:
+    spec = tiny(eps=[0.5, 1.0, 2.0, 4.0, 8.0, 16.0], task="record", methods=["DepHDP"])
+
+    class StopSweepError(Exception):
+        pass
+
+    def stop(fraction: float, message: str) -> None:
+        if fraction > 0:
+            raise StopSweepError(message)
+
+    with (
+        LocalCluster(
+            n_workers=1,
+            processes=False,
+            threads_per_worker=1,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        with pytest.raises(StopSweepError, match="1/6 configurations"):
+            run_sweep(spec, client=client, progress=stop)
+        deadline = time.time() + 10
+        while client.processing() and any(client.processing().values()) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not any(client.processing().values())  # nothing left queued or running
+        assert len(client.who_has()) == 0  # scattered data and results released
+
+
+def test_default_client_honours_dask_scheduler_address() -> None:
+    with (
+        LocalCluster(
+            n_workers=1,
+            processes=False,
+            threads_per_worker=1,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        dask.config.set({"scheduler-address": cluster.scheduler_address}),
+    ):
+        client = default_client()
+        try:
+            assert client.scheduler.address == cluster.scheduler_address
+            assert describe_engine(client).startswith(f"cluster at {cluster.scheduler_address}: 1 workers")
+            assert default_client() is client  # reused
+        finally:
+            core.sweep.close_default_client()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_cli_on_a_real_scheduler_and_two_workers_matches_the_serial_run(
+    serial_one: pd.DataFrame, tmp_path: Path
+) -> None:
+    dask_bin = PY.parent / "dask"
+    if not dask_bin.exists():
+        pytest.skip("the dask command is not installed in this venv")
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    log = open(tmp_path / "dask.log", "w")  # noqa: SIM115
+    procs = [
+        subprocess.Popen(
+            [str(dask_bin), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+            env=env,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+    ]
+    try:
+        for _ in range(2):
+            procs.append(
+                subprocess.Popen(
+                    [
+                        str(dask_bin),
+                        "worker",
+                        address,
+                        "--nthreads",
+                        "1",
+                        "--nworkers",
+                        "1",
+                        "--no-dashboard",
+                    ],
+                    env=env,
+                    stdout=log,
+                    stderr=log,
+                    start_new_session=True,
+                )
+            )
+        with Client(address, timeout=30, set_as_default=False) as probe:
+            probe.wait_for_workers(2, timeout=40)
+        spec_file = tmp_path / "spec.json"
+        spec_file.write_text(tiny(task="record").to_json())
+        out = tmp_path / "results.parquet"
+        cmd = [str(PY), "-m", "mdp_core.sweep", str(spec_file), "--out", str(out), "--scheduler", address]
+        done = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=90, cwd=ROOT)
+        assert done.returncode == 0, done.stderr[-2000:]
+        summary = json.loads(done.stdout.strip().splitlines()[-1])
+        assert summary["tasks"] == 2 and summary["rows"] == len(serial_one) and summary["workers"] == 2
+        assert summary["engine"] == f"cluster at {address}: 2 workers, 2 threads"
+        cluster = pd.read_parquet(out)
+        pd.testing.assert_frame_equal(
+            serial_one.drop(columns=TIMINGS), cluster.drop(columns=TIMINGS), check_dtype=False
+        )
+    finally:
+        for proc in reversed(procs):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+def test_cli_rejects_a_bad_spec(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"dataset": "heart", "eps": [0]}))
+    done = subprocess.run(
+        [str(PY), "-m", "mdp_core.sweep", str(bad), "--out", str(tmp_path / "r.parquet"), "--serial"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 2
+    assert "every eps value must lie in (0, " in done.stderr
