@@ -88,6 +88,7 @@ def which_eps(
     *,
     encoded: Any = None,
     task: str = "prediction",
+    p: float = 2.0,
     eps: tuple[float, ...] = WHICH_EPS_GRID,
     repetitions: int = 5,
     seed: int = 0,
@@ -107,7 +108,7 @@ def which_eps(
         ``relative`` (share of non-private, e.g. 0.95) or ``absolute`` (in the metric's units).
     encoded : Encoded, optional
         The table to use instead of loading ``dataset``.
-    task, eps, repetitions, seed, options
+    task, p, eps, repetitions, seed, options
         The sweep (see :class:`mdp_core.sweep.SweepSpec`).
     refine : int
         Bisection steps between grid budgets (each runs one more one-budget sweep).
@@ -119,7 +120,7 @@ def which_eps(
     if not isinstance(target, UtilityTarget):
         raise TypeError(f"target must be a UtilityTarget, got {type(target).__name__}")
     spec = SweepSpec(
-        dataset=dataset, task=task, eps=tuple(eps), repetitions=repetitions, seed=seed, options=options
+        dataset=dataset, task=task, p=p, eps=tuple(eps), repetitions=repetitions, seed=seed, options=options
     )
     t0 = time.perf_counter()
     results = run_sweep(spec, client=client, progress=progress, encoded=encoded)

@@ -26,7 +26,7 @@ from .outcome import ScenarioOutcome, evaluate_scenario
 from .posterior import PRIORS, budget_sentence, posterior_bound
 from .scenarios import Scenario
 
-__all__ = ["build_report", "report_figures"]
+__all__ = ["build_report", "frontier_figure", "report_figures"]
 
 _METHOD_COLORS = {
     "DepHDP": "#d62728",
@@ -158,7 +158,8 @@ def _utility_figure(o: ScenarioOutcome) -> Any:
     return fig
 
 
-def _frontier_figure(d: Decision) -> Any:
+def frontier_figure(d: Decision) -> Any:
+    """Utility vs eps per method (mean and 95 % CI), the non-private line, the target and the answer."""
     import plotly.graph_objects as go
 
     fr = d.frontier
@@ -222,7 +223,7 @@ def report_figures(outcome: ScenarioOutcome, decision: Decision | None = None) -
         "leakage": _leakage_figure(outcome),
     }
     if decision is not None:
-        figs["frontier"] = _frontier_figure(decision)
+        figs["frontier"] = frontier_figure(decision)
     return figs
 
 

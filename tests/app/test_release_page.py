@@ -1,0 +1,93 @@
+"""AppTest: the Decide & release page (plain words, which eps, release with audit, scenarios compared)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import ui.release as view
+from mdp_core import release as rel
+
+FAST = {"grid_points": 8, "opt_max_domain": 8, "calibration_pairs": 200, "max_contexts": 20}
+
+
+@pytest.fixture
+def small_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process sweeps on a short grid, fast DepHDP settings, and an empty result store."""
+    monkeypatch.setattr(view, "SWEEP_CLIENT", False)
+    monkeypatch.setattr(view, "WHICH_EPS", (1.0, 5.0, 20.0))
+    monkeypatch.setattr(view, "WHICH_REPETITIONS", 2)
+    monkeypatch.setattr(view, "CONFIG_OPTIONS", dict(FAST))
+    view.store().clear()
+
+
+def test_plain_words_follow_the_budget(app: AppTest, small_engine: None) -> None:
+    app.switch_page("views/release.py").run()
+    assert not app.exception
+    assert app.title[0].value == "Decide & release"
+    assert any("e^(1 × 1)" in m.value for m in app.markdown)
+    table = app.dataframe[0].value
+    assert list(table["attacker's prior"]) == ["1%", "10%", "50%"]
+    assert table["largest posterior"].iloc[2] == f"{math.e / (math.e + 1):.1%}"
+    app.select_slider(key="rel_eps").set_value(2.0).run()
+    assert not app.exception
+    assert app.dataframe[0].value["largest posterior"].iloc[2] == (f"{rel.posterior_bound(0.5, 2.0):.1%}")
+
+
+def test_which_eps_answers_with_ci_and_frontier(app: AppTest, small_engine: None) -> None:
+    app.switch_page("views/release.py").run()
+    app.slider(key="rel_share").set_value(80).run()
+    app.button(key="rel_which").click().run(timeout=600)
+    assert not app.exception
+    sentences = [e.value for e in (*app.success, *app.warning)]
+    assert any("ε" in s and ("95 % CI" in s or "not reachable below" in s) for s in sentences)
+    labels = {m.label for m in app.metric}
+    assert "95 % CI" in labels and "accuracy" in labels
+    spec = json.loads(app.get("plotly_chart")[0].proto.spec)
+    assert {t["name"] for t in spec["data"]} == {"DepHDP", "SPL+DPN", "SPL+RMP", "ALC+DPN", "ALC+RMP"}
+    # cached: the same question is answered from the store on the next run
+    key = next(k for k in view.store()._items if k[0] == "which")
+    assert view.store().get(key) is not None
+    app.run()
+    assert any("95 % CI" in m.label for m in app.metric)
+
+
+def test_release_shows_flags_before_the_downloads(app: AppTest, small_engine: None) -> None:
+    app.switch_page("views/release.py").run()
+    app.button(key="rel_prepare").click().run(timeout=600)
+    assert not app.exception
+    texts = [w.value for w in app.warning]
+    assert any("smallest budget of the grid" in t or "became constant" in t for t in texts)
+    preview = app.dataframe[1].value
+    assert "target" in preview.columns and len(preview) == 20
+    assert any("Composition of the group budgets" in m.value for m in app.markdown)
+    keys = [b.proto.id for b in app.get("download_button")]
+    assert len(keys) >= 3
+    app.toggle(key="rel_include_target").set_value(False).run()
+    app.button(key="rel_prepare").click().run(timeout=600)
+    assert not app.exception
+    assert "target" not in app.dataframe[1].value.columns
+
+
+def test_scenarios_saved_compared_and_bad_files_refused(app: AppTest, small_engine: None) -> None:
+    app.switch_page("views/release.py").run()
+    app.text_input(key="rel_scenario_name").input("low").run()
+    app.button(key="rel_save").click().run()
+    app.select_slider(key="rel_eps").set_value(5.0).run()
+    app.text_input(key="rel_scenario_name").input("high").run()
+    app.button(key="rel_save").click().run()
+    assert not app.exception
+    assert app.multiselect(key="rel_compare_pick").value == ["low", "high"]
+    app.button(key="rel_compare").click().run(timeout=600)
+    assert not app.exception
+    table = app.dataframe[-1].value
+    assert list(table.columns) == ["low", "high"]
+    assert table.loc["eps", "low"] == "1" and table.loc["eps", "high"] == "5"
+    app.file_uploader(key="rel_scenarios_upload").set_value(
+        ("s.json", b'{"scenarios": 3}', "application/json")
+    )
+    app.run()
+    assert any("Could not load s.json: not a scenario file" in e.value for e in app.error)

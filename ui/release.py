@@ -1,0 +1,212 @@
+"""Decide & release page glue: the current scenario, cached "which eps" answers and release outcomes,
+the scenario store of the session, and the figures.
+
+Heavy work (a sweep, a release) runs in plain functions with a progress callback and is kept in one
+process-wide store keyed by small hashable tuples (never inside ``st.cache_data``, so a progress bar is
+never replayed); a second session asking the same question waits for the first instead of recomputing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+import mdp_core as core
+from mdp_core import release as rel
+from ui.state import AppState
+
+__all__ = [
+    "CONFIG_OPTIONS",
+    "SWEEP_CLIENT",
+    "WHICH_EPS",
+    "WHICH_REPETITIONS",
+    "compare_styled",
+    "current_scenario",
+    "decision",
+    "decision_key",
+    "outcome",
+    "outcome_key",
+    "posterior_frame",
+    "saved_scenarios",
+    "store",
+]
+
+#: Engine of the "which eps" sweep: None = Dask (DASK_SCHEDULER_ADDRESS or the embedded LocalCluster);
+#: tests set False (in-process).
+SWEEP_CLIENT: Any = None
+#: Budgets, repetitions and extra DepHDPConfig fields of the page's sweeps and releases (tests shrink them).
+WHICH_EPS: tuple[float, ...] = rel.WHICH_EPS_GRID
+WHICH_REPETITIONS = 5
+CONFIG_OPTIONS: dict[str, Any] = {}
+_SCENARIOS_KEY = "rel_saved_scenarios"
+
+
+class _Store:
+    """Process-wide LRU of computed results; one lock per key."""
+
+    def __init__(self, capacity: int = 32) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self._key_locks: dict[Hashable, threading.Lock] = {}
+
+    def get(self, key: Hashable) -> Any | None:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        return None
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        hit = self.get(key)
+        if hit is not None:
+            return hit
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            hit = self.get(key)
+            if hit is None:
+                hit = compute()
+                with self._lock:
+                    self._items[key] = hit
+                    while len(self._items) > self.capacity:
+                        old, _ = self._items.popitem(last=False)
+                        self._key_locks.pop(old, None)
+        return hit
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._key_locks.clear()
+
+
+@st.cache_resource(show_spinner=False)
+def store() -> _Store:
+    """The one store of "which eps" answers and release outcomes."""
+    return _Store()
+
+
+def current_scenario(
+    state: AppState,
+    schema: core.Schema,
+    *,
+    name: str,
+    eps: float,
+    task: str,
+    p: float,
+    include_target: bool,
+    target_eps: float | None,
+    target: rel.UtilityTarget,
+) -> rel.Scenario:
+    """The session's settings as a frozen :class:`~mdp_core.release.Scenario`."""
+    frame = state.frame
+    if frame is None:
+        raise core.DataError("no table is loaded")
+    config = core.DepHDPConfig(eps=eps, task=task, p=p, seed=state.seed, **CONFIG_OPTIONS)
+    return rel.Scenario(
+        name=name,
+        dataset=state.dataset,
+        config=config,
+        fingerprint=_fingerprint(state.dataset_key, frame),
+        target=state.target,
+        seed=state.seed,
+        exclude=tuple(str(c) for c in frame.columns if c not in schema.columns),
+        kind_overrides=tuple(sorted(state.kind_overrides.items())),
+        bins=tuple(sorted((c, int(b)) for c, b in state.bins.items())),
+        include_target=include_target and state.target is not None,
+        target_eps=target_eps,
+        utility_target=target,
+    )
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _fingerprint(key: str, _frame: pd.DataFrame) -> str:
+    return rel.dataset_fingerprint(_frame)
+
+
+def decision_key(state: AppState, scenario: rel.Scenario) -> tuple:
+    c = scenario.config
+    return (
+        "which",
+        state.dataset_key,
+        scenario.fingerprint,
+        scenario.target,
+        c.task,
+        c.p,
+        scenario.seed,
+        scenario.utility_target,
+    )
+
+
+def decision(
+    state: AppState, encoded: core.Encoded, scenario: rel.Scenario, progress: core.Progress = None
+) -> rel.Decision:
+    """The cached "which eps" answer (a sweep of DepHDP and the four baselines) for this scenario."""
+    return store().get_or_compute(
+        decision_key(state, scenario),
+        lambda: rel.which_eps(
+            scenario.dataset,
+            scenario.utility_target,
+            encoded=encoded,
+            task=scenario.config.task,
+            p=scenario.config.p,
+            seed=scenario.seed,
+            eps=WHICH_EPS,
+            repetitions=WHICH_REPETITIONS,
+            options=tuple(sorted(CONFIG_OPTIONS.items())),
+            client=SWEEP_CLIENT,
+            progress=progress,
+        ),
+    )
+
+
+def outcome_key(state: AppState, scenario: rel.Scenario) -> tuple:
+    from dataclasses import replace
+
+    return ("outcome", state.dataset_key, replace(scenario, name="_", utility_target=rel.UtilityTarget()))
+
+
+def outcome(
+    state: AppState, scenario: rel.Scenario, progress: core.Progress = None, repetitions: int = 10
+) -> rel.ScenarioOutcome:
+    """The cached release outcome of this scenario (configuration, utility, whole-table release, audit)."""
+    frame = state.frame
+    if frame is None:
+        raise core.DataError("no table is loaded")
+    return store().get_or_compute(
+        outcome_key(state, scenario),
+        lambda: rel.evaluate_scenario(scenario, frame, repetitions=repetitions, progress=progress),
+    )
+
+
+def posterior_frame(eps: float, distance: float = 1.0) -> pd.DataFrame:
+    """The small table: attacker's prior -> largest posterior after one release."""
+    rows = rel.posterior_table(eps, distance)
+    return pd.DataFrame(
+        {
+            "attacker's prior": [f"{r['prior']:.0%}" for r in rows],
+            "largest posterior": [f"{r['posterior']:.1%}" for r in rows],
+        }
+    )
+
+
+def saved_scenarios() -> dict[str, rel.Scenario]:
+    """The session's saved scenarios by name (insertion order)."""
+    return st.session_state.setdefault(_SCENARIOS_KEY, {})
+
+
+def compare_styled(table: pd.DataFrame) -> Any:
+    """The comparison table transposed (one column per scenario), cells differing across scenarios marked."""
+    t = table.set_index("scenario").T
+    t = t.astype(object).map(lambda v: f"{v:.4g}" if isinstance(v, float) else str(v))
+    differs = t.nunique(axis=1) > 1
+
+    def mark(row: pd.Series) -> list[str]:
+        return ["background-color: #fff4c2" if differs[row.name] else "" for _ in row]
+
+    return t.style.apply(mark, axis=1)

@@ -1,0 +1,197 @@
+"""Decide & release: which ε meets a utility target, what that budget means in words, the whole table
+released with its audit record and report, and scenarios compared side by side."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import streamlit as st
+
+import mdp_core as core
+from mdp_core import release as rel
+from ui import release as view
+from ui.data import current_encoded
+from ui.state import get_state
+from ui.widgets import eps_slider
+
+st.title("Decide & release")
+st.caption(
+    "What is protected: every record is randomised locally, on its own, before release. Whoever receives "
+    "it (an analyst, a partner, or an attacker who already knows everything else) learns only a bounded "
+    "amount about any one record."
+)
+encoded = current_encoded()
+state = get_state()
+if encoded is None or state.frame is None:
+    st.info("Load a dataset in the sidebar (or on the Data page) to decide on a budget and release it.")
+    st.stop()
+
+tasks = list(core.TASKS)
+if encoded.schema.target is None:
+    tasks.remove("prediction")
+    st.caption("No target column: pick one in the sidebar for the prediction task.")
+c1, c2, c3 = st.columns(3)
+task = c1.selectbox("Task", tasks, format_func=core.TASKS.get, key="rel_task")
+with c2:
+    eps = eps_slider("Global privacy budget ε", key="rel_eps", default=1.0, lo=0.1, hi=20.0)
+p_text = c3.select_slider("Record metric ℓ_p", ["1", "2", "inf"], value="2", key="rel_p")
+p = math.inf if p_text == "inf" else float(p_text)
+
+# ------------------------------------------------------------------------------------------ plain words
+st.subheader("What ε means")
+left, right = st.columns([3, 2])
+left.markdown(rel.budget_sentence(eps))
+left.caption(
+    "Distance 1 is the largest change of one attribute (another category, or the far end of its range); "
+    "records that differ less are protected more. The same wording and units are used on every page."
+)
+right.dataframe(view.posterior_frame(eps), hide_index=True, key="rel_posterior")
+
+# ------------------------------------------------------------------------------------------ which eps
+st.subheader("Which ε?")
+t1, t2 = st.columns(2)
+kind_label = t1.radio(
+    "Utility target", ["share of non-private", "absolute value"], horizontal=True, key="rel_target_kind"
+)
+kind = "relative" if kind_label == "share of non-private" else "absolute"
+if kind == "relative":
+    share = t2.slider("Keep at least this share of the non-private utility (%)", 50, 100, 95, key="rel_share")
+    target = rel.UtilityTarget("relative", share / 100.0)
+else:
+    value = t2.number_input("Utility at least (task's own units)", 0.0, 1.0, 0.75, 0.01, key="rel_abs")
+    target = rel.UtilityTarget("absolute", float(value))
+if kind == "relative" and task != "prediction":
+    st.caption("A relative target needs a non-private reference: only the prediction task has one.")
+include_target = st.toggle(
+    "Release the target column too (its own randomised-response channel)",
+    value=True,
+    key="rel_include_target",
+)
+scenario = view.current_scenario(
+    state,
+    encoded.schema,
+    name="current",
+    eps=eps,
+    task=task,
+    p=p,
+    include_target=include_target,
+    target_eps=None,
+    target=target,
+)
+
+answer = view.store().get(view.decision_key(state, scenario))
+if st.button("Find the smallest ε", key="rel_which", type="primary") and answer is None:
+    bar = st.progress(0.0, text="Sweeping ε for DepHDP and the four baselines…")
+    try:
+        answer = view.decision(state, encoded, scenario, progress=lambda f, m: bar.progress(f, text=m))
+    except core.DataError as exc:
+        st.error(str(exc))
+    bar.empty()
+if answer is not None:
+    c = answer.choice
+    (st.success if c.met else st.warning)(answer.sentence)
+    m1, m2, m3 = st.columns(3)
+    m1.metric("ε" if c.met else "largest ε tried", f"{c.eps:.3g}")
+    m2.metric(answer.metric, f"{c.estimate:.3f}", help="Mean over the repetitions at this ε")
+    m3.metric("95 % CI", f"{c.ci[0]:.3f} – {c.ci[1]:.3f}")
+    st.plotly_chart(rel.frontier_figure(answer), key="rel_frontier")
+    st.caption(f"{c.reason}. Answered in {answer.seconds:.1f} s (cached for this session's settings).")
+
+# ------------------------------------------------------------------------------------------ release
+st.subheader("Release the whole table")
+done = view.store().get(view.outcome_key(state, scenario))
+if st.button("Prepare the release", key="rel_prepare") and done is None:
+    rbar = st.progress(0.0, text="Configuring DepHDP…")
+    try:
+        done = view.outcome(state, scenario, progress=lambda f, m: rbar.progress(f, text=m))
+    except core.DataError as exc:
+        st.error(str(exc))
+    rbar.empty()
+if done is not None:
+    comp = done.audit["composition"]
+    st.markdown(
+        f"**Composition of the group budgets** (ℓ_{p_text} record metric, q = {comp['q']}): "
+        f"{comp['statement']}"
+    )
+    u = done.utility
+    st.markdown(
+        f"**Utility** ({u['metric']}, {u['test_rows']} held-out records): {u['mean']:.3f} "
+        f"(95 % band {u['lo']:.3f}–{u['hi']:.3f}) against {u['reference']:.3f} without privacy."
+    )
+    for message in done.check.messages:
+        st.warning(message)
+    if not done.check.messages:
+        st.success("No degenerate output found.")
+    st.dataframe(done.released.head(20), key="rel_preview")
+    d1, d2, d3 = st.columns(3)
+    d1.download_button(
+        "Privatised table (CSV)",
+        done.released.to_csv(index=False),
+        "privatised.csv",
+        "text/csv",
+        key="rel_download_csv",
+    )
+    d2.download_button(
+        "Audit record (JSON)",
+        json.dumps(done.audit, indent=2),
+        "audit.json",
+        "application/json",
+        key="rel_download_audit",
+    )
+    d3.download_button(
+        "Report (HTML)",
+        rel.build_report(done, decision=answer),
+        "report.html",
+        "text/html",
+        key="rel_download_report",
+    )
+
+# ------------------------------------------------------------------------------------------ scenarios
+st.subheader("Scenarios")
+saved = view.saved_scenarios()
+s1, s2 = st.columns([3, 1])
+name = s1.text_input("Scenario name", value=f"ε = {eps:g}, {task}", key="rel_scenario_name")
+if s2.button("Save current settings", key="rel_save"):
+    from dataclasses import replace
+
+    saved[name] = replace(scenario, name=name)
+    picked = [n for n in st.session_state.get("rel_compare_pick", []) if n in saved and n != name]
+    st.session_state["rel_compare_pick"] = [*picked, name][-4:]
+    st.toast(f"Saved {name}")
+upload = st.file_uploader("Load scenarios (JSON)", type=["json"], key="rel_scenarios_upload")
+if upload is not None:
+    try:
+        for item in rel.load_scenarios(upload.getvalue()):
+            saved[item.name] = item
+            picked = st.session_state.get("rel_compare_pick", [])
+            if item.name not in picked:
+                st.session_state["rel_compare_pick"] = [*picked, item.name][-4:]
+    except core.DataError as exc:
+        st.error(f"Could not load {upload.name}: {exc}")
+if saved:
+    st.download_button(
+        "Download scenarios (JSON)",
+        rel.save_scenarios(list(saved.values())),
+        "scenarios.json",
+        "application/json",
+        key="rel_download_scenarios",
+    )
+    if "rel_compare_pick" not in st.session_state:
+        st.session_state["rel_compare_pick"] = list(saved)[:4]
+    st.session_state["rel_compare_pick"] = [n for n in st.session_state["rel_compare_pick"] if n in saved]
+    chosen = st.multiselect("Compare (two to four)", list(saved), max_selections=4, key="rel_compare_pick")
+    if len(chosen) >= 2 and st.button("Compare", key="rel_compare"):
+        cbar = st.progress(0.0, text="Running scenarios…")
+        outs = []
+        try:
+            for i, n in enumerate(chosen):
+                cbar.progress(i / len(chosen), text=f"Scenario {n}")
+                outs.append(view.outcome(state, saved[n]))
+        except core.DataError as exc:
+            st.error(str(exc))
+        cbar.empty()
+        if len(outs) == len(chosen):
+            table = rel.compare_scenarios(outs).assign(scenario=chosen)
+            st.dataframe(view.compare_styled(table), key="rel_compare_table")
+            st.caption("Highlighted: settings and results that differ between the scenarios.")
