@@ -226,6 +226,10 @@ class Walk:
     # -- setup ------------------------------------------------------------------------------------------
     def start(self) -> None:
         self.run("open the app")
+        if self.failures or not any(w.key == "side_dataset" for _, w in self.widgets()):
+            self._record("setup", "the app did not open with its sidebar dataset picker", "")
+            self.dead = True
+            return
         box = self.at.selectbox(key="side_dataset")
         wanted = "upload" if self.dataset == "upload" else self.dataset
         label = next(o for o in box.options if wanted in o.lower())
@@ -234,8 +238,9 @@ class Walk:
         if self.dataset == "upload":
             self.at.file_uploader(key="side_upload").set_value(("messy.csv", self.messy, "text/csv"))
             self.run("sidebar file_uploader side_upload = messy.csv (';', decimal commas, latin-1)")
-        self.at.switch_page(self.page)
-        self.run(f"switch to page {self.page}")
+        if not self.dead:
+            self.at.switch_page(self.page)
+            self.run(f"switch to page {self.page}")
 
     # -- one step ---------------------------------------------------------------------------------------
     def widgets(self) -> list[tuple[str, Widget]]:
