@@ -226,7 +226,8 @@ def geo_lower_bound(
         Add violated rows of the full problem and re-solve until none is left (the exact optimum).
         Default: only when the full pair check is cheap (n^2 m <= 2e8).
     max_rows : int
-        Refuse relaxations with more privacy rows than this (memory), raising DataError.
+        Largest relaxation (privacy rows, memory): beyond it only the axis neighbours are kept
+        (``method`` then says ``k=0``); if even that is larger, DataError.
 
     Returns
     -------
@@ -252,6 +253,10 @@ def geo_lower_bound(
         targets, neighbours, problem.grid.fine_ij if len(problem.grid.fine_ij) == n else None
     )
     rows = _privacy_rows(pairs, m)
+    if len(rows) > max_rows and neighbours > 0:  # too large: the axis neighbours alone (a weaker relaxation)
+        neighbours = 0
+        pairs = relaxation_pairs(targets, 0, problem.grid.fine_ij if len(problem.grid.fine_ij) == n else None)
+        rows = _privacy_rows(pairs, m)
     if len(rows) > max_rows:
         raise DataError(
             f"the relaxation has {len(rows):,} privacy rows (more than {max_rows:,}); use fewer neighbours "
