@@ -162,10 +162,12 @@ def exclusion_reason(col: pd.Series, name: str) -> str | None:
             f"{fmt.what} ({_describe_format(fmt)}): exact dates and times identify people; include it as "
             f"ordinal {' or '.join(fmt.granularities)} if needed"
         )
-    text = values.astype(str)
+    counts = values.astype(str).value_counts()
+    distinct = pd.Series(counts.index, dtype="str")
+    weights = counts.to_numpy(dtype=float)
     share = n_distinct / n
-    words = float(text.str.split().str.len().mean())
-    chars = float(text.str.len().mean())
+    words = float(np.average(distinct.str.count(r"\s+").to_numpy(dtype=float) + 1.0, weights=weights))
+    chars = float(np.average(distinct.str.len().to_numpy(dtype=float), weights=weights))
     mostly_empty = n < 0.5 * len(col)
     if (words >= 3 or chars >= 30) and (share > _DISTINCT_SHARE or n_distinct > 30 or mostly_empty):
         return (
