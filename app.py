@@ -41,6 +41,7 @@ PAGES = [
         "views/noise.py", title="Noise shape", icon="📈", url_path="noise-shape"
     ),
     st.Page("views/release.py", title="Decide & release", icon="⚖️", url_path="release"),
+    st.Page("views/sweep.py", title="Sweep & frontier", icon="📊", url_path="sweep"),
 ]
 
 

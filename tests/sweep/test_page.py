@@ -1,0 +1,54 @@
+"""AppTest of the "Sweep & frontier" page: estimate, in-process run, frontier, Pareto table, downloads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+APP = Path(__file__).resolve().parents[2] / "app.py"
+
+
+@pytest.fixture
+def page() -> AppTest:
+    st.cache_data.clear()
+    at = AppTest.from_file(str(APP), default_timeout=180)
+    at.run()
+    at.switch_page("views/sweep.py").run()
+    return at
+
+
+def test_the_page_estimates_runs_and_draws_the_frontier(page: AppTest) -> None:
+    at = page
+    assert not at.exception
+    assert at.title[0].value == "Sweep & frontier"
+    at.radio(key="sweep_engine").set_value("serial").run()
+    at.multiselect(key="sweep_methods").set_value(["DepHDP", "SPL+DPN"]).run()
+    at.slider(key="sweep_n_eps").set_value(2).run()
+    at.slider(key="sweep_reps").set_value(2).run()
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert "**2 tasks** (configurations) → 8 rows" in text
+    assert any(c.value.startswith("Engine: in-process") for c in at.caption)
+    at.button(key="sweep_run").click().run()
+    assert not at.exception, at.exception
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    names = {trace["name"] for trace in spec["data"]}
+    assert names == {"DepHDP", "SPL+DPN"}
+    assert spec["layout"]["xaxis"]["type"] == "log"
+    assert spec["layout"]["xaxis"]["ticktext"] == ["0.5", "1", "2", "5", "10"]
+    table = at.dataframe[0].value
+    assert set(table.columns) >= {"eps", "method", "utility", "CI low", "CI high"}
+    assert len(table) >= 1
+    labels = [b.label for b in at.get("download_button")]
+    assert labels == ["Results (CSV)", "Results (Parquet)", "Sweep spec (JSON)"]
+
+
+def test_the_page_guards_an_empty_choice(page: AppTest) -> None:
+    at = page
+    at.multiselect(key="sweep_tasks").set_value([]).run()
+    assert not at.exception
+    assert any("Choose at least one task" in i.value for i in at.info)

@@ -1,0 +1,203 @@
+"""Sweep & frontier page glue: the engine (one embedded Dask cluster per app process), a locked results store,
+the time estimate, the frontier figure and the Pareto table."""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import dask
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+import mdp_core as core
+from mdp_core.sweep import default_client, describe_engine, frontier
+
+__all__ = [
+    "ENGINES",
+    "ROUND_EPS",
+    "engine",
+    "eps_values",
+    "estimate_seconds",
+    "frontier_figure",
+    "pareto_table",
+    "parquet_bytes",
+    "run",
+    "stored",
+]
+
+ENGINES = {
+    "dask": "Dask (DASK_SCHEDULER_ADDRESS, else an embedded local cluster)",
+    "serial": "In this process (small sweeps)",
+}
+#: Round budgets that label the log eps axis.
+ROUND_EPS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100)
+#: Measured on the 2-core development machine (heart, adult; see bench/sweep.py): stage 1 (profiles) per
+#: task and tau_group ~ 7 s + 1 ms per fitting row; a configuration ~ 0.4 s plus the privatisations.
+_STAGE1_S, _STAGE1_PER_ROW, _CONFIG_S, _PRIV_PER_CELL = 7.0, 1e-3, 0.4, 4e-7
+
+
+class _Engine:
+    """Holds the app process's Dask client, started on first use (a Client is awaitable, so it cannot be the
+    value of ``st.cache_resource`` itself)."""
+
+    def __init__(self) -> None:
+        self.lock, self.client = threading.Lock(), None
+
+    def get(self) -> Any:
+        with self.lock:
+            if self.client is None or self.client.status != "running":
+                self.client = default_client()
+            return self.client
+
+
+@st.cache_resource
+def _engine() -> _Engine:
+    # once per app process: reruns and sessions reuse it (no second cluster, no port in use)
+    return _Engine()
+
+
+def engine(kind: str, *, start: bool = False) -> tuple[Any, str, int]:
+    """``(client, where, workers)`` for ``kind``: ``client`` is ``False`` in-process and ``None`` while the
+    Dask engine has not been started (``start=True`` starts it); ``where`` is the one line shown."""
+    if kind != "dask":
+        return False, describe_engine(False), 1
+    holder = _engine()
+    if holder.client is None and not start:
+        address = dask.config.get("scheduler-address", None)
+        where = f"cluster at {address}" if address else f"embedded LocalCluster ({os.cpu_count()} workers)"
+        return None, f"{where}, started on the first run", int(os.cpu_count() or 1)
+    client = holder.get()
+    return client, describe_engine(client), max(len(client.scheduler_info().get("workers", {})), 1)
+
+
+def eps_values(lo: float, hi: float, n: int) -> list[float]:
+    """``n`` log-spaced budgets from ``lo`` to ``hi``, rounded to 3 significant digits."""
+    raw = np.geomspace(lo, hi, n) if n > 1 else np.array([lo])
+    return sorted({float(f"{v:.3g}") for v in raw})
+
+
+def estimate_seconds(spec: core.SweepSpec, n_rows: int, n_columns: int, workers: int) -> float:
+    """Rough wall-clock seconds of ``spec`` on ``workers`` workers (stage 1 is parallel across its keys)."""
+    fit = spec.fit_fraction * n_rows
+    stage1 = len(spec.tasks) * len(spec.tau_group) * (_STAGE1_S + _STAGE1_PER_ROW * fit)
+    per_config = (
+        _CONFIG_S + _PRIV_PER_CELL * (n_rows - fit) * n_columns * len(spec.methods) * spec.repetitions
+    )
+    w = max(int(workers), 1)
+    return stage1 / min(w, len(spec.tasks) * len(spec.tau_group)) + spec.n_configurations * per_config / w
+
+
+class _Store:
+    """Finished sweeps by (data fingerprint, spec JSON): survive reruns; a lock per writer."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size, self.lock, self.data = size, threading.Lock(), OrderedDict()
+
+    def get(self, key: tuple[str, str]) -> pd.DataFrame | None:
+        with self.lock:
+            return self.data.get(key)
+
+    def put(self, key: tuple[str, str], value: pd.DataFrame) -> None:
+        with self.lock:
+            self.data[key] = value
+            while len(self.data) > self.size:
+                self.data.popitem(last=False)
+
+
+@st.cache_resource
+def _store() -> _Store:
+    return _Store()
+
+
+def stored(spec: core.SweepSpec, encoded: core.Encoded) -> pd.DataFrame | None:
+    """The results of ``spec`` on ``encoded`` if this app process has run it."""
+    return _store().get((encoded.fingerprint, spec.to_json()))
+
+
+def run(
+    spec: core.SweepSpec, encoded: core.Encoded, client: Any, progress: Callable[[float, str], None]
+) -> pd.DataFrame:
+    """Run (in the script thread; ``progress`` may draw) and store the sweep. Stopping the page raises out of
+    ``progress``, which cancels the remaining tasks."""
+    results = core.run_sweep(spec, client=client, progress=progress, encoded=encoded)
+    _store().put((encoded.fingerprint, spec.to_json()), results)
+    return results
+
+
+def _ticks(lo: float, hi: float) -> list[float]:
+    ticks = [v for v in ROUND_EPS if lo / 1.01 <= v <= hi * 1.01]
+    return ticks or [lo, hi]
+
+
+def frontier_figure(fr: pd.DataFrame, task: str, tau_group: float, tau_dpn: float) -> go.Figure:
+    """Held-out utility vs eps (log axis labelled by round budgets): mean and 95 % CI per method."""
+    sub = fr[(fr.task == task) & (fr.tau_group == tau_group) & (fr.tau_dpn == tau_dpn)]
+    fig = go.Figure()
+    for method in core.METHODS_EVALUATED:
+        m = sub[sub.method == method].sort_values("eps")
+        if m.empty:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=m["eps"],
+                y=m["utility_mean"],
+                mode="lines+markers",
+                name=method,
+                line={"width": 3 if method == "DepHDP" else 1.5},
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": m["utility_ci_hi"] - m["utility_mean"],
+                    "arrayminus": m["utility_mean"] - m["utility_ci_lo"],
+                },
+            )
+        )
+    if not sub.empty and bool(sub["higher_is_better"].iloc[0]) and sub["reference_mean"].iloc[0] > 0:
+        fig.add_hline(
+            y=float(sub["reference_mean"].iloc[0]), line_dash="dot", annotation_text="non-private reference"
+        )
+    ticks = _ticks(float(fr["eps"].min()), float(fr["eps"].max()))
+    metric = str(sub["metric"].iloc[0]) if not sub.empty else "utility"
+    fig.update_layout(
+        xaxis={
+            "type": "log",
+            "title": "privacy budget ε",
+            "tickvals": ticks,
+            "ticktext": [f"{v:g}" for v in ticks],
+        },
+        yaxis={"title": f"held-out {metric.replace('_', ' ')} (mean, 95 % CI)"},
+        height=440,
+        margin={"t": 30, "b": 40},
+        legend={"orientation": "h"},
+    )
+    return fig
+
+
+def pareto_table(fr: pd.DataFrame, task: str) -> pd.DataFrame:
+    """The Pareto-optimal points of ``task``: budget, method, settings, utility with its CI."""
+    sub = fr[(fr.task == task) & fr.pareto].sort_values(["eps", "method"])
+    out = sub[
+        ["eps", "method", "tau_group", "tau_dpn", "metric", "utility_mean", "utility_ci_lo", "utility_ci_hi"]
+    ]
+    return out.rename(
+        columns={"utility_mean": "utility", "utility_ci_lo": "CI low", "utility_ci_hi": "CI high"}
+    ).reset_index(drop=True)
+
+
+def parquet_bytes(results: pd.DataFrame) -> bytes:
+    clean = results.copy()
+    clean.attrs = {}
+    buffer = io.BytesIO()
+    clean.to_parquet(buffer, index=False, engine="pyarrow")
+    return buffer.getvalue()
+
+
+def frontier_of(results: pd.DataFrame) -> pd.DataFrame:
+    return frontier(results)
