@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -11,18 +9,24 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 import mdp_core as core
+from mdp_core._validation import Progress
+from ui.geo import store as result_store
 
 __all__ = [
     "GRID_SIZES",
     "cached_choice",
     "cached_curve",
     "cached_heatmap",
-    "cached_vector_scales",
     "fig_densities",
     "fig_heatmap",
     "fig_scale_curves",
+    "log_axis",
+    "odds_sentence",
     "p_label",
     "parse_vector",
+    "stored_heatmap",
+    "stored_vector_scales",
+    "vector_scales",
     "verdict",
 ]
 
@@ -34,6 +38,51 @@ _CLASSICAL = {
     np.inf: ("uniform (p = ∞)", "#9467bd"),
 }
 _SELECTED = "#d62728"
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _round_label(v: float, scientific: bool) -> str:
+    """``0.1``, ``20``; on wide axes ``10⁻⁸``, ``5·10⁻⁸`` (one notation per axis)."""
+    if not scientific or 1.0 <= v < 1e3:
+        return f"{v:g}"
+    mantissa, exponent = f"{v:.0e}".split("e")
+    power = "10" + str(int(exponent)).translate(_SUPERSCRIPT)
+    return power if mantissa == "1" else f"{mantissa}·{power}"
+
+
+def log_axis(lo: float, hi: float, *, max_ticks: int = 8) -> dict[str, object]:
+    """Plotly axis settings for a log axis over ``[lo, hi]`` labelled by decades and a few round values.
+
+    More than three decades: powers of ten only (every other one when there are too many); one to three
+    decades: 1, 2, 5 per decade; less than one decade: 1, 2, 3, 5 per decade (and the rounded ends if that
+    leaves fewer than two ticks). Never plotly's default minor labels ("2 3 4 ... 9 1 2").
+    """
+    lo, hi = float(min(lo, hi)), float(max(lo, hi))
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo > 0):
+        return {"type": "log"}
+    hi = max(hi, lo * 1.0001)
+    first, last = int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi)))
+    span = np.log10(hi / lo)
+    steps = (1.0,) if span > 3 else (1.0, 2.0, 5.0) if span > 1 else (1.0, 2.0, 3.0, 5.0)
+    ticks = [m * 10.0**k for k in range(first, last + 1) for m in steps]
+    ticks = [t for t in ticks if lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9)]
+    while len(ticks) > max_ticks:
+        ticks = ticks[::2]
+    if len(ticks) < 2:
+        ticks = sorted({float(f"{lo:.2g}"), *ticks, float(f"{hi:.2g}")})
+    scientific = min(ticks) < 1e-3 or max(ticks) >= 1e5
+    return {"type": "log", "tickvals": ticks, "ticktext": [_round_label(t, scientific) for t in ticks]}
+
+
+def odds_sentence(eps: float, delta: float) -> str:
+    """The budget in plain words: how far an attacker's odds about one record can move."""
+    return (
+        f"In plain words: whatever an attacker believed before, one noisy answer moves their odds about any "
+        f"single record by at most a factor e^ε = {np.exp(eps):.3g} (ε = {eps:g}), except with probability "
+        f"δ = {delta:g}."
+    )
 
 
 def p_label(p: float) -> str:
@@ -66,57 +115,106 @@ def cached_curve(eps: float, delta: float, sensitivity: float, p_max: float) -> 
     return pd.DataFrame({"p": ps, "scale": scales, "second_moment": moments})
 
 
-@st.cache_resource(show_spinner=False)
-def _heatmap_store() -> dict[tuple[int, int, float, float], core.ShapeHeatmap]:
-    """Process-wide store of computed heatmaps (a resource cache: the progress bar must not be replayed)."""
-    return {}
+def _heatmap_key(n_delta: int, n_eps: int, sensitivity: float, p_max: float) -> tuple:
+    return ("noise-heatmap", int(n_delta), int(n_eps), float(sensitivity), float(p_max))
+
+
+def stored_heatmap(n_delta: int, n_eps: int, sensitivity: float, p_max: float) -> core.ShapeHeatmap | None:
+    """The heatmap if it was computed before in this process (no work), else None."""
+    return result_store().get(_heatmap_key(n_delta, n_eps, sensitivity, p_max))
 
 
 def cached_heatmap(
-    n_delta: int,
-    n_eps: int,
-    sensitivity: float,
-    p_max: float,
-    progress: Callable[[float, str], None] | None = None,
+    n_delta: int, n_eps: int, sensitivity: float, p_max: float, progress: Progress = None
 ) -> core.ShapeHeatmap:
     """Two-stage shape selection on ``eps`` in [0.1, 10] x ``delta`` in [1e-8, 0.1] (log grids), cached.
 
-    ``progress`` is called only when the grid is actually computed (``st.cache_data`` would replay it).
+    Kept in the app's one locked result store (``ui.geo.store``), computed outside any ``st.cache_*``
+    function, so ``progress`` may drive a progress bar and is called only when the grid is computed.
     """
-    key = (int(n_delta), int(n_eps), float(sensitivity), float(p_max))
-    store = _heatmap_store()
-    if key not in store:
-        eps = np.geomspace(0.1, 10.0, n_eps)
-        delta = np.geomspace(1e-8, 0.1, n_delta)
-        if len(store) >= 8:
-            store.pop(next(iter(store)))
-        store[key] = core.shape_heatmap(eps, delta, sensitivity, p_max=p_max, progress=progress)
-    return store[key]
+    eps = np.geomspace(0.1, 10.0, n_eps)
+    delta = np.geomspace(1e-8, 0.1, n_delta)
+    return result_store().get_or_compute(
+        _heatmap_key(n_delta, n_eps, sensitivity, p_max),
+        lambda: core.shape_heatmap(eps, delta, sensitivity, p_max=p_max, progress=progress),
+    )
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def cached_vector_scales(
+#: Seconds each Monte Carlo certificate may take on the page (exact shapes are instant).
+VECTOR_TIME_LIMIT = 15.0
+
+
+def _vector_key(
+    eps: float, delta: float, alpha: float, sensitivity: tuple[float, ...], p: float, seed: int
+) -> tuple:
+    return ("noise-vector", float(eps), float(delta), float(alpha), tuple(sensitivity), float(p), int(seed))
+
+
+def _vector_row(eps: float, p: float, outcome: core.VectorScale | str) -> dict[str, object]:
+    if isinstance(outcome, str):
+        return {
+            "shape p": p_label(p),
+            "scale b": float("nan"),
+            "E|Z_i|² per coordinate": float("nan"),
+            "method": f"not certified: {outcome}",
+            "privacy (ε, δ + α)": "",
+        }
+    method = "exact" if outcome.exact else f"Monte Carlo ({outcome.n_samples:,} samples)"
+    return {
+        "shape p": p_label(p),
+        "scale b": outcome.scale,
+        "E|Z_i|² per coordinate": core.ggm_second_moment(p, outcome.scale),
+        "method": method,
+        "privacy (ε, δ + α)": f"({eps:g}, {outcome.total_delta:.3g})",
+    }
+
+
+def stored_vector_scales(
     eps: float,
     delta: float,
     alpha: float,
     sensitivity: tuple[float, ...],
     shapes: tuple[float, ...],
     seed: int,
+) -> pd.DataFrame | None:
+    """The table if every shape was computed before (coming back is instant), else None."""
+    found = [result_store().get(_vector_key(eps, delta, alpha, sensitivity, p, seed)) for p in shapes]
+    if any(v is None for v in found):
+        return None
+    return pd.DataFrame([_vector_row(eps, p, v) for p, v in zip(shapes, found, strict=True)])
+
+
+def vector_scales(
+    eps: float,
+    delta: float,
+    alpha: float,
+    sensitivity: tuple[float, ...],
+    shapes: tuple[float, ...],
+    seed: int,
+    progress: Progress = None,
 ) -> pd.DataFrame:
-    """Monte Carlo + empirical Bernstein scales for a vector query at a few shapes (003 Sec. 3.5-3.6)."""
-    rng = np.random.default_rng(seed)
+    """Scales for a vector query at a few shapes (exact for p = 2, inf; else Monte Carlo + empirical
+    Bernstein, 003 Sec. 3.5-3.6), each cached in the locked store; a shape that cannot be certified within
+    :data:`VECTOR_TIME_LIMIT` seconds gets a row saying why instead of a scale."""
     rows = []
-    for p in shapes:
-        v = core.ggm_scale_vector(p, eps, delta, list(sensitivity), rng=rng, alpha=alpha, n_samples=100_000)
-        rows.append(
-            {
-                "shape p": p_label(p),
-                "scale b": v.scale,
-                "E|Z_i|² per coordinate": core.ggm_second_moment(p, v.scale),
-                "method": "exact" if v.exact else f"Monte Carlo ({v.n_samples:,} samples)",
-                "privacy (ε, δ + α)": f"({eps:g}, {v.total_delta:.3g})",
-            }
-        )
+    for i, p in enumerate(shapes):
+
+        def compute(i: int = i, p: float = p) -> core.VectorScale | str:
+            def part(fraction: float, message: str) -> None:
+                if progress is not None:
+                    progress((i + fraction) / len(shapes), message)
+
+            rng = np.random.default_rng([int(seed), round(p * 1e6) if np.isfinite(p) else 0])
+            try:
+                return core.ggm_scale_vector(
+                    p, eps, delta, list(sensitivity), rng=rng, alpha=alpha, n_samples=100_000,
+                    time_limit=VECTOR_TIME_LIMIT, progress=part,
+                )  # fmt: skip
+            except core.DataError as exc:
+                return str(exc)
+
+        outcome = result_store().get_or_compute(_vector_key(eps, delta, alpha, sensitivity, p, seed), compute)
+        rows.append(_vector_row(eps, p, outcome))
     return pd.DataFrame(rows)
 
 
@@ -186,7 +284,10 @@ def fig_scale_curves(curve: pd.DataFrame, choice: core.ShapeChoice) -> go.Figure
                 col=col,
             )
     fig.update_xaxes(title_text="shape p")
-    fig.update_yaxes(type="log", row=1, col=2)
+    values = np.append(finite["second_moment"].to_numpy(), float(uniform["second_moment"]))
+    values = values[np.isfinite(values) & (values > 0)]
+    if values.size:
+        fig.update_yaxes(**log_axis(float(values.min()), float(values.max())), row=1, col=2)
     fig.update_layout(height=380, margin={"t": 40, "b": 40}, legend={"orientation": "h", "y": -0.25})
     return fig
 
@@ -223,27 +324,46 @@ def fig_densities(choice: core.ShapeChoice, eps: float, delta: float, sensitivit
 
 
 def fig_heatmap(hm: core.ShapeHeatmap) -> go.Figure:
-    """Selected shape and variance reduction over the ``(eps, delta)`` grid (log axes)."""
+    """Selected shape and variance reduction over the ``(eps, delta)`` grid (log axes, decade labels).
+
+    Each colour bar lies flat under its own panel, so neither is drawn over the other panel's axis.
+    """
     fig = make_subplots(
-        rows=1, cols=2, subplot_titles=("Selected shape p", "Variance reduction vs best classical")
+        rows=1,
+        cols=2,
+        subplot_titles=("Selected shape p (blank: uniform)", "Variance reduction vs best classical (%)"),
+        horizontal_spacing=0.12,
     )
     shown_p = np.where(np.isinf(hm.p), np.nan, hm.p)
     common = {"x": hm.eps, "y": hm.delta}
+    bar = {"orientation": "h", "y": -0.32, "yanchor": "top", "len": 0.42, "thickness": 12}
     fig.add_trace(
-        go.Heatmap(z=shown_p, colorscale="Viridis", colorbar={"x": 0.45, "title": "p"}, name="p", **common),
+        go.Heatmap(
+            z=shown_p,
+            colorscale="Viridis",
+            colorbar={**bar, "x": 0.22, "title": {"text": "p", "side": "right"}},
+            name="p",
+            hovertemplate="ε = %{x:.3g}<br>δ = %{y:.2g}<br>p = %{z:.3g}<extra></extra>",
+            **common,
+        ),
         row=1,
         col=1,
     )
     fig.add_trace(
         go.Heatmap(
-            z=100 * hm.improvement, colorscale="Reds", colorbar={"title": "%"}, name="improvement", **common
+            z=100 * hm.improvement,
+            colorscale="Reds",
+            colorbar={**bar, "x": 0.78, "title": {"text": "%", "side": "right"}},
+            name="improvement",
+            hovertemplate="ε = %{x:.3g}<br>δ = %{y:.2g}<br>%{z:.1f} % less variance<extra></extra>",
+            **common,
         ),
         row=1,
         col=2,
     )
-    fig.update_xaxes(type="log", title_text="ε")
-    fig.update_yaxes(type="log", title_text="δ")
-    fig.update_layout(height=420, margin={"t": 40, "b": 40})
+    fig.update_xaxes(title_text="ε", **log_axis(float(hm.eps.min()), float(hm.eps.max())))
+    fig.update_yaxes(title_text="δ", **log_axis(float(hm.delta.min()), float(hm.delta.max())))
+    fig.update_layout(height=480, margin={"t": 40, "b": 110})
     return fig
 
 

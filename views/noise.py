@@ -72,6 +72,7 @@ cols[3].metric(
     help=f"Loss reduction against the best classical shape, p = {noise.p_label(choice.classical_p)}",
 )
 st.info(noise.verdict(choice))
+st.caption(noise.odds_sentence(eps, delta))
 
 st.subheader("Scale and variance across shapes")
 st.plotly_chart(noise.fig_scale_curves(curve, choice), key="ggm_curves")
@@ -82,11 +83,13 @@ st.subheader("Where does shape selection pay off?")
 grid_label = st.selectbox("Grid (δ × ε)", list(noise.GRID_SIZES), key="ggm_grid")
 if st.toggle("Compute the (ε, δ) heatmap", key="ggm_heatmap"):
     n_delta, n_eps = noise.GRID_SIZES[grid_label]
-    bar = st.progress(0.0, text="Selecting shapes…")
-    heat = noise.cached_heatmap(
-        n_delta, n_eps, float(sensitivity), p_max, progress=lambda f, msg: bar.progress(f, text=msg)
-    )
-    bar.empty()
+    heat = noise.stored_heatmap(n_delta, n_eps, float(sensitivity), p_max)
+    if heat is None:
+        bar = st.progress(0.0, text="Selecting shapes…")
+        heat = noise.cached_heatmap(
+            n_delta, n_eps, float(sensitivity), p_max, progress=lambda f, msg: bar.progress(f, text=msg)
+        )
+        bar.empty()
     st.plotly_chart(noise.fig_heatmap(heat), key="ggm_heat_fig")
     share = float(np.mean(heat.improvement > 0.05))
     st.caption(
@@ -103,19 +106,37 @@ vector_text = st.text_input(
     help="One entry per released coordinate; the scale is certified by Monte Carlo.",
 )
 alpha = st.select_slider("Monte Carlo failure α", options=[1e-4, 1e-3, 1e-2], value=1e-3, key="ggm_alpha")
-if st.button("Compute vector scales", key="ggm_vector_go"):
-    try:
-        vector = noise.parse_vector(vector_text)
-    except core.DataError as exc:
+clicked = st.button("Compute vector scales", key="ggm_vector_go")
+try:
+    vector = noise.parse_vector(vector_text)
+except core.DataError as exc:
+    if clicked:
         st.error(str(exc))
-        st.stop()
+    vector = None
+if vector is not None:
     shapes = tuple(
         sorted({1.0, 2.0, float(np.inf), round(float(choice.p), 2) if np.isfinite(choice.p) else 1.5})
     )
-    with st.spinner("Certifying scales…"):
-        table = noise.cached_vector_scales(eps, delta, alpha, vector, shapes, 0)
-    st.dataframe(table, hide_index=True, key="ggm_vector_table")
-    st.caption(
-        "Each scale is private for (ε, δ) with probability 1 − α over the Monte Carlo draws, "
-        "so the mechanism is (ε, δ + α)-DP."
-    )
+    table = noise.stored_vector_scales(eps, delta, alpha, vector, shapes, 0)
+    if table is None and clicked:
+        bar = st.progress(0.0, text="Certifying scales…")
+        table = noise.vector_scales(
+            eps, delta, alpha, vector, shapes, 0, progress=lambda f, msg: bar.progress(f, text=msg)
+        )
+        bar.empty()
+    if table is not None:
+        st.dataframe(table, hide_index=True, key="ggm_vector_table")
+        failed = table["method"].str.startswith("not certified")
+        if failed.any():
+            st.warning(
+                "Some shapes have no certified scale at these settings (see the table): "
+                + "; ".join(table.loc[failed, "method"].str.removeprefix("not certified: "))
+            )
+        st.caption(
+            "p = 2 and p = ∞ are exact (α plays no part). Every other scale is private for (ε, δ) with "
+            "probability 1 − α over the Monte Carlo draws, so that mechanism is (ε, δ + α)-DP; a scale is "
+            "shown only after its certificate passed "
+            f"(each shape may take up to {noise.VECTOR_TIME_LIMIT:g} s)."
+        )
+    elif not clicked:
+        st.caption("Press the button to certify the scales (Monte Carlo, a few seconds).")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -59,3 +61,52 @@ def test_heatmap_with_progress_and_vector_query(at: AppTest) -> None:
     at.text_input(key="ggm_vector").set_value("a, b").run()
     at.button(key="ggm_vector_go").click().run()
     assert "numbers separated by commas" in at.error[0].value
+
+
+# ----------------------------------------------------------------------------- issue 11, failure 4
+def test_six_coordinate_vector_at_defaults_gives_a_table(at: AppTest) -> None:
+    """ "1,1,1,1,1,1" raised "f(a) and f(b) must have different signs" (p = inf bracket)."""
+    at.text_input(key="ggm_vector").set_value("1,1,1,1,1,1").run()
+    at.button(key="ggm_vector_go").click().run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["shape p"]) == ["1", "1.06", "2", "∞"]
+    assert (table["scale b"] > 0).all() and not at.warning
+    exact = table.set_index("shape p")["scale b"]
+    assert exact["2"] == pytest.approx(core.ggm_scale(2.0, 1.0, 0.01, 3.0 * np.sqrt(6.0) / 3.0))
+    assert exact["∞"] == pytest.approx(1 / (2 * (1 - 0.99 ** (1 / 6))), rel=1e-9)
+    at.run()  # coming back: the stored table, no recomputation and no exception
+    assert not at.exception and at.dataframe[0].value.equals(table)
+
+
+def test_eps8_delta_1e4_tolerance_vector_finishes_in_seconds(at: AppTest, label_index: None) -> None:
+    """eps 8, delta 1e-4, largest shape 20, P(|Z| > t), "1, 2": ran > 20 minutes (endless bracket loop)."""
+    at.select_slider(key="ggm_eps").set_value(8.0).run()
+    at.select_slider(key="ggm_delta").set_value(1e-4).run()
+    at.slider(key="ggm_pmax").set_value(20.0).run()
+    at.radio(key="ggm_criterion").set_value("tolerance").run()
+    assert not at.exception
+    start = time.perf_counter()
+    at.button(key="ggm_vector_go").click().run(timeout=120)
+    assert time.perf_counter() - start < 60
+    assert not at.exception
+    table = at.dataframe[0].value.set_index("shape p")
+    assert (table["scale b"] > 0).all()
+    assert table.loc["1", "method"].startswith("Monte Carlo") and table.loc["2", "method"] == "exact"
+    assert table.loc["1", "scale b"] >= core.ggm_scale(1.0, 8.0, 1e-4, 2.0)  # never below one coordinate
+
+
+def test_figures_use_round_log_ticks_and_separate_colour_bars(at: AppTest) -> None:
+    curves = json.loads(at.get("plotly_chart")[0].proto.spec)
+    axis = curves["layout"]["yaxis2"]
+    assert axis["type"] == "log" and 2 <= len(axis["tickvals"]) <= 8
+    assert all(float(f"{v:.1g}") == pytest.approx(v) for v in axis["tickvals"])  # round values only
+    at.selectbox(key="ggm_grid").set_value("20 × 40 (quick)").run()
+    at.toggle(key="ggm_heatmap").set_value(True).run()
+    assert not at.exception
+    heat = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    assert heat["layout"]["xaxis"]["ticktext"] == ["0.1", "0.2", "0.5", "1", "2", "5", "10"]
+    assert heat["layout"]["yaxis"]["ticktext"][0] == "10⁻⁸" and len(heat["layout"]["yaxis"]["ticktext"]) <= 8
+    bars = [trace["colorbar"] for trace in heat["data"]]
+    assert all(b["orientation"] == "h" and b["y"] < 0 for b in bars)  # under their panels, not over an axis
+    assert any("attacker" in c.value and "e^ε" in c.value for c in at.caption)

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import brentq
 from scipy.stats import gennorm
@@ -149,6 +149,7 @@ def independent_delta(p: float, b: float, eps: float, sens: float) -> float:
     eps=st.floats(0.01, 20.0),
     delta=st.floats(1e-12, 0.5),
 )
+@example(p=3.4114269604168093, eps=0.01, delta=1e-12)  # was over delta by 1e-12 (relative)
 def test_scalar_scale_is_finite_and_private_at_extremes(p: float, eps: float, delta: float) -> None:
     b = ggm_scale(p, eps, delta, 1.0)
     assert np.isfinite(b) and b > 0
