@@ -24,6 +24,7 @@ __all__ = [
     "number_conventions",
     "parse_numbers",
     "sniff_separator",
+    "strip_unit",
     "unquote_values",
 ]
 
@@ -193,3 +194,22 @@ def parse_numbers(col: pd.Series, *, comma_decimal: bool) -> tuple[pd.Series, li
     if not series.isna().any() and np.all(np.mod(out, 1.0) == 0) and np.abs(out).max() < 2**53:
         series = series.astype(np.int64)
     return series, bad
+
+
+#: Unit signs that may lead or trail a number (``12 %``, ``€ 1.234,50``, ``$1,234``).
+UNIT_SIGNS = ("%", "€", "$", "£")
+
+
+def strip_unit(col: pd.Series) -> tuple[pd.Series, str] | None:
+    """Remove a unit sign that leads or trails (nearly) every value of a text column: (values, sign)."""
+    if pd.api.types.is_numeric_dtype(col):
+        return None
+    values = _distinct_text(col)
+    if values.empty:
+        return None
+    for sign in UNIT_SIGNS:
+        marked = values.str.startswith(sign) | values.str.endswith(sign)
+        if marked.mean() >= NUMERIC_SHARE:
+            text = col.astype("str").str.strip().str.removeprefix(sign).str.removesuffix(sign).str.strip()
+            return text.where(col.notna()), sign
+    return None

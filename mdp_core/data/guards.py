@@ -34,6 +34,7 @@ DATE_GRANULARITIES: tuple[str, ...] = ("month", "year", "hour")
 MIN_ROWS_FOR_RATIO = 20
 
 _DISTINCT_SHARE = 0.5
+_MOSTLY = 0.5  # a numeric column with fewer values than this share of rows is "mostly missing"
 _DATE_SHARE = 0.95
 _ID_NAME = re.compile(r"(?:^|[\s_\-.])(?:id|ids|key|uuid|guid|nr|no|number|code)$|^id(?:[\s_\-.]|$)", re.I)
 
@@ -136,7 +137,8 @@ def _is_integral(values: pd.Series) -> bool:
 def exclusion_reason(col: pd.Series, name: str) -> str | None:
     """Why a column is excluded by default, or None when it is an ordinary attribute.
 
-    Rules, in order: no values; one value (constant); a date or time; free text (values of 3+ words or 30+
+    Rules, in order: no values; one value (constant); numbers missing in more than half of the rows (each
+    such row would be left out); a date or time; free text (values of 3+ words or 30+
     characters on average, when distinct values are more than half, more than 30, or the column is mostly
     empty); identifier-like (text with > 50 % distinct values; whole numbers unique per row whose name says
     id/key/nr/code or that form a dense or sorted run).
@@ -149,6 +151,11 @@ def exclusion_reason(col: pd.Series, name: str) -> str | None:
     if n_distinct == 1:
         return f"constant: every row has the same value ({values.iloc[0]!r}), so it carries no information"
     if pd.api.types.is_numeric_dtype(values):
+        if n < _MOSTLY * len(col):
+            return (
+                f"mostly missing: {len(col) - n:,} of {len(col):,} values are missing, and a row without a "
+                "number is left out; include it only if losing those rows is fine"
+            )
         if n >= MIN_ROWS_FOR_RATIO and n_distinct == n and _is_integral(values):
             arr = values.to_numpy(dtype=float)
             dense = arr.max() - arr.min() + 1 <= 2 * n

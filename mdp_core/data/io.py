@@ -30,6 +30,7 @@ from ._parse import (
     parse_numbers,
     separator_name,
     sniff_separator,
+    strip_unit,
     unquote_values,
 )
 
@@ -258,12 +259,21 @@ def _header(df: pd.DataFrame, name: str) -> tuple[pd.DataFrame, list[str]]:
     if dups:
         raise DataError(f"{name}: duplicate column name(s) {dups}; make every header unique")
     body.columns = names
+    if len(names) >= 2 and all(_looks_numeric(c) for c in names):
+        raise DataError(
+            f"{name}: the first row ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}) looks like "
+            "data, not column names; add a header row with a name for every column"
+        )
     if body.shape[1] < 2:
         raise DataError(
             f"{name} has {body.shape[1]} column; need at least 2 attributes separated by commas, "
             "semicolons, tabs or pipes"
         )
     return body, notes
+
+
+def _looks_numeric(text: str) -> bool:
+    return max(number_conventions(pd.Series([text], dtype="str"))) == 1.0
 
 
 def _is_empty(col: pd.Series) -> bool:
@@ -298,6 +308,12 @@ def _type_columns(df: pd.DataFrame, sep: str) -> tuple[pd.DataFrame, list[str]]:
     if unquoted:
         notes.append(f"Single quotes removed around the values of {', '.join(unquoted)}.")
     shares = {c: number_conventions(df[c]) for c in df.columns}
+    for c in [c for c, share in shares.items() if max(share) < NUMERIC_SHARE]:
+        stripped = strip_unit(df[c])
+        if stripped is not None and max(number_conventions(stripped[0])) >= NUMERIC_SHARE:
+            df[c] = stripped[0]
+            shares[c] = number_conventions(df[c])
+            notes.append(f"{c}: the unit sign {stripped[1]!r} was removed to read the values as numbers.")
     numeric = {c: s for c, s in shares.items() if max(s) >= NUMERIC_SHARE}
     en_votes = sum(en >= NUMERIC_SHARE > eu for en, eu in numeric.values())
     eu_votes = sum(eu >= NUMERIC_SHARE > en for en, eu in numeric.values())

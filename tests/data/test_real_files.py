@@ -290,3 +290,34 @@ def test_a_million_rows_are_sampled_fast() -> None:
     assert seconds < 10.0, seconds  # ~1-2 s on an idle 2-core machine
     again, _ = _load(raw, "big.csv", seed=4)
     pd.testing.assert_frame_equal(df, again)
+
+
+def test_percent_and_currency_signs_are_read_as_numbers() -> None:
+    raw = "Anteil;Preis;Gruppe\n12,5 %;€ 1.234,50;a\n7 %;€ 12,00;b\n;€ 3;c\n100 %;€ 0,99;a\n".encode("cp1252")
+    df, report = _load(raw)
+    assert df["Anteil"].tolist()[:2] == [12.5, 7.0] and np.isnan(df["Anteil"].iloc[2])
+    assert df["Preis"].tolist() == [1234.5, 12.0, 3.0, 0.99]
+    assert "Anteil: the unit sign '%' was removed to read the values as numbers." in report.notes
+    assert "Preis: the unit sign '€' was removed to read the values as numbers." in report.notes
+    df, _ = _load(b'price,n\n"$1,234.50",1\n$7,2\n$0.5,3\n')
+    assert df["price"].tolist() == [1234.5, 7.0, 0.5]
+
+
+def test_a_file_without_header_row_is_refused_with_the_fix() -> None:
+    with pytest.raises(DataError, match=r"the first row \(5.1, 3.5, 1.4, 0.2, \.\.\.\) looks like data"):
+        _load(b"5.1,3.5,1.4,0.2,1\n4.9,3.0,1.4,0.2,1\n4.7,3.2,1.3,0.2,2\n")
+
+
+def test_a_mostly_missing_numeric_column_is_excluded_not_dropping_most_rows() -> None:
+    rng = np.random.default_rng(2)
+    sparse = ["" if i % 5 else f"{rng.normal():.3f}" for i in range(100)]  # 80 of 100 missing
+    rows = "".join(f"{rng.integers(0, 4)},{rng.normal():.3f},{v}\n" for v in sparse)
+    df, _ = _load(("g,x,lab_value\n" + rows).encode())
+    schema = core.infer_schema(df)
+    assert schema.excluded_reasons == {
+        "lab_value": "mostly missing: 80 of 100 values are missing, and a row without a number is left out; "
+        "include it only if losing those rows is fine"
+    }
+    assert len(core.discretize(df, schema).codes) == 100
+    enc = core.discretize(df, core.infer_schema(df, include=["lab_value"]))
+    assert enc.dropped_rows == 80 and enc.warnings[0].startswith("80 of 100 rows are left out")
