@@ -10,14 +10,17 @@ show the value the content was computed with; a new map gets new widgets seeded 
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import html
 import json
 import math
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,11 +44,15 @@ __all__ = [
     "LEVEL_RADIUS_KM",
     "MAP_HEIGHT",
     "NO_BASE_MAP",
+    "POLL_SECONDS",
     "UPLOAD_TYPES",
+    "WAIT_SECONDS",
+    "Builder",
     "GeoConfig",
     "GeoView",
     "MechanismStore",
     "bound_available",
+    "builder",
     "cached_bound",
     "cached_network",
     "cached_problem",
@@ -64,15 +71,19 @@ __all__ = [
     "level_label",
     "map_key",
     "mechanism",
+    "mechanism_key",
     "mechanism_npz",
     "method_labels",
     "nearest_target",
     "remember",
     "remembered",
+    "request_mechanism",
     "sample_reports",
     "store",
     "store_upload",
     "stored_mechanism",
+    "time_left",
+    "wait",
 ]
 
 ATTRIBUTION = "Map data © OpenStreetMap contributors (ODbL)"
@@ -95,6 +106,10 @@ MAX_CANDIDATES = 300
 PAGE_SAMPLES = 50_000
 #: Time budget (s) of the lower bound on the page (behind a button, with a progress bar).
 BOUND_SECONDS = 20.0
+#: Seconds a page run waits for a queued build before drawing a preview and polling (issue 11: <= 3 s).
+WAIT_SECONDS = 2.0
+#: Poll interval (s) of the preview while a build runs.
+POLL_SECONDS = 1.0
 #: Sampled reports drawn from the shown row.
 N_REPORTS = 40
 #: eps grid of the loss curve (1/km).
@@ -324,7 +339,7 @@ def mechanism(config: GeoConfig, eps: float, method: str, progress: Progress = N
     Cached per (map, seed cells, depth, tasks, prior, seed, eps, method): switching method or location
     re-colours the map from the store without recomputing.
     """
-    key = ("mech", config, round(float(eps), 12), method)
+    key = mechanism_key(config, eps, method)
     return store().get_or_compute(
         key,
         lambda: cgeo.compare_methods(
@@ -338,9 +353,106 @@ def mechanism(config: GeoConfig, eps: float, method: str, progress: Progress = N
     )
 
 
+class Builder:
+    """Builds mechanisms on worker threads, so a slow build never blocks the page (issue 11 "Responsiveness").
+
+    A page asks for a mechanism with :meth:`request`: a stored result comes back at once; otherwise the
+    build is queued (once per key, shared by every session) and the page waits at most ``wait`` seconds
+    before drawing a preview and polling. Results land in the process-wide :func:`store`, so coming back
+    to a setting is instant. Workers run only core code (no Streamlit calls); progress is kept per key.
+    """
+
+    def __init__(self, workers: int = 2) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="geo-build")
+        self._lock = threading.Lock()
+        self._jobs: dict[Hashable, Future[Any]] = {}
+        self._progress: dict[Hashable, tuple[float, str]] = {}
+
+    def request(self, key: Hashable, compute: Callable[[Progress], Any]) -> Future[Any]:
+        """The (possibly finished) future of ``key``'s result; queues ``compute(progress)`` when needed."""
+        hit = store().get(key)
+        if hit is not None:
+            done: Future[Any] = Future()
+            done.set_result(hit)
+            return done
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None or (job.done() and job.exception() is not None):
+                self._progress[key] = (0.0, "queued")
+                job = self._pool.submit(self._run, key, compute)
+                self._jobs[key] = job
+            return job
+
+    def _run(self, key: Hashable, compute: Callable[[Progress], Any]) -> Any:
+        def progress(fraction: float, message: str) -> None:
+            self._progress[key] = (min(max(float(fraction), 0.0), 1.0), message)
+
+        ok = False
+        try:
+            result = store().get_or_compute(key, lambda: compute(progress))
+            ok = True
+            return result
+        finally:
+            with self._lock:
+                self._progress.pop(key, None)
+                if ok:  # the store has it now; a failed job stays, so the page can show its error
+                    self._jobs.pop(key, None)
+
+    def progress(self, key: Hashable) -> tuple[float, str]:
+        """Last reported (fraction, message) of a queued or running build."""
+        return self._progress.get(key, (0.0, "queued"))
+
+
+@st.cache_resource(show_spinner=False)
+def builder() -> Builder:
+    """The one process-wide builder (two worker threads: the machines have two cores)."""
+    return Builder()
+
+
+def mechanism_key(config: GeoConfig, eps: float, method: str) -> tuple[object, ...]:
+    """Store key of one method's comparison."""
+    return ("mech", config, round(float(eps), 12), method)
+
+
+def request_mechanism(config: GeoConfig, eps: float, method: str) -> Future[GeoComparison]:
+    """Queue (or find) the build of one method; the future's result is a one-method ``GeoComparison``."""
+
+    def compute(progress: Progress) -> GeoComparison:
+        return cgeo.compare_methods(
+            cached_problem(config),
+            eps,
+            methods=(method,),
+            verify_samples=PAGE_SAMPLES,
+            rng=np.random.default_rng(config.seed + 1),
+            progress=progress,
+        )
+
+    return builder().request(mechanism_key(config, eps, method), compute)
+
+
+def time_left(seconds: float) -> Callable[[], float]:
+    """A clock: the seconds left of a budget of ``seconds`` started now (never negative)."""
+    deadline = time.perf_counter() + seconds
+    return lambda: max(0.0, deadline - time.perf_counter())
+
+
+def wait(futures: list[Future[Any]], seconds: float, tick: Callable[[], None] | None = None) -> bool:
+    """Wait up to ``seconds`` for every future (calling ``tick`` about 5 times a second); True when done."""
+    deadline = time.perf_counter() + seconds
+    while True:
+        if all(f.done() for f in futures):
+            return True
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return False
+        concurrent.futures.wait(futures, timeout=min(0.2, left))
+        if tick is not None:
+            tick()
+
+
 def stored_mechanism(config: GeoConfig, eps: float, method: str) -> GeoComparison | None:
     """The stored one-method comparison, or None when it has not been built yet."""
-    return store().get(("mech", config, round(float(eps), 12), method))
+    return store().get(mechanism_key(config, eps, method))
 
 
 def bound_available() -> bool:

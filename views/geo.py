@@ -154,45 +154,71 @@ map_slot = st.empty()
 try:
     with progress_slot, st.spinner("Laying the grid and computing travel distances…"):
         problem = geo.cached_problem(config)
-    cand = cand_labels.index(true_label)
-    true_index = geo.nearest_target(problem, cand_xy[cand])
-    view = geo.GeoView(colour_by=views[view_label], true_index=true_index, candidate=cand)
-    comp = geo.stored_mechanism(config, eps, method)
-    if comp is None:  # first picture now: the roads and the true location while the mechanism is built
-        preview, _ = geo.deck(config, None, view, None)
-        map_slot.pydeck_chart(preview, height=geo.MAP_HEIGHT)
-        bar = progress_slot.progress(0.0, text=f"Building {method_label}…")
-        comp = geo.mechanism(config, eps, method, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
 except DataError as exc:
     progress_slot.empty()
     st.error(str(exc))
     st.stop()
-progress_slot.empty()
-mech = comp.mechanisms[method]
-reports = geo.sample_reports(mech, true_index, geo.N_REPORTS, get_state().seed)
-chart, vmax = geo.deck(config, mech, view, reports)
-if view.colour_by == "error":
-    legend.html(geo.legend_html("Expected travel error if you are here (km)", vmax, " km", "{:.2f}"))
+cand = cand_labels.index(true_label)
+true_index = geo.nearest_target(problem, cand_xy[cand])
+view = geo.GeoView(colour_by=views[view_label], true_index=true_index, candidate=cand)
+left = geo.time_left(geo.WAIT_SECONDS)  # one waiting budget for the whole run
+job = geo.request_mechanism(config, eps, method)
+if not job.done():  # first picture now: the roads and the true location while the mechanism is built
+    preview, _ = geo.deck(config, None, view, None)
+    map_slot.pydeck_chart(preview, height=geo.MAP_HEIGHT)
+    key_ = geo.mechanism_key(config, eps, method)
+    bar = progress_slot.progress(0.0, text=f"Building {method_label}…")
+
+    def tick() -> None:
+        fraction, message = geo.builder().progress(key_)
+        bar.progress(fraction, text=f"Building {method_label}: {message}")
+
+    if not geo.wait([job], left(), tick):
+
+        @st.fragment(run_every=geo.POLL_SECONDS)
+        def poll() -> None:
+            fraction, message = geo.builder().progress(key_)
+            st.progress(fraction, text=f"Building {method_label}: {message} (the page stays usable)")
+            if job.done():
+                st.rerun()
+
+        progress_slot.empty()
+        with progress_slot.container():
+            poll()
+if job.done():
+    progress_slot.empty()
+if job.done() and job.exception() is not None:
+    st.error(f"Building {method_label} failed: {job.exception()}")
+    st.stop()
+comp = job.result() if job.done() else None
+if comp is None:
+    st.caption(f"{method_label} at ε = {eps:.3g}/km is being built; the map colours itself when it is done.")
 else:
-    legend.html(geo.legend_html("Probability of reporting each cell (%)", 100 * vmax, " %", "{:.2g}"))
-map_slot.pydeck_chart(
-    chart,
-    on_select="rerun",
-    selection_mode="single-object",
-    key=deck_key,
-    height=geo.MAP_HEIGHT,
-)
-st.caption(
-    f"{method_label} at ε = {eps:.3g}/km. "
-    + (
-        "Colour: expected travel error for a user at each location (all locations). "
-        if view.colour_by == "error"
-        else f"Colour: probability of each reported cell for the true location {true_label}. "
+    mech = comp.mechanisms[method]
+    reports = geo.sample_reports(mech, true_index, geo.N_REPORTS, get_state().seed)
+    chart, vmax = geo.deck(config, mech, view, reports)
+    if view.colour_by == "error":
+        legend.html(geo.legend_html("Expected travel error if you are here (km)", vmax, " km", "{:.2f}"))
+    else:
+        legend.html(geo.legend_html("Probability of reporting each cell (%)", 100 * vmax, " %", "{:.2g}"))
+    map_slot.pydeck_chart(
+        chart,
+        on_select="rerun",
+        selection_mode="single-object",
+        key=deck_key,
+        height=geo.MAP_HEIGHT,
     )
-    + f"Black: true location; blue: {geo.N_REPORTS} sampled reports; small dots: candidate locations. "
-    f"{problem.grid.n_targets:,} target vertices, {len(problem.grid.outputs)} outputs, seed spacing "
-    f"{problem.grid.h0 * 1000:.0f} m; utility {comp.utility_km[method]:.3f} km. {geo.ATTRIBUTION}"
-)
+    st.caption(
+        f"{method_label} at ε = {eps:.3g}/km. "
+        + (
+            "Colour: expected travel error for a user at each location (all locations). "
+            if view.colour_by == "error"
+            else f"Colour: probability of each reported cell for the true location {true_label}. "
+        )
+        + f"Black: true location; blue: {geo.N_REPORTS} sampled reports; small dots: candidate locations. "
+        f"{problem.grid.n_targets:,} target vertices, {len(problem.grid.outputs)} outputs, seed spacing "
+        f"{problem.grid.h0 * 1000:.0f} m; utility {comp.utility_km[method]:.3f} km. {geo.ATTRIBUTION}"
+    )
 
 # ---- comparison -----------------------------------------------------------------------------------------
 st.subheader("Comparison")
@@ -214,22 +240,45 @@ with t2:
 optional = {"tree_m": with_variants, "tree_o": with_variants, "lp_coarse": with_lpa}
 shown = [m for m in labels if optional.get(m, True) or m == method]
 slot = st.empty()
+jobs = {m: geo.request_mechanism(config, eps, m) for m in shown}
 bar = slot.progress(0.0, text="Building the other mechanisms…")
-comps = {}
-for k, key in enumerate(shown):
-    bar.progress(k / len(shown), text=f"Building {labels[key]}…")
-    comps[key] = geo.mechanism(config, eps, key)
+geo.wait(
+    list(jobs.values()),
+    left(),
+    lambda: bar.progress(
+        sum(j.done() for j in jobs.values()) / len(jobs), text="Building the other mechanisms…"
+    ),
+)
 slot.empty()
+comps = {m: j.result() for m, j in jobs.items() if j.done() and j.exception() is None}
+for m, j in jobs.items():
+    if j.done() and j.exception() is not None:
+        st.warning(f"{labels[m]} could not be built: {j.exception()}")
+pending = [labels[m] for m, j in jobs.items() if not j.done()]
+if pending:
+
+    @st.fragment(run_every=geo.POLL_SECONDS)
+    def poll_table() -> None:
+        done = sum(j.done() for j in jobs.values())
+        st.progress(
+            done / len(jobs), text=f"Still building: {', '.join(pending)} (the table fills in by itself)"
+        )
+        if all(j.done() for j in jobs.values()):
+            st.rerun()
+
+    with slot.container():
+        poll_table()
 geo.remember(lpa=with_lpa, variants=with_variants)
 bound = geo.cached_bound(config, eps) if geo.bound_available() else None
+bound_slot = st.empty()
 if (
     geo.bound_available()
     and bound is None
     and st.button("How far from the best possible? (lower bound)", key=f"geo_bound_{mk}")
 ):
-    bar = slot.progress(0.0, text="Bounding every ε-mDP mechanism on these outputs…")
+    bar = bound_slot.progress(0.0, text="Bounding every ε-mDP mechanism on these outputs…")
     bound = geo.compute_bound(config, eps, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
-    slot.empty()
+    bound_slot.empty()
 st.dataframe(geo.comparison_table(comps, bound), hide_index=True, width="stretch")
 notes = [
     "Violation ratio: share of checked (x, x′, y) triples over the bound, on all nearest-neighbour pairs "
@@ -243,22 +292,23 @@ if bound is not None:
     )
 st.caption(" ".join(notes))
 
-d1, d2 = st.columns(2)
-with d1:
-    st.download_button(
-        "Download the shown mechanism (.npz, with CRS, origin and metadata)",
-        geo.mechanism_npz(mech, config),
-        file_name=f"geo_{method}_eps{eps:.3g}.npz",
-        key=f"geo_download_{mk}",
-    )
-with d2:
-    st.download_button(
-        "Download targets and outputs (GeoJSON, WGS84 lon/lat)",
-        geo.geojson_bytes(mech, config),
-        file_name=f"geo_{method}_eps{eps:.3g}.geojson",
-        mime="application/geo+json",
-        key=f"geo_geojson_{mk}",
-    )
+if comp is not None:
+    d1, d2 = st.columns(2)
+    with d1:
+        st.download_button(
+            "Download the shown mechanism (.npz, with CRS, origin and metadata)",
+            geo.mechanism_npz(mech, config),
+            file_name=f"geo_{method}_eps{eps:.3g}.npz",
+            key=f"geo_download_{mk}",
+        )
+    with d2:
+        st.download_button(
+            "Download targets and outputs (GeoJSON, WGS84 lon/lat)",
+            geo.geojson_bytes(mech, config),
+            file_name=f"geo_{method}_eps{eps:.3g}.geojson",
+            mime="application/geo+json",
+            key=f"geo_geojson_{mk}",
+        )
 
 key = f"geo_curve_{mk}"
 if st.toggle("Loss against ε", value=bool(st.session_state.get(key, False)), key=key):
