@@ -32,6 +32,7 @@ __all__ = [
     "outcome",
     "outcome_key",
     "posterior_frame",
+    "report_html",
     "saved_scenarios",
     "store",
 ]
@@ -182,6 +183,12 @@ def outcome(
         outcome_key(state, scenario),
         lambda: rel.evaluate_scenario(scenario, frame, repetitions=repetitions, progress=progress),
     )
+
+
+def report_html(state: AppState, scenario: rel.Scenario, done: rel.ScenarioOutcome, answer: Any) -> str:
+    """The HTML report of a prepared release (with the "which eps" answer when there is one), stored."""
+    key = ("report", outcome_key(state, scenario), None if answer is None else decision_key(state, scenario))
+    return store().get_or_compute(key, lambda: rel.build_report(done, decision=answer))
 
 
 def posterior_frame(eps: float, distance: float = 1.0) -> pd.DataFrame:

@@ -141,7 +141,7 @@ if done is not None:
     )
     d3.download_button(
         "Report (HTML)",
-        rel.build_report(done, decision=answer),
+        view.report_html(state, scenario, done, answer),
         "report.html",
         "text/html",
         key="rel_download_report",
