@@ -147,6 +147,13 @@ left.plotly_chart(nmi_heatmap(nmi), key="data_heatmap")
 right.plotly_chart(graph_figure(graph, groups, encoded.domain_sizes, seed=state.seed), key="data_graph")
 
 st.markdown(f"**{len(groups)} groups** at τ_group = {tau:.2f}")
+cap_dephdp = core.DepHDPConfig().max_group_domain
+target_part = f"without the target **{schema.target}**, " if schema.target else ""
+st.caption(
+    f"The DepHDP page groups the released attributes only ({target_part}over the same NMI) and splits a "
+    f"group whose joint domain exceeds {cap_dephdp} the way the cap above does, so it can show more groups "
+    "at the same τ_group."
+)
 st.dataframe(
     pd.DataFrame(
         {

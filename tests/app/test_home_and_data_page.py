@@ -49,6 +49,9 @@ def test_data_page_slider_changes_groups(app: AppTest) -> None:
         assert not app.exception
         groups_at[tau] = len(app.dataframe[-2].value)
     assert groups_at[0.05] <= groups_at[0.3] <= groups_at[0.9] == 14
+    # the page says why DepHDP can show more groups at the same tau (issue 11: 5 vs 9 groups unexplained)
+    why = [c.value for c in app.caption if c.value.startswith("The DepHDP page groups")]
+    assert len(why) == 1 and "without the target **target**" in why[0] and "exceeds 512" in why[0]
     app.toggle(key="data_cap").set_value(True).run()
     app.slider(key="data_tau").set_value(0.05).run()
     app.number_input(key="data_max_domain").set_value(20).run()
