@@ -534,9 +534,12 @@ def comparison_table(comps: dict[str, GeoComparison], bound: Any | None = None) 
     return table
 
 
-def curve_frame(config: GeoConfig, progress: Progress = None) -> pd.DataFrame:
-    """Expected travel error (km) of the private methods over ``CURVE_EPS`` (long format), from the store."""
-    methods = [m for m in method_labels() if m != "lp_coarse"]
+def curve_frame(config: GeoConfig, methods: list[str], progress: Progress = None) -> pd.DataFrame:
+    """Expected travel error (km) of ``methods`` over ``CURVE_EPS`` (long format), built through the store.
+
+    Each point is the core's verified one-method comparison (:func:`mechanism`), so points already shown
+    on the map or in the table are reused, and the sweep's points serve the map later.
+    """
     rows = []
     total = len(CURVE_EPS) * len(methods)
     for i, eps in enumerate(CURVE_EPS):

@@ -311,8 +311,12 @@ if comp is not None:
         )
 
 key = f"geo_curve_{mk}"
-if st.toggle("Loss against ε", value=bool(st.session_state.get(key, False)), key=key):
-    bar = slot.progress(0.0, text="Sweeping ε…")
-    curve = geo.curve_frame(config, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
-    slot.empty()
+if st.toggle(
+    "Loss against ε (one build per method and ε)", value=bool(st.session_state.get(key, False)), key=key
+):
+    curve_slot = st.empty()
+    bar = curve_slot.progress(0.0, text="Sweeping ε…")
+    private = [m for m in shown if m != "lp_coarse"]
+    curve = geo.curve_frame(config, private, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
+    curve_slot.empty()
     st.plotly_chart(geo.fig_loss_curve(curve), key="geo_curve_chart")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import math
@@ -24,6 +25,13 @@ WIDGETS = ("selectbox", "radio", "select_slider", "slider", "toggle")
 
 def _deck_text(at: AppTest) -> str:
     return at.get("deck_gl_json_chart")[0].proto.json
+
+
+def _array(value: Any) -> np.ndarray:
+    """A plotly trace array: a list, or plotly 7's typed-array form {"dtype", "bdata" (base64)}."""
+    if isinstance(value, dict):
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+    return np.asarray(value)
 
 
 def _pending(at: AppTest) -> bool:
@@ -347,3 +355,23 @@ def test_downloads_carry_the_map(app: AppTest) -> None:
         assert float(data["eps"]) == pytest.approx(eps)
         np.testing.assert_array_equal(data["matrix"], mech.matrix)
         assert "crs" in data and "metadata" in data
+
+
+def test_loss_curve(app: AppTest) -> None:
+    """The eps sweep draws the table's private methods; EM's error falls as eps grows (EM is monotone)."""
+    at = _run(app.switch_page("views/geo.py"))
+    _widget(at, "slider", "Seed cells").set_value(6)
+    _widget(at, "selectbox", "Depth").set_value(1)
+    _run(at)
+    _widget(at, "toggle", "Loss against").set_value(True)
+    _run(at)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    traces = {trace["name"]: trace for trace in spec["data"]}
+    assert set(traces) == {"Tree extension (MLaEt-A)", "Exponential mechanism", "EM + Bayesian remap"}
+    assert _array(traces["Exponential mechanism"]["x"]).tolist() == list(geo.CURVE_EPS)
+    em = _array(traces["Exponential mechanism"]["y"])
+    assert (np.diff(em) < 0).all()
+    config = geo.GeoConfig(city="default", seed_n=6, depth=1, seed=0)
+    stored = geo.stored_mechanism(config, geo.CURVE_EPS[0], "em")
+    assert em[0] == pytest.approx(stored.utility_km["em"], rel=1e-12)
+    _assert_agreement(at)
