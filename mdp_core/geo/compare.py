@@ -35,7 +35,8 @@ class GeoComparison:
 
     ``bound`` is the certified lower bound (:func:`mdp_core.geo.geo_lower_bound`) when computed; ``gap``
     is ``utility / bound - 1`` per method (how far above the best possible); ``worse_than_em_remap`` lists
-    the tree variants whose utility exceeds EM + remap's on this map and eps (never hidden).
+    the tree variants whose utility exceeds EM + remap's on this map and eps (never hidden); ``problem``
+    is the problem they were built on (its network and grid give exports their projection and metadata).
     """
 
     mechanisms: dict[str, GeoMechanism]
@@ -46,6 +47,7 @@ class GeoComparison:
     bound: GeoBound | None = None
     gap: dict[str, float] = field(default_factory=dict)
     worse_than_em_remap: tuple[str, ...] = ()
+    problem: GeoProblem | None = None
 
 
 def peak_memory_mb() -> float:
@@ -121,6 +123,7 @@ def compare_methods(
         bound=lower,
         gap=gap,
         worse_than_em_remap=worse,
+        problem=problem,
     )
 
 

@@ -36,7 +36,10 @@ def test_cli_bench_json_and_npz(tmp_path: Path) -> None:
     ]
     run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    record = json.loads(run.stdout.strip().splitlines()[-1])
+    assert "HiGHS" not in run.stdout  # the solver's banner is kept off stdout
+    lines = run.stdout.strip().splitlines()
+    assert len(lines) == 1  # --json: the record is the only (and last) line
+    record = json.loads(lines[-1])
     assert {"targets", "outputs", "seconds", "utility_km", "violation_ratio"} <= set(record)
     assert set(record["utility_km"]) == {"tree", "tree_m", "tree_o", "em", "em_remap", "lp_coarse"}
     bound = record["lower_bound"]
@@ -51,6 +54,16 @@ def test_cli_bench_json_and_npz(tmp_path: Path) -> None:
     with np.load(out) as data:
         assert data["matrix"].shape == (record["targets"], record["outputs"])
         assert float(data["eps"]) == 1.0
+        crs = str(data["crs"])
+        origin_m, origin_lonlat = data["origin_m"], data["origin_lonlat"]
+        meta = json.loads(str(data["metadata"]))
+    assert crs.startswith("EPSG:")  # a UTM zone for the embedded OSM district
+    assert origin_m.shape == (2,) and origin_lonlat.shape == (2,)
+    lon, lat = origin_lonlat
+    assert 24.8 < lon < 25.1 and 60.1 < lat < 60.25  # central Helsinki
+    assert meta["method"] == "tree" and meta["eps_per_km"] == 1.0 and meta["depth"] == 1
+    assert meta["seed"] == 0 and meta["targets"] == record["targets"] and meta["crs"] == crs
+    assert meta["origin_lonlat"] == pytest.approx(list(origin_lonlat))
 
 
 def test_cli_bad_city_is_an_error(tmp_path: Path) -> None:
