@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mdp_core.dephdp._grouploss import Surrogate
-from mdp_core.dephdp._profiles import GroupProfile, clear_profile_cache
+from mdp_core.dephdp._profiles import Cache, GroupProfile, clear_profile_cache
 from mdp_core.dephdp.adequacy import DELTA, Mechanism, mse_likeness, radial_fit, select_mechanism
 from mdp_core.dephdp.allocation import (
     BudgetAllocation,
@@ -18,8 +18,10 @@ from mdp_core.dephdp.evaluation import METHODS_EVALUATED, EvaluationResult, eval
 from mdp_core.dephdp.pipeline import (
     BaselineResult,
     ComposedMechanism,
+    DepHDPProfiles,
     DepHDPResult,
     compose_mechanism,
+    dephdp_profiles,
     run_dephdp,
 )
 from mdp_core.dephdp.tasks import (
@@ -43,8 +45,10 @@ __all__ = [
     "UTILITY_METRICS",
     "BaselineResult",
     "BudgetAllocation",
+    "Cache",
     "ComposedMechanism",
     "DepHDPConfig",
+    "DepHDPProfiles",
     "DepHDPResult",
     "EvaluationResult",
     "GroupProfile",
@@ -55,6 +59,7 @@ __all__ = [
     "allocate_budget",
     "clear_profile_cache",
     "compose_mechanism",
+    "dephdp_profiles",
     "entropy_change",
     "entropy_loss",
     "evaluate_dephdp",

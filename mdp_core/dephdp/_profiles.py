@@ -1,7 +1,10 @@
 """Loss-budget profiles of attribute groups and the caches behind DepHDP's interactivity (000 Sec. III-D/E).
 
-Private helper of :mod:`mdp_core.pipeline`. Everything here depends on the data, the grouping, the task and
-``p`` -- never on eps, tau_dpn, tau_dim or the score -- so it is computed once and cached by signature:
+Private helper of :mod:`mdp_core.dephdp.pipeline`. Everything here depends on the data, the grouping, the
+task and ``p`` -- never on eps, tau_dpn, tau_dim or the score -- so the caller's cache (any object with
+``get`` and item assignment, see :class:`Cache`; the core keeps no global state) holds it by signature. Keys
+start from ``Encoded.fingerprint`` (codes, schema with its target, levels), so another target column or
+another split never meets a stale entry:
 
 * :func:`group_profile` -- per group: the loss matrix ``C_k`` (Eq. 16-17), MSE-likeness and radial-fit
   (Eq. 25-29), and loss-budget profiles ``L_k(eps)`` on one geometric grid for EM (DPN), EM + Bayesian
@@ -14,11 +17,10 @@ Private helper of :mod:`mdp_core.pipeline`. Everything here depends on the data,
 
 from __future__ import annotations
 
-import hashlib
 import time
-from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -31,11 +33,15 @@ from mdp_core.dephdp.allocation import shifted_envelopes
 from mdp_core.dephdp.config import DepHDPConfig
 from mdp_core.dephdp.tasks import Task, make_task
 from mdp_core.errors import DataError
-from mdp_core.mechanisms import expected_loss, exponential_mechanism, mdp_violation, remap_outputs
-from mdp_core.mechanisms.lp import optimal_mechanisms
+from mdp_core.mechanisms import (
+    VIOLATION_TOL,
+    expected_loss,
+    exponential_mechanism,
+    mdp_violation,
+    optimal_mechanisms,
+    remap_outputs,
+)
 from mdp_core.metrics import product_distance
-
-VIOLATION_TOL = 1e-9
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,53 +130,42 @@ def _criterion(task: Task, prior: np.ndarray, loss: np.ndarray, sizes: list[int]
 # --------------------------------------------------------------------------- cache
 
 
-class _LRU:
-    def __init__(self, size: int) -> None:
-        self.size, self.data = size, OrderedDict()
+class Cache(Protocol):
+    """What DepHDP needs from a cache: ``get(key)`` (None when absent) and ``cache[key] = value``.
 
-    def get(self, key: object) -> object | None:
-        if key in self.data:
-            self.data.move_to_end(key)
-            return self.data[key]
-        return None
+    A plain ``dict`` qualifies; the app passes its own locked, size-bounded store. The core keeps no
+    module-global state: without a cache, nothing outlives the call.
+    """
 
-    def put(self, key: object, value: object) -> None:
-        self.data[key] = value
-        self.data.move_to_end(key)
-        while len(self.data) > self.size:
-            self.data.popitem(last=False)
+    def get(self, key: Hashable, /) -> Any: ...
+
+    def __setitem__(self, key: Hashable, value: Any, /) -> None: ...
 
 
-_PROFILES = _LRU(256)
-_OTHER = _LRU(32)
+T = TypeVar("T")
 
 
-def clear_profile_cache() -> None:
-    """Forget every cached group profile, task and surrogate (tests and memory)."""
-    _PROFILES.data.clear()
-    _OTHER.data.clear()
-
-
-def data_key(encoded: Encoded) -> str:
-    h = hashlib.sha1(np.ascontiguousarray(encoded.codes.to_numpy(dtype=np.int64)).tobytes())
-    h.update(",".join(encoded.columns).encode())
-    for c in encoded.columns:
-        h.update(np.asarray(encoded.components[c], dtype=float).tobytes())
-    return h.hexdigest()
+def cached(cache: Cache | None, key: Hashable, compute: Callable[[], T]) -> T:
+    """``cache[key]``, computing and storing it when absent (no cache: just compute)."""
+    if cache is None:
+        return compute()
+    hit = cache.get(key)
+    if hit is None:
+        hit = compute()
+        cache[key] = hit
+    return hit
 
 
 # --------------------------------------------------------------------------- stages
 
 
-def task_for(encoded: Encoded, config: DepHDPConfig, dkey: str) -> Task:
-    key = ("task", dkey, config.task, config.task_attribute, config.task_threshold)
-    task = _OTHER.get(key)
-    if task is None:
-        task = make_task(
-            config.task, encoded, attribute=config.task_attribute, threshold=config.task_threshold
-        )
-        _OTHER.put(key, task)
-    return task  # type: ignore[return-value]
+def task_for(encoded: Encoded, config: DepHDPConfig, cache: Cache | None) -> Task:
+    """The fitted task, cached by the table's content (``Encoded.fingerprint``: codes, schema, target)."""
+    key = ("dephdp.task", encoded.fingerprint, config.task, config.task_attribute, config.task_threshold)
+    attribute, threshold = config.task_attribute, config.task_threshold
+    return cached(
+        cache, key, lambda: make_task(config.task, encoded, attribute=attribute, threshold=threshold)
+    )
 
 
 def _contexts(codes: np.ndarray, config: DepHDPConfig) -> np.ndarray:
@@ -186,16 +181,41 @@ def group_profile(
     codes: np.ndarray,
     group: tuple[str, ...],
     config: DepHDPConfig,
-    dkey: str,
+    cache: Cache | None,
+    progress: Progress,
+) -> GroupProfile:
+    """The group's :class:`GroupProfile`, cached by group signature (data, group, task, p, grid, OPT
+    eligibility, context sample), never by eps, tau_dpn, tau_dim or the score."""
+    p_key = 1.0 if len(group) == 1 else float(config.p)  # one attribute: d_p does not depend on p
+    with_opt = int(np.prod([encoded.domain_sizes[a] for a in group])) <= config.opt_max_domain
+    grid = config.eps_grid
+    key = (
+        "dephdp.profile",
+        encoded.fingerprint,
+        group,
+        task.signature,
+        p_key,
+        tuple(grid.tolist()),
+        with_opt,
+        config.max_contexts,
+        config.seed,
+    )
+    return cached(
+        cache, key, lambda: _group_profile(encoded, task, codes, group, config, p_key, with_opt, progress)
+    )
+
+
+def _group_profile(
+    encoded: Encoded,
+    task: Task,
+    codes: np.ndarray,
+    group: tuple[str, ...],
+    config: DepHDPConfig,
+    p_key: float,
+    with_opt: bool,
     progress: Progress,
 ) -> GroupProfile:
     grid = config.eps_grid
-    p_key = 1.0 if len(group) == 1 else float(config.p)  # one attribute: d_p does not depend on p
-    with_opt = int(np.prod([encoded.domain_sizes[a] for a in group])) <= config.opt_max_domain
-    key = (dkey, group, task.signature, p_key, tuple(grid), with_opt, config.max_contexts, config.seed)
-    cached = _PROFILES.get(key)
-    if cached is not None:
-        return cached  # type: ignore[return-value]
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     cols = [task.attributes.index(a) for a in group]
@@ -254,34 +274,51 @@ def group_profile(
         opt_message=message,
         seconds=seconds,
     )
-    _PROFILES.put(key, prof)
     return prof
 
 
 def groups_for(
-    encoded: Encoded, attrs: tuple[str, ...], config: DepHDPConfig, dkey: str
-) -> list[tuple[str, ...]]:
-    key = ("groups", dkey, attrs, config.tau_group, config.max_group_domain)
-    groups = _OTHER.get(key)
-    if groups is None:
+    encoded: Encoded, attrs: tuple[str, ...], config: DepHDPConfig, cache: Cache | None
+) -> tuple[tuple[tuple[str, ...], ...], int]:
+    """The NMI groups of the released attributes (split to ``max_domain``) and the number of NMI
+    components before that split."""
+    key = ("dephdp.groups", encoded.fingerprint, attrs, config.tau_group, config.max_group_domain)
+
+    def compute() -> tuple[tuple[tuple[str, ...], ...], int]:
         nmi = nmi_matrix(encoded.codes[list(attrs)])
         groups = dependency_groups(
             nmi, config.tau_group, domain_sizes=encoded.domain_sizes, max_domain=config.max_group_domain
         )
-        _OTHER.put(key, groups)
-    return groups  # type: ignore[return-value]
+        return tuple(groups), len(dependency_groups(nmi, config.tau_group))
+
+    return cached(cache, key, compute)
 
 
 def surrogate_for(
-    task: Task, codes: np.ndarray, profiles: list[GroupProfile], config: DepHDPConfig, dkey: str
+    task: Task,
+    codes: np.ndarray,
+    profiles: tuple[GroupProfile, ...],
+    config: DepHDPConfig,
+    fingerprint: str,
+    cache: Cache | None,
 ) -> Surrogate:
+    """The NNLS surrogate of Eq. 20 (exact, no fit, for the entropy task), cached by its inputs."""
     groups = tuple(pr.attributes for pr in profiles)
     if task.population == "entropy":  # marginal-entropy changes of disjoint groups add up: no fit needed
         return Surrogate(0.0, (1.0,) * len(groups), float("nan"), float("nan"), 0)
-    key = ("surrogate", dkey, task.signature, groups, float(config.p), config.calibration_pairs, config.seed)
-    sur = _OTHER.get(key)
-    if sur is None:
-        sur = fit_surrogate(
+    key = (
+        "dephdp.surrogate",
+        fingerprint,
+        task.signature,
+        groups,
+        float(config.p),
+        config.calibration_pairs,
+        config.seed,
+    )
+    return cached(
+        cache,
+        key,
+        lambda: fit_surrogate(
             task,
             codes,
             [[task.attributes.index(a) for a in g] for g in groups],
@@ -290,12 +327,21 @@ def surrogate_for(
             calibration_grid(config.eps_grid),
             pairs=config.calibration_pairs,
             rng=np.random.default_rng(config.seed + 1),
-        )
-        _OTHER.put(key, sur)
-    return sur  # type: ignore[return-value]
+        ),
+    )
 
 
 def calibration_grid(grid: np.ndarray) -> np.ndarray:
     """Budgets of the surrogate calibration pairs: grid points in [0.1, 10] (per-group budgets in use)."""
     inside = grid[(grid >= 0.1) & (grid <= 10.0)]
     return inside if inside.size else grid
+
+
+def clear_profile_cache(cache: Any = None) -> None:
+    """Empty ``cache`` (anything with ``clear()``); kept for callers of the old module-global cache.
+
+    The core keeps no cache of its own any more: callers pass one to :func:`mdp_core.run_dephdp`
+    (``cache=``) and own its lifetime. Without an argument this does nothing.
+    """
+    if cache is not None:
+        cache.clear()

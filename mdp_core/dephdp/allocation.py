@@ -180,7 +180,12 @@ def _segment_min(grid: np.ndarray, vals: np.ndarray, lam: float, q: float) -> tu
             stat = np.where(slope < 0, (np.maximum(-slope, 0) / (lam * q)) ** (1.0 / (q - 1.0)), a)
         cand.append(np.clip(stat, a, b))
     es = np.concatenate(cand, axis=1)
-    fv = np.array([np.interp(e, grid, v) for e, v in zip(es, vals, strict=True)])
+    fv = vals  # the PL curve at the grid points, then (below) at the stationary points inside segments
+    if len(cand) > 1:
+        # same arithmetic as np.interp on segment i (vals_i + slope_i (e - a_i)); at e = b_i interp takes the
+        # next grid value itself, so that is used there: bitwise equal to the per-row interp, without a loop
+        inner = np.where(cand[1] >= b, vals[:, 1:], slope * (cand[1] - a) + vals[:, :-1])
+        fv = np.concatenate([vals, inner], axis=1)
     pen = 0.0 if lam == 0 else lam * (es if q == 1 else es**q)
     obj = fv + pen
     j = np.argmin(obj, axis=1)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -43,6 +43,13 @@ class DepHDPConfig:
         Geometric eps grid of the loss-budget profiles.
     calibration_pairs, max_contexts, seed : int
         Surrogate pairs, context records per group loss matrix, and the seed of both samples.
+    task_attribute, task_threshold : optional
+        Threshold task: the attribute and the threshold (see :func:`mdp_core.make_task`).
+    min_group_eps : float
+        Per-group budget floor (same unit as eps; 0 = none): every group gets at least the first grid
+        point at or above it, so no group is released at the grid's minimum, where its values are nearly
+        uniform noise. Must satisfy ``||floor||_q <= eps`` for the number of groups (checked by
+        :func:`run_dephdp`, which names the largest feasible floor).
     """
 
     eps: float = 1.0
@@ -62,6 +69,7 @@ class DepHDPConfig:
     seed: int = 0
     task_attribute: str | None = None
     task_threshold: float | None = None
+    min_group_eps: float = 0.0
 
     def __post_init__(self) -> None:
         check_eps(self.eps)
@@ -78,10 +86,20 @@ class DepHDPConfig:
             raise DataError(f"score must be 'radial' or 'mse', got {self.score!r}")
         if not 0 < self.grid_lo < self.grid_hi or int(self.grid_points) < 3:
             raise DataError("need 0 < grid_lo < grid_hi and grid_points >= 3")
+        if not (isinstance(self.min_group_eps, (int, float)) and 0.0 <= self.min_group_eps <= self.grid_hi):
+            raise DataError(
+                f"min_group_eps must lie in [0, grid_hi = {self.grid_hi:g}], got {self.min_group_eps!r}"
+            )
         for name in ("max_group_domain", "opt_max_domain", "calibration_pairs", "max_contexts"):
             if int(getattr(self, name)) < 1:
                 raise DataError(f"{name} must be a positive integer")
 
     @property
     def eps_grid(self) -> np.ndarray:
+        """The geometric grid of the loss-budget profiles (unit of eps), ``grid_points`` values."""
         return np.geomspace(self.grid_lo, self.grid_hi, int(self.grid_points))
+
+    def profile_settings(self) -> DepHDPConfig:
+        """This configuration with the allocation-only knobs (eps, tau_dim, tau_dpn, score,
+        min_group_eps) at their defaults: the identity of the expensive profile stage, a cache key."""
+        return replace(self, eps=1.0, tau_dim=300, tau_dpn=0.2, score="radial", min_group_eps=0.0)

@@ -17,7 +17,9 @@ import pandas as pd
 
 from mdp_core._validation import Progress, check_eps, report
 from mdp_core.data import Encoded
-from mdp_core.dephdp.pipeline import BASELINES, DepHDPConfig, compose_mechanism, run_dephdp
+from mdp_core.dephdp._profiles import Cache
+from mdp_core.dephdp.config import BASELINES, DepHDPConfig
+from mdp_core.dephdp.pipeline import compose_mechanism, run_dephdp
 from mdp_core.dephdp.tasks import population_metrics, release_attributes
 from mdp_core.errors import DataError
 
@@ -70,6 +72,7 @@ def evaluate_dephdp(
     fit_fraction: float = 0.625,
     seed: int = 0,
     progress: Progress = None,
+    cache: Cache | None = None,
 ) -> EvaluationResult:
     """Evaluate DepHDP and the four baselines on a held-out test split (000 Sec. IV-A, Table I).
 
@@ -87,12 +90,19 @@ def evaluate_dephdp(
         Share of rows used for configuration (000: 62.5 %).
     seed : int
         Seeds the split and the privatisations.
+    progress : callable, optional
+        ``progress(fraction, message)``.
+    cache : dict-like, optional
+        Profile cache shared with :func:`run_dephdp` (the fitting split is the one of
+        ``split_encoded(encoded, fit_fraction, default_rng(seed))``, so a page that configured DepHDP on
+        that split reuses its profiles). Without one, a cache local to this call is shared by the budgets.
     """
     if not isinstance(repetitions, (int, np.integer)) or repetitions < 2:
         raise DataError(f"repetitions must be an integer >= 2, got {repetitions!r}")
     eps_list = [check_eps(e, "eps_values") for e in eps_values]
     if not eps_list:
         raise DataError("eps_values must not be empty")
+    cache = {} if cache is None else cache
     rng = np.random.default_rng(seed)
     fit, test = split_encoded(encoded, fit_fraction, rng)
     attrs = release_attributes(encoded)
@@ -104,7 +114,7 @@ def evaluate_dephdp(
             if progress is None
             else (lambda f, m, j=j: report(progress, (j + f * 0.5) / len(eps_list), m))
         )
-        res = run_dephdp(fit, replace(config, eps=eps), progress=share)
+        res = run_dephdp(fit, replace(config, eps=eps), cache=cache, progress=share)
         mechs = {"DepHDP": (res.mechanism, res.value)}
         K = len(res.profiles)
         for name, base in res.baselines.items():

@@ -19,8 +19,14 @@ Stages (000 Sec. III-B):
    composition ``||eps_k||_q <= eps`` still holds) and greedily raised to the next grid point while the
    norm allows and the surrogate drops.
 
-Stages 1-2 and the surrogate live in :mod:`mdp_core._profiles` (computed once per signature and cached);
-this module selects, allocates, composes and verifies, which is all a slider change re-runs.
+Stages 1-2 and the surrogate (:func:`dephdp_profiles`, a :class:`DepHDPProfiles`) live in
+:mod:`mdp_core.dephdp._profiles`, cached per signature in the caller's cache; this module selects,
+allocates, composes and verifies, which is all a change of eps, tau_dpn, tau_dim, the score or the budget
+floor re-runs (pass the stage-1 object as ``profiles=``).
+
+Budget floor: with ``min_group_eps > 0`` every group gets at least the first grid point at or above it
+(the allocation runs on that part of the grid, for DepHDP and the baselines alike); infeasible floors
+(``||floor||_q > eps``) raise DataError naming the largest feasible one.
 
 Baselines on the same surrogate and the same eps: SPL (uniform split ``eps / K^(1/q)``) or ALC (optimised
 allocation) combined with DPN (EM) or RMP (EM + remapping).
@@ -29,31 +35,49 @@ allocation) combined with DPN (EM) or RMP (EM + remapping).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from mdp_core._validation import Progress, report
 from mdp_core.data import Encoded
+from mdp_core.dephdp._allocate import (
+    BaselineResult,
+    Selection,
+    allocate,
+    allocation_problem,
+    baselines,
+    keep_best,
+    select,
+)
 from mdp_core.dephdp._grouploss import Surrogate
 from mdp_core.dephdp._profiles import (
+    Cache,
     GroupProfile,
-    data_key,
+    cached,
     group_profile,
     groups_for,
     surrogate_for,
     task_for,
 )
-from mdp_core.dephdp.adequacy import select_mechanism
-from mdp_core.dephdp.allocation import BudgetAllocation, allocate_budget
-from mdp_core.dephdp.config import BASELINES, DepHDPConfig
+from mdp_core.dephdp.allocation import BudgetAllocation
+from mdp_core.dephdp.config import DepHDPConfig
 from mdp_core.dephdp.tasks import Task, release_attributes
 from mdp_core.errors import DataError
 from mdp_core.mechanisms import sample
-from mdp_core.metrics import budget_norm, dual_exponent
+from mdp_core.metrics import budget_norm
 
-__all__ = ["BaselineResult", "ComposedMechanism", "DepHDPResult", "compose_mechanism", "run_dephdp"]
+__all__ = [
+    "BaselineResult",
+    "ComposedMechanism",
+    "DepHDPProfiles",
+    "DepHDPResult",
+    "compose_mechanism",
+    "dephdp_profiles",
+    "run_dephdp",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,16 +111,6 @@ class ComposedMechanism:
 
 
 @dataclass(frozen=True, eq=False)
-class BaselineResult:
-    """A homogeneous baseline: allocation (continuous), grid budgets used, realised surrogate loss."""
-
-    name: str
-    eps: np.ndarray
-    value: float
-    allocation: BudgetAllocation | None
-
-
-@dataclass(frozen=True, eq=False)
 class DepHDPResult:
     """Outcome of :func:`run_dephdp`. ``value`` and baseline values are surrogate expected losses
     ``beta0 + sum_k beta_k L_k(eps_k)`` at the grid budgets actually used by the channels."""
@@ -118,6 +132,14 @@ class DepHDPResult:
     notes: tuple[str, ...]
     seconds: dict[str, float]
 
+    components: int = 0  # NMI components of the released attributes before the max_group_domain split
+    floor: float = 0.0  # smallest budget any group could get (grid[0], or the grid point >= min_group_eps)
+
+    @property
+    def starved(self) -> tuple[int, ...]:
+        """Groups at the grid's minimum budget ``eps_grid[0]``: released almost uniformly at random."""
+        return tuple(int(k) for k in np.flatnonzero(self.eps_used <= self.eps_grid[0] * (1 + 1e-9)))
+
     def privatize(self, codes: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
         """Privatise records with the composed DepHDP mechanism (see :meth:`ComposedMechanism.privatize`)."""
         return self.mechanism.privatize(codes, rng)
@@ -132,34 +154,89 @@ class DepHDPResult:
         return (self.value - lb) / lb if lb > 0 else (0.0 if self.value == lb else float("inf"))
 
 
-# --------------------------------------------------------------------------- cache
+# --------------------------------------------------------------------------- stage 1: profiles
 
 
-def snap_to_grid(
-    eps: np.ndarray, grid: np.ndarray, curves: np.ndarray, betas: np.ndarray, eps_total: float, q: float
-) -> np.ndarray:
-    """Grid indices: round each budget down to the grid, then greedily move groups one grid point up while
-    ``||eps||_q <= eps_total`` holds and the weighted loss drops most."""
-    idx = np.clip(np.searchsorted(grid, eps * (1 + 1e-12), side="right") - 1, 0, grid.size - 1)
-    while True:
-        best, gain = -1, 0.0
-        for k in range(idx.size):
-            if idx[k] + 1 >= grid.size:
-                continue
-            trial = grid[idx].copy()
-            trial[k] = grid[idx[k] + 1]
-            if budget_norm(trial, q) > eps_total:
-                continue
-            g = betas[k] * (curves[k, idx[k]] - curves[k, idx[k] + 1])
-            if g > gain:
-                best, gain = k, g
-        if best < 0:
-            return idx
-        idx[best] += 1
+@dataclass(frozen=True, eq=False)
+class DepHDPProfiles:
+    """Stage 1 of DepHDP: everything that does not depend on eps, tau_dpn, tau_dim, the score or the floor.
+
+    ``settings`` is ``config.profile_settings()`` and ``fingerprint`` the fitting table's
+    ``Encoded.fingerprint``: :func:`run_dephdp` accepts the object only for the same pair.
+    """
+
+    fingerprint: str
+    settings: DepHDPConfig
+    task: Task
+    attributes: tuple[str, ...]
+    groups: tuple[tuple[str, ...], ...]
+    components: int
+    profiles: tuple[GroupProfile, ...]
+    surrogate: Surrogate
+    seconds: dict[str, float]
+
+
+def _check_inputs(encoded: Encoded, config: DepHDPConfig) -> None:
+    if not isinstance(encoded, Encoded):
+        raise TypeError(f"encoded must be an Encoded table (see discretize), got {type(encoded).__name__}")
+    if not isinstance(config, DepHDPConfig):
+        raise TypeError(f"config must be a DepHDPConfig, got {type(config).__name__}")
+
+
+def dephdp_profiles(
+    encoded: Encoded, config: DepHDPConfig, *, cache: Cache | None = None, progress: Progress = None
+) -> DepHDPProfiles:
+    """Groups, group loss matrices, adequacy scores, loss-budget profiles and the surrogate (000 Sec. III-B
+    to III-E): the expensive, eps-independent part of :func:`run_dephdp`.
+
+    Parameters
+    ----------
+    encoded : Encoded
+        Discretised fitting data; the schema target is not released.
+    config : DepHDPConfig
+        Only the fields of ``config.profile_settings()`` matter here.
+    cache : dict-like, optional
+        Holds tasks, groupings, group profiles and surrogates by content key (``get`` and item
+        assignment, e.g. a ``dict``); without one nothing outlives the call.
+    progress : callable, optional
+        ``progress(fraction, message)`` while group profiles are computed (cached ones are instant).
+    """
+    _check_inputs(encoded, config)
+    t0 = time.perf_counter()
+    task = task_for(encoded, config, cache)
+    attrs = release_attributes(encoded)
+    codes = encoded.codes[list(attrs)].to_numpy().astype(np.int64)
+    groups, components = groups_for(encoded, attrs, config, cache)
+    profiles: list[GroupProfile] = []
+    for k, g in enumerate(groups):
+        report(progress, k / len(groups), f"group {k + 1}/{len(groups)}: {', '.join(g)}")
+        sub = None if progress is None else (lambda f, m, k=k: report(progress, (k + f) / len(groups), m))
+        profiles.append(group_profile(encoded, task, codes, g, config, cache, sub))
+    t1 = time.perf_counter()
+    sur = surrogate_for(task, codes, tuple(profiles), config, encoded.fingerprint, cache)
+    report(progress, 1.0, "profiles ready")
+    return DepHDPProfiles(
+        fingerprint=encoded.fingerprint,
+        settings=config.profile_settings(),
+        task=task,
+        attributes=attrs,
+        groups=tuple(groups),
+        components=components,
+        profiles=tuple(profiles),
+        surrogate=sur,
+        seconds={"profiles": t1 - t0, "surrogate": time.perf_counter() - t1},
+    )
+
+
+# --------------------------------------------------------------------------- stage 2: allocation
 
 
 def compose_mechanism(
-    profiles: list[GroupProfile], kinds: list[str], idx: np.ndarray, attributes: tuple[str, ...], p: float
+    profiles: Sequence[GroupProfile],
+    kinds: Sequence[str],
+    idx: np.ndarray,
+    attributes: tuple[str, ...],
+    p: float,
 ) -> ComposedMechanism:
     """Compose cached, verified group channels ``kinds[k]`` at grid points ``idx[k]`` (000 Eq. 11)."""
     channels = tuple(pr.channel(kd, int(i)) for pr, kd, i in zip(profiles, kinds, idx, strict=True))
@@ -175,17 +252,42 @@ def compose_mechanism(
     )
 
 
-def _curves(profiles: list[GroupProfile], kinds: list[str]) -> np.ndarray:
-    return np.vstack([pr.curves[k] for pr, k in zip(profiles, kinds, strict=True)])
+def _score_frame(stage: DepHDPProfiles, sel: Selection, mechanism: ComposedMechanism) -> pd.DataFrame:
+    profiles = stage.profiles
+    return pd.DataFrame(
+        {
+            "group": [" + ".join(g) for g in stage.groups],
+            "attributes": [len(g) for g in stage.groups],
+            "domain_size": [pr.domain_size for pr in profiles],
+            "mse_likeness": [pr.mse for pr in profiles],
+            "radial_fit": [pr.radial for pr in profiles],
+            "mechanism": list(sel.selection),
+            "beta": np.array(stage.surrogate.betas, dtype=float),
+            "eps_k": mechanism.eps,
+            "has_opt": [pr.opt_channels is not None for pr in profiles],
+        }
+    )
 
 
-def _envs(profiles: list[GroupProfile], kinds: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    lo = np.vstack([pr.envelopes[k][0] for pr, k in zip(profiles, kinds, strict=True)])
-    up = np.vstack([pr.envelopes[k][1] for pr, k in zip(profiles, kinds, strict=True)])
-    return lo, up
+def _grouping_note(stage: DepHDPProfiles, config: DepHDPConfig) -> tuple[str, ...]:
+    if len(stage.groups) == stage.components:
+        return ()
+    return (
+        f"The NMI graph at tau_group = {config.tau_group:g} has {stage.components} components on the "
+        f"{len(stage.attributes)} released attributes; components whose joint domain exceeds "
+        f"max_group_domain = {config.max_group_domain} were split (weakest edge first) into "
+        f"{len(stage.groups)} groups.",
+    )
 
 
-def run_dephdp(encoded: Encoded, config: DepHDPConfig, *, progress: Progress = None) -> DepHDPResult:
+def run_dephdp(
+    encoded: Encoded,
+    config: DepHDPConfig,
+    *,
+    cache: Cache | None = None,
+    progress: Progress = None,
+    profiles: DepHDPProfiles | None = None,
+) -> DepHDPResult:
     """Configure DepHDP on ``encoded`` (the fitting data) and build its composed mechanism (000 Sec. III).
 
     Parameters
@@ -194,127 +296,56 @@ def run_dephdp(encoded: Encoded, config: DepHDPConfig, *, progress: Progress = N
         Discretised fitting data (see :func:`mdp_core.discretize`); the schema target is not released.
     config : DepHDPConfig
         All thresholds and budgets.
+    cache : dict-like, optional
+        See :func:`dephdp_profiles`; pass the same object across calls so that a change of eps, tau_dpn,
+        tau_dim, the score or the floor reuses every profile.
     progress : callable, optional
         ``progress(fraction, message)`` while group profiles are computed (cached ones are instant).
+    profiles : DepHDPProfiles, optional
+        Stage 1 computed before by :func:`dephdp_profiles` for this table and ``config.profile_settings()``.
 
     Returns
     -------
     DepHDPResult
         Groups, scores, selection, surrogate, profiles, allocation with sandwich bound, baselines and the
-        composed mechanism (every channel verified with ``mdp_violation <= 1e-9``).
+        composed mechanism (every channel verified with ``mdp_violation <= VIOLATION_TOL``).
     """
-    if not isinstance(encoded, Encoded):
-        raise TypeError(f"encoded must be an Encoded table (see discretize), got {type(encoded).__name__}")
-    if not isinstance(config, DepHDPConfig):
-        raise TypeError(f"config must be a DepHDPConfig, got {type(config).__name__}")
-    seconds: dict[str, float] = {}
-    t0 = time.perf_counter()
-    dkey = data_key(encoded)
-    task = task_for(encoded, config, dkey)
-    attrs = release_attributes(encoded)
-    codes = encoded.codes[list(attrs)].to_numpy().astype(np.int64)
-    groups = groups_for(encoded, attrs, config, dkey)
-    profiles: list[GroupProfile] = []
-    for k, g in enumerate(groups):
-        report(progress, k / len(groups), f"group {k + 1}/{len(groups)}: {', '.join(g)}")
-        sub = None if progress is None else (lambda f, m, k=k: report(progress, (k + f) / len(groups), m))
-        profiles.append(group_profile(encoded, task, codes, g, config, dkey, sub))
-    seconds["profiles"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    sur = surrogate_for(task, codes, profiles, config, dkey)
-    seconds["surrogate"] = time.perf_counter() - t0
+    _check_inputs(encoded, config)
+    if profiles is None:
+        profiles = dephdp_profiles(encoded, config, cache=cache, progress=progress)
+    elif profiles.fingerprint != encoded.fingerprint or profiles.settings != config.profile_settings():
+        raise DataError("profiles were computed for another table or other settings; recompute them")
     report(progress, 1.0, "allocating budgets")
     t0 = time.perf_counter()
-    result = _assemble(config, task, attrs, groups, profiles, sur)
-    seconds["allocation"] = time.perf_counter() - t0
-    return replace(result, seconds={**seconds, **result.seconds})
-
-
-def _assemble(
-    config: DepHDPConfig,
-    task: Task,
-    attrs: tuple[str, ...],
-    groups: list[tuple[str, ...]],
-    profiles: list[GroupProfile],
-    sur: Surrogate,
-) -> DepHDPResult:
-    grid, q, eps = config.eps_grid, dual_exponent(config.p), float(config.eps)
-    betas, K = np.array(sur.betas), len(profiles)
-    tau_dim = min(config.tau_dim, config.opt_max_domain)
-    notes = []
-    if config.tau_dim > config.opt_max_domain:
-        notes.append(f"tau_dim capped at {config.opt_max_domain} (largest group with an OPT profile)")
-    selection = []
-    for pr in profiles:
-        score = pr.radial if config.score == "radial" else pr.mse
-        selection.append(select_mechanism(pr.domain_size, score, tau_dim=tau_dim, tau_dpn=config.tau_dpn))
-    kinds = ["OPT" if s == "OPT" else "CAL" for s in selection]
-
-    def run(kinds_k: list[str], optimise: bool, candidates: dict | None = None) -> tuple:
-        curves = _curves(profiles, kinds_k)
-        if optimise:
-            alloc = allocate_budget(
-                grid,
-                curves,
-                eps,
-                p=config.p,
-                betas=betas,
-                beta0=sur.beta0,
-                candidates=candidates,
-                envelopes=_envs(profiles, kinds_k),
-            )
-            e = alloc.eps
-        else:
-            alloc = None
-            e = np.full(K, min(eps / (K ** (1 / q)) if np.isfinite(q) else eps, grid[-1]))
-        idx = snap_to_grid(e, grid, curves, betas, eps, q)
-        value = float(sur.beta0 + np.dot(betas, curves[np.arange(K), idx]))
-        return alloc, idx, value, curves
-
-    baselines: dict[str, BaselineResult] = {}
-    for name in BASELINES:
-        alloc_kind, mech = name.split("+")
-        alloc, idx, value, _ = run([mech] * K, alloc_kind == "ALC")
-        baselines[name] = BaselineResult(name, grid[idx], value, alloc)
-    cands = {n: b.allocation.eps for n, b in baselines.items() if b.allocation is not None}
-    alloc, idx, value, curves = run(kinds, True, cands)
-    best_base = min(baselines.values(), key=lambda b: b.value)
-    if best_base.value < value:  # grid rounding can reorder near-ties: the baseline's budgets are feasible
-        idx_b = np.searchsorted(grid, best_base.eps)
-        v_b = float(sur.beta0 + np.dot(betas, curves[np.arange(K), idx_b]))
-        if v_b < value:
-            idx, value = idx_b, v_b
-    mechanism = compose_mechanism(profiles, kinds, idx, attrs, config.p)
-    if budget_norm(mechanism.eps, q) > eps * (1 + 1e-12):
-        raise DataError("internal error: composed budgets exceed eps")
-    scores = pd.DataFrame(
-        {
-            "group": [" + ".join(g) for g in groups],
-            "attributes": [len(g) for g in groups],
-            "domain_size": [pr.domain_size for pr in profiles],
-            "mse_likeness": [pr.mse for pr in profiles],
-            "radial_fit": [pr.radial for pr in profiles],
-            "mechanism": selection,
-            "beta": betas,
-            "eps_k": mechanism.eps,
-            "has_opt": [pr.opt_channels is not None for pr in profiles],
-        }
+    sel = select(config, profiles.profiles)
+    problem = allocation_problem(config, profiles.profiles, profiles.surrogate)
+    bases = cached(  # independent of tau_dpn, tau_dim and the score: reused when only those move
+        cache,
+        ("dephdp.baselines", profiles.fingerprint, profiles.settings, problem.eps, problem.offset),
+        lambda: baselines(problem),
     )
+    cands = {n: b.allocation.eps for n, b in bases.items() if b.allocation is not None}
+    ours = keep_best(problem, allocate(problem, sel.kinds, True, cands), bases)
+    mechanism = compose_mechanism(profiles.profiles, sel.kinds, ours.idx, profiles.attributes, config.p)
+    if budget_norm(mechanism.eps, problem.q) > problem.eps * (1 + 1e-12):
+        raise DataError("internal error: composed budgets exceed eps")
     return DepHDPResult(
         config=config,
-        task=task,
-        groups=list(groups),
-        profiles=profiles,
-        scores=scores,
-        selection=selection,
-        surrogate=sur,
-        eps_grid=grid,
-        curves=curves,
-        allocation=alloc,
+        task=profiles.task,
+        groups=list(profiles.groups),
+        profiles=list(profiles.profiles),
+        scores=_score_frame(profiles, sel, mechanism),
+        selection=list(sel.selection),
+        surrogate=profiles.surrogate,
+        eps_grid=problem.grid,
+        curves=ours.curves,
+        allocation=ours.allocation,  # type: ignore[arg-type]
         eps_used=mechanism.eps,
-        value=value,
-        baselines=baselines,
+        value=ours.value,
+        baselines=bases,
         mechanism=mechanism,
-        notes=tuple(notes),
-        seconds={},
+        notes=sel.notes + _grouping_note(profiles, config),
+        seconds={**profiles.seconds, "allocation": time.perf_counter() - t0},
+        components=profiles.components,
+        floor=float(problem.grid[problem.offset]),
     )

@@ -20,8 +20,14 @@ def fit() -> core.Encoded:
 
 
 @pytest.fixture(scope="module")
-def result(fit: core.Encoded) -> core.DepHDPResult:
-    return run_dephdp(fit, DepHDPConfig(eps=2.0))
+def cache() -> dict:
+    """One profile cache for the module (the core keeps none of its own)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def result(fit: core.Encoded, cache: dict) -> core.DepHDPResult:
+    return run_dephdp(fit, DepHDPConfig(eps=2.0), cache=cache)
 
 
 def test_groups_partition_the_released_attributes(result: core.DepHDPResult, fit: core.Encoded) -> None:
@@ -64,11 +70,33 @@ def test_sandwich_and_realised_value(result: core.DepHDPResult) -> None:
     assert result.value == pytest.approx(expect)
 
 
-def test_threshold_changes_reuse_cached_profiles(fit: core.Encoded, result: core.DepHDPResult) -> None:
+def test_threshold_changes_reuse_cached_profiles(
+    fit: core.Encoded, result: core.DepHDPResult, cache: dict
+) -> None:
     t0 = time.perf_counter()
-    res = run_dephdp(fit, replace(result.config, eps=5.0, tau_dpn=0.9, tau_dim=20, score="mse"))
+    res = run_dephdp(fit, replace(result.config, eps=5.0, tau_dpn=0.9, tau_dim=20, score="mse"), cache=cache)
     assert time.perf_counter() - t0 < 2.0
     assert all(a is b for a, b in zip(res.profiles, result.profiles, strict=True))
+
+
+def test_no_cache_means_no_shared_state(fit: core.Encoded) -> None:
+    cfg = DepHDPConfig(eps=2.0, **FAST)
+    a, b = run_dephdp(fit, cfg), run_dephdp(fit, cfg)
+    assert all(x is not y for x, y in zip(a.profiles, b.profiles, strict=True))  # nothing global was reused
+    np.testing.assert_array_equal(a.eps_used, b.eps_used)
+    assert a.value == b.value
+
+
+def test_stage_one_object_is_reused_and_checked(fit: core.Encoded) -> None:
+    cfg = DepHDPConfig(eps=2.0, **FAST)
+    stage = core.dephdp.dephdp_profiles(fit, cfg)
+    assert stage.settings == cfg.profile_settings() == replace(cfg, eps=7.0, tau_dpn=0.9).profile_settings()
+    direct = run_dephdp(fit, cfg)
+    again = run_dephdp(fit, replace(cfg, eps=2.0), profiles=stage)
+    assert again.value == direct.value
+    assert all(p is q for p, q in zip(again.profiles, stage.profiles, strict=True))
+    with pytest.raises(DataError, match="other settings"):
+        run_dephdp(fit, replace(cfg, tau_group=0.3), profiles=stage)
 
 
 def test_record_task_surrogate_is_exact(fit: core.Encoded) -> None:
@@ -95,6 +123,56 @@ def test_config_validation() -> None:
         DepHDPConfig(task="nope")
     with pytest.raises(TypeError, match="Encoded"):
         run_dephdp("heart", DepHDPConfig())  # type: ignore[arg-type]
+
+
+FAST = {"opt_max_domain": 4, "grid_points": 8, "calibration_pairs": 300, "max_contexts": 60}
+ISSUE_TARGETS = {"heart": ["target", "slope", "cp", "sex"], "wine": ["type", "citric_acid"]}
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["no-cache", "shared-cache"])
+@pytest.mark.parametrize("dataset", ["heart", "wine"])
+def test_every_column_can_be_the_target(dataset: str, shared: bool) -> None:
+    """Failure 1 of issue 11: another target column used to meet profiles cached for the old target
+    (IndexError in Task.scores, "tuple.index(x): x not in tuple" in group_profile). With one cache shared
+    across targets every column is tried; without, the columns of the issue."""
+    df = core.load_dataset(dataset)
+    df = df.sample(min(len(df), 400), random_state=0).reset_index(drop=True)  # the bug is not about size
+    cache: dict | None = {} if shared else None
+    cfg = DepHDPConfig(eps=3.0, tau_dpn=0.5, max_group_domain=64, **FAST)
+    for target in [None, *df.columns] if shared else ISSUE_TARGETS[dataset]:
+        enc = core.discretize(df, core.infer_schema(df, target=target))
+        for task in ("prediction",) if target is not None else ("record",):
+            res = run_dephdp(enc, replace(cfg, task=task), cache=cache)
+            released = [c for c in df.columns if c != target]
+            assert sorted(a for g in res.groups for a in g) == sorted(released), (target, task)
+            assert res.task.attributes == tuple(released)
+            assert budget_norm(res.eps_used, dual_exponent(cfg.p)) <= cfg.eps * (1 + 1e-12)
+            for pr, P, e in zip(res.profiles, res.mechanism.channels, res.mechanism.eps, strict=True):
+                assert mdp_violation(P, pr.dist, e) <= 1e-9, (target, pr.attributes)
+            out = res.privatize(enc.codes, np.random.default_rng(0))
+            assert list(out.columns) == released
+
+
+def test_budget_floor_keeps_every_group_above_it(fit: core.Encoded) -> None:
+    cfg = DepHDPConfig(eps=2.0, **FAST)
+    plain = run_dephdp(fit, cfg)
+    assert plain.starved  # the default: groups with beta_k = 0 sit at the grid minimum
+    assert plain.floor == cfg.eps_grid[0]
+    floor = 0.3
+    res = run_dephdp(fit, replace(cfg, min_group_eps=floor))
+    first = cfg.eps_grid[np.searchsorted(cfg.eps_grid, floor)]
+    assert res.floor == first and (res.eps_used >= first).all() and not res.starved
+    assert budget_norm(res.eps_used, dual_exponent(2.0)) <= 2.0 * (1 + 1e-12)
+    for pr, P, e in zip(res.profiles, res.mechanism.channels, res.mechanism.eps, strict=True):
+        assert mdp_violation(P, pr.dist, e) <= 1e-9
+    for b in res.baselines.values():
+        assert (b.eps >= first).all() and res.value <= b.value + 1e-12
+    K = len(res.groups)
+    with pytest.raises(DataError, match=r"lower min_group_eps to at most 0\.667"):
+        run_dephdp(fit, replace(cfg, min_group_eps=1.0))  # 9 groups x 1.0 > 2 in l2 norm
+    assert K == 9
+    with pytest.raises(DataError, match="min_group_eps must lie in"):
+        DepHDPConfig(min_group_eps=-0.1)
 
 
 def _marginal_entropy_change(prior: np.ndarray, P: np.ndarray, sizes: tuple[int, ...]) -> float:

@@ -1,0 +1,187 @@
+"""Stage 2 of DepHDP: selection (Eq. 24), budget allocation on the profiles' grid with an optional floor,
+the homogeneous baselines and grid snapping (000 Sec. III-C/F). Private helper of
+:mod:`mdp_core.dephdp.pipeline`; every function here is cheap (no LP, no loss matrix)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from mdp_core.dephdp._grouploss import Surrogate
+from mdp_core.dephdp._profiles import GroupProfile
+from mdp_core.dephdp.adequacy import select_mechanism
+from mdp_core.dephdp.allocation import BudgetAllocation, allocate_budget
+from mdp_core.dephdp.config import BASELINES, DepHDPConfig
+from mdp_core.errors import DataError
+from mdp_core.metrics import budget_norm, dual_exponent
+
+
+@dataclass(frozen=True, eq=False)
+class BaselineResult:
+    """A homogeneous baseline: allocation (continuous), grid budgets used, realised surrogate loss."""
+
+    name: str
+    eps: np.ndarray
+    value: float
+    allocation: BudgetAllocation | None
+
+
+def snap_to_grid(
+    eps: np.ndarray, grid: np.ndarray, curves: np.ndarray, betas: np.ndarray, eps_total: float, q: float
+) -> np.ndarray:
+    """Grid indices: round each budget down to the grid, then greedily move groups one grid point up while
+    ``||eps||_q <= eps_total`` holds and the weighted loss drops most."""
+    idx = np.clip(np.searchsorted(grid, eps * (1 + 1e-12), side="right") - 1, 0, grid.size - 1)
+    while True:
+        best, gain = -1, 0.0
+        for k in range(idx.size):
+            if idx[k] + 1 >= grid.size:
+                continue
+            trial = grid[idx].copy()
+            trial[k] = grid[idx[k] + 1]
+            if budget_norm(trial, q) > eps_total:
+                continue
+            g = betas[k] * (curves[k, idx[k]] - curves[k, idx[k] + 1])
+            if g > gain:
+                best, gain = k, g
+        if best < 0:
+            return idx
+        idx[best] += 1
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Eq. 24 per group (``selection``), the profile kind used for it (``kinds``: OPT or CAL), notes."""
+
+    selection: tuple[str, ...]
+    kinds: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """The allocation problem shared by DepHDP and the baselines: the usable part of the grid (from the
+    budget floor on, starting at full-grid index ``offset``), surrogate weights and the norm."""
+
+    profiles: tuple[GroupProfile, ...]
+    grid: np.ndarray
+    offset: int
+    betas: np.ndarray
+    beta0: float
+    eps: float
+    p: float
+    q: float
+
+
+@dataclass(frozen=True, eq=False)
+class Allocated:
+    """One allocation: continuous optimum (None for a uniform split), full-grid indices, realised
+    surrogate value and the full-grid curves it used."""
+
+    allocation: BudgetAllocation | None
+    idx: np.ndarray
+    value: float
+    curves: np.ndarray
+
+
+def select(config: DepHDPConfig, profiles: Sequence[GroupProfile]) -> Selection:
+    tau_dim = min(config.tau_dim, config.opt_max_domain)
+    notes = []
+    if config.tau_dim > config.opt_max_domain:
+        notes.append(f"tau_dim capped at {config.opt_max_domain} (largest group with an OPT profile)")
+    selection = tuple(
+        select_mechanism(
+            pr.domain_size,
+            pr.radial if config.score == "radial" else pr.mse,
+            tau_dim=tau_dim,
+            tau_dpn=config.tau_dpn,
+        )
+        for pr in profiles
+    )
+    kinds = tuple("OPT" if s == "OPT" else "CAL" for s in selection)
+    return Selection(selection, kinds, tuple(notes))
+
+
+def allocation_problem(
+    config: DepHDPConfig, profiles: Sequence[GroupProfile], surrogate: Surrogate
+) -> Problem:
+    """The allocation problem of ``config`` (usable grid from the budget floor on); DataError when the floor
+    is infeasible, naming the largest feasible floor."""
+    grid, q, eps = config.eps_grid, dual_exponent(config.p), float(config.eps)
+    K = len(profiles)
+    offset = int(np.searchsorted(grid, config.min_group_eps * (1 - 1e-12), side="left"))
+    if offset >= grid.size:
+        raise DataError(f"min_group_eps = {config.min_group_eps:g} is above the grid's top {grid[-1]:g}")
+    need = budget_norm(np.full(K, grid[offset]), q)
+    if need > eps * (1 + 1e-12):
+        most = eps / (K ** (1 / q)) if np.isfinite(q) else eps
+        raise DataError(
+            f"a budget floor of {grid[offset]:.3g} for each of {K} groups needs ||eps_k||_q = {need:.3g} > "
+            f"eps = {eps:g}; lower min_group_eps to at most {most:.3g} or raise eps"
+        )
+    return Problem(
+        profiles=tuple(profiles),
+        grid=grid,
+        offset=offset,
+        betas=np.array(surrogate.betas, dtype=float),
+        beta0=float(surrogate.beta0),
+        eps=eps,
+        p=float(config.p),
+        q=q,
+    )
+
+
+def allocate(
+    problem: Problem, kinds: Sequence[str], optimise: bool, candidates: dict | None = None
+) -> Allocated:
+    """Allocate on the usable grid (optimised, or the uniform split ``eps / K^(1/q)``) and snap to it."""
+    full = np.vstack([pr.curves[k] for pr, k in zip(problem.profiles, kinds, strict=True)])
+    j0, K = problem.offset, full.shape[0]
+    grid, curves = problem.grid[j0:], full[:, j0:]
+    if optimise:
+        envs = None
+        if j0 == 0:  # the profiles' precomputed envelopes are for the whole grid
+            envs = (
+                np.vstack([pr.envelopes[k][0] for pr, k in zip(problem.profiles, kinds, strict=True)]),
+                np.vstack([pr.envelopes[k][1] for pr, k in zip(problem.profiles, kinds, strict=True)]),
+            )
+        alloc = allocate_budget(
+            grid,
+            curves,
+            problem.eps,
+            p=problem.p,
+            betas=problem.betas,
+            beta0=problem.beta0,
+            candidates=candidates,
+            envelopes=envs,
+        )
+        e = alloc.eps
+    else:
+        alloc = None
+        uniform = problem.eps / (K ** (1 / problem.q)) if np.isfinite(problem.q) else problem.eps
+        e = np.full(K, min(uniform, grid[-1]))
+    idx = snap_to_grid(e, grid, curves, problem.betas, problem.eps, problem.q) + j0
+    value = float(problem.beta0 + np.dot(problem.betas, full[np.arange(K), idx]))
+    return Allocated(alloc, idx, value, full)
+
+
+def baselines(problem: Problem) -> dict[str, BaselineResult]:
+    """SPL / ALC x DPN / RMP on the same surrogate, grid and budget floor."""
+    out = {}
+    for name in BASELINES:
+        alloc_kind, mech = name.split("+")
+        a = allocate(problem, [mech] * len(problem.profiles), alloc_kind == "ALC")
+        out[name] = BaselineResult(name, problem.grid[a.idx], a.value, a.allocation)
+    return out
+
+
+def keep_best(problem: Problem, ours: Allocated, baselines: dict[str, BaselineResult]) -> Allocated:
+    """Grid rounding can reorder near-ties: a baseline's grid budgets are feasible for DepHDP too."""
+    best = min(baselines.values(), key=lambda b: b.value)
+    if best.value >= ours.value:
+        return ours
+    idx = np.searchsorted(problem.grid, best.eps)
+    value = float(problem.beta0 + np.dot(problem.betas, ours.curves[np.arange(idx.size), idx]))
+    return replace(ours, idx=idx, value=value) if value < ours.value else ours
