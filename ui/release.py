@@ -31,6 +31,7 @@ __all__ = [
     "decision_key",
     "outcome",
     "outcome_key",
+    "page_settings",
     "posterior_frame",
     "report_html",
     "saved_scenarios",
@@ -125,6 +126,36 @@ def current_scenario(
     )
 
 
+_PREFIXES = {
+    "data_": "data",
+    "mech_": "mechanisms",
+    "dep_": "dephdp",
+    "leak_": "leakage",
+    "geo_": "geo",
+    "ggm_": "noise",
+    "noise_": "noise",
+    "sweep_": "sweep",
+    "rel_": "release",
+}
+
+
+def page_settings() -> tuple[tuple[str, str], ...]:
+    """Every JSON-able widget value of every page still in the session, grouped by page (key prefix)."""
+    import json
+
+    pages: dict[str, dict[str, Any]] = {}
+    for key, value in st.session_state.items():
+        page = next((pg for pre, pg in _PREFIXES.items() if str(key).startswith(pre)), None)
+        if page is None or key in (_SCENARIOS_KEY, "rel_compare_pick"):
+            continue
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            continue
+        pages.setdefault(page, {})[str(key)] = value
+    return tuple(sorted((pg, json.dumps(v, sort_keys=True)) for pg, v in pages.items()))
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def _fingerprint(key: str, _frame: pd.DataFrame) -> str:
     return rel.dataset_fingerprint(_frame)
@@ -169,7 +200,11 @@ def decision(
 def outcome_key(state: AppState, scenario: rel.Scenario) -> tuple:
     from dataclasses import replace
 
-    return ("outcome", state.dataset_key, replace(scenario, name="_", utility_target=rel.UtilityTarget()))
+    return (
+        "outcome",
+        state.dataset_key,
+        replace(scenario, name="_", utility_target=rel.UtilityTarget(), pages=()),
+    )
 
 
 def outcome(

@@ -155,7 +155,7 @@ name = s1.text_input("Scenario name", value=f"ε = {eps:g}, {task}", key="rel_sc
 if s2.button("Save current settings", key="rel_save"):
     from dataclasses import replace
 
-    saved[name] = replace(scenario, name=name)
+    saved[name] = replace(scenario, name=name, pages=view.page_settings())
     picked = [n for n in st.session_state.get("rel_compare_pick", []) if n in saved and n != name]
     st.session_state["rel_compare_pick"] = [*picked, name][-4:]
     st.toast(f"Saved {name}")

@@ -81,6 +81,8 @@ def test_scenarios_saved_compared_and_bad_files_refused(app: AppTest, small_engi
     app.button(key="rel_save").click().run()
     assert not app.exception
     assert app.multiselect(key="rel_compare_pick").value == ["low", "high"]
+    saved = app.session_state["rel_saved_scenarios"]
+    assert json.loads(dict(saved["high"].pages)["release"])["rel_eps"] == 5.0
     app.button(key="rel_compare").click().run(timeout=600)
     assert not app.exception
     table = app.dataframe[-1].value
