@@ -291,6 +291,11 @@ def discretize(df: pd.DataFrame, schema: Schema, *, bins: int | dict[str, int] =
     """
     if not isinstance(schema, Schema):
         raise TypeError("schema must be a Schema (see infer_schema)")
+    if not schema.columns:
+        reasons = "; ".join(f"{c}: {r.split(':')[0]}" for c, r in schema.excluded) or "none"
+        raise DataError(
+            f"no attribute is left to encode: every column is excluded ({reasons}); re-include a column"
+        )
     missing = [c for c in schema.columns if c not in df.columns]
     if missing:
         raise DataError(f"schema columns {missing} are not in the table")

@@ -321,3 +321,37 @@ def test_a_mostly_missing_numeric_column_is_excluded_not_dropping_most_rows() ->
     assert len(core.discretize(df, schema).codes) == 100
     enc = core.discretize(df, core.infer_schema(df, include=["lab_value"]))
     assert enc.dropped_rows == 80 and enc.warnings[0].startswith("80 of 100 rows are left out")
+
+
+_CELLS = ["", "NA", "1", "2", "3.5", "1.234,5", "1,5", "-", ".", "x", "y", "hello world foo", "2020-01-02",
+          "01.02.2020", "12:30", "'q'", "€ 3", "50 %", "ID1", "TRUE", "é", "1e5", "  ", '"a,b"',
+          "0.125"]  # fmt: skip
+_NAMES = ["a", "b", "'c'", "Größe", "id", "x y", "e"]
+
+
+@given(
+    st.lists(st.sampled_from(_NAMES), min_size=1, max_size=5, unique=True),
+    st.lists(st.lists(st.sampled_from(_CELLS), min_size=5, max_size=5), min_size=0, max_size=40),
+    st.sampled_from([",", ";", "\t"]),
+    st.sampled_from(["utf-8", "cp1252"]),
+)
+def test_any_messy_table_loads_and_encodes_or_says_why(
+    header: list[str], rows: list[list[str]], sep: str, encoding: str
+) -> None:
+    text = "\n".join(sep.join(r[: len(header)]) for r in [header, *rows]) + "\n"
+    try:
+        df = core.load_dataset(_file(text.encode(encoding)))
+    except DataError:
+        return
+    assert df.shape[1] == len(header) and 2 <= len(df) <= len(rows)
+    try:
+        schema = core.infer_schema(df)
+        enc = core.discretize(df, schema)
+    except DataError as exc:
+        assert "every column is excluded" in str(exc) or "fewer than 2 rows remain" in str(exc)
+        return
+    numeric = [c for c, k in schema.kinds if k == "numeric"]
+    assert len(enc.codes) == len(df) - int(df[numeric].isna().any(axis=1).sum()) == len(df) - enc.dropped_rows
+    assert set(enc.columns) == set(schema.columns) and not set(enc.columns) & set(schema.excluded_reasons)
+    for col in enc.columns:  # every code is a level, every level is used
+        assert sorted(enc.codes[col].unique()) == list(range(enc.domain_sizes[col]))
