@@ -46,6 +46,7 @@ def _one(
     row.update({f"{m}_km": util[m] for m in METHODS})
     row["bound_km"] = rec["lower_bound"]
     row["bound_exact"] = rec["bound_exact"]
+    row["bound_aggregated"] = "aggregated" in (rec["bound_method"] or "")
     row.update({f"gap_{m}": gap.get(m) for m in ("tree", "tree_m", "tree_o", "em_remap")})
     row["worse_than_em_remap"] = ",".join(rec["worse_than_em_remap"]) or "-"
     row["viol_lp_coarse"] = rec["violation_ratio"]["lp_coarse"]
@@ -54,6 +55,7 @@ def _one(
     row.update({f"s_{m}": sec.get(m) for m in METHODS})
     row.update({"s_verify": sec["verify"], "s_bound": sec.get("bound"), "s_total": sec["total"]})
     row["peak_mb"] = rec["peak_memory_mb"]
+    print(json.dumps(row), file=sys.stderr, flush=True)  # one line per configuration as it finishes
     return row
 
 

@@ -19,7 +19,13 @@ from mdp_core.geo import (
     tree_extension,
     verify_geo,
 )
-from mdp_core.geo.bounds import _privacy_rows, certified_bound, relaxation_pairs
+from mdp_core.geo.bounds import (
+    _privacy_rows,
+    aggregate_cost,
+    certified_bound,
+    relaxation_pairs,
+    representatives,
+)
 from mdp_core.geo.utility import GeoProblem
 
 
@@ -114,3 +120,71 @@ def test_pairs_include_axis_neighbours_and_bad_arguments(small_problem: GeoProbl
         geo_lower_bound("x", 1.0)  # type: ignore[arg-type]
     with pytest.raises(DataError, match="privacy rows"):
         geo_lower_bound(small_problem, 1.0, max_rows=10)
+
+
+def test_aggregate_cost_matches_a_direct_sum_and_bounds_a_mechanism() -> None:
+    """C, the constant and the key inequality c'P >= sum a + C'P[reps] (bounds.py "Aggregation")."""
+    problem = tiny_problem(4, 3, seed=5, seed_n=3)
+    eps = 1.0
+    cost = problem.prior[:, None] * problem.loss
+    pts = problem.targets_km
+    reps = representatives(pts, 5)
+    agg, constant, owner = aggregate_cost(pts, cost, reps, eps)
+    expected = np.zeros_like(agg)
+    for x in range(len(pts)):
+        dist = np.linalg.norm(pts[reps] - pts[x], axis=1)
+        r = int(np.argmin(dist))
+        assert owner[x] == r
+        expected[r] += np.exp(-eps * dist[r]) * (cost[x] - cost[x].min())
+    np.testing.assert_allclose(agg, expected, rtol=1e-12, atol=1e-15)
+    assert constant == pytest.approx(sum(min(row) for row in cost.tolist()), rel=1e-12)
+    for mech in (tree_extension(problem, eps), exponential_geo(problem, eps)):
+        assert verify_geo(mech, exhaustive=True).holds
+        p = mech.matrix
+        assert mech.utility_km(problem) >= constant + float(np.sum(agg * p[reps])) - 1e-12
+
+
+def test_representatives_spread_and_cover() -> None:
+    pts = np.random.default_rng(0).uniform(0, 5, size=(300, 2))
+    reps = representatives(pts, 20)
+    assert len(np.unique(reps)) == 20 and np.all(np.diff(reps) > 0)
+    radius = np.min(np.linalg.norm(pts[:, None] - pts[reps][None], axis=2), axis=1).max()
+    # farthest-point sampling: the covering radius is at most the smallest distance between two picks
+    gaps = np.linalg.norm(pts[reps][:, None] - pts[reps][None], axis=2)
+    assert radius <= gaps[~np.eye(20, dtype=bool)].min() + 1e-12
+    np.testing.assert_array_equal(representatives(pts[:7], 50), np.arange(7))
+
+
+def test_aggregated_bound_is_below_the_optimum_and_useful() -> None:
+    problem = tiny_problem(4, 3, seed=2, seed_n=3)
+    n = problem.grid.n_targets
+    reference = full_lp(problem, 0.5)
+    agg = geo_lower_bound(problem, 0.5, aggregate_above=0, representatives_count=max(2, n // 2))
+    assert not agg.exact and f"aggregated onto {max(2, n // 2)} of {n}" in agg.method
+    assert agg.value <= reference + 1e-12
+    assert agg.value > 0.7 * reference
+    every = geo_lower_bound(problem, 0.5, aggregate_above=0, representatives_count=n)  # all targets
+    assert every.value == pytest.approx(reference, rel=1e-5) and not every.exact
+    with pytest.raises(DataError, match="representatives_count"):
+        geo_lower_bound(problem, 0.5, representatives_count=1)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nx_=st.integers(3, 5),
+    ny=st.integers(2, 4),
+    seed=st.integers(0, 10_000),
+    eps=st.sampled_from([0.3, 1.0, 3.0]),
+    share=st.floats(0.1, 1.0),
+)
+def test_aggregated_bound_never_above_a_verified_mechanism(
+    nx_: int, ny: int, seed: int, eps: float, share: float
+) -> None:
+    problem = tiny_problem(nx_, ny, seed=seed, depth=1, seed_n=3)
+    count = max(2, int(share * problem.grid.n_targets))
+    bound = geo_lower_bound(problem, eps, time_limit=30, aggregate_above=0, representatives_count=count)
+    em = exponential_geo(problem, eps)
+    for mech in (tree_extension(problem, eps), tree_extension(problem, eps, variant="O"), em):
+        assert verify_geo(mech, exhaustive=True).holds
+        assert bound.value <= mech.utility_km(problem) + 1e-12
+    assert bound.value <= em_remap_geo(problem, eps, em=em).utility_km(problem) + 1e-12
