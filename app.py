@@ -66,6 +66,8 @@ def target_and_notes(state: AppState) -> None:
         shown = "; ".join(f"**{c}** ({r.split(':')[0]})" for c, r in schema.excluded)
         st.info(f"Excluded, never released: {shown}. See *Data & dependencies* to re-include.")
     encoded = current_encoded()
+    if encoded is None and state.encode_error:
+        st.error(state.encode_error)
     if encoded is not None and encoded.dropped_rows:
         st.warning(encoded.warnings[0])
 

@@ -125,7 +125,7 @@ def inferred_schema() -> core.Schema | None:
     try:
         schema = _schema(state.dataset_key, state.frame, include, exclude)
     except core.DataError as exc:  # e.g. a stale choice; fall back to the defaults and say why
-        state.error = str(exc)
+        state.encode_error = str(exc)
         schema = _schema(state.dataset_key, state.frame, (), ())
     return schema.with_target(state.target if state.target in schema.columns else None)
 
@@ -162,10 +162,12 @@ def current_encoded() -> core.Encoded | None:
         return None
     bins = {c: state.bins.get(c, state.default_bins) for c in schema.columns}
     try:
-        return _encode(state.dataset_key, state.frame, schema, tuple(sorted(bins.items())))
+        encoded = _encode(state.dataset_key, state.frame, schema, tuple(sorted(bins.items())))
     except core.DataError as exc:
-        state.error = str(exc)
+        state.encode_error = f"The table cannot be encoded: {exc}"
         return None
+    state.encode_error = None
+    return encoded
 
 
 @st.cache_resource(max_entries=16, show_spinner="Discretising…")

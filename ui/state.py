@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 import streamlit as st
 
+from mdp_core import DepHDPConfig
+
 __all__ = ["DEFAULT_DATASET", "AppState", "get_state"]
 
 DEFAULT_DATASET = "heart"
@@ -43,8 +45,15 @@ class AppState:
         ``"month"`` / ``"year"`` / ``"hour"`` (None: the default).
     exclude : list of str
         Columns the user excluded (never encoded, privatised or released).
+    encode_error : str or None
+        Why the current table cannot be encoded with the current choices (cleared once it can).
     bins : dict
         Per-column bin counts for numeric attributes (default ``default_bins``).
+    dephdp_config : DepHDPConfig or None
+        Settings the DepHDP page's widgets start from (a loaded file or a suggested fix); None: defaults.
+    dephdp_generation : int
+        Bumped with every new ``dephdp_config``: the page then draws fresh widgets showing its values
+        (no widget key is ever written from outside its widget).
     """
 
     dataset: str = DEFAULT_DATASET
@@ -57,8 +66,11 @@ class AppState:
     kind_overrides: dict[str, str] = field(default_factory=dict)
     bins: dict[str, int] = field(default_factory=dict)
     default_bins: int = 8
+    dephdp_config: DepHDPConfig | None = None
+    dephdp_generation: int = 0
     include: dict[str, str | None] = field(default_factory=dict)
     exclude: list[str] = field(default_factory=list)
+    encode_error: str | None = None
 
     def set_table(
         self,
@@ -77,6 +89,7 @@ class AppState:
         self.error = None
         self.kind_overrides, self.bins = {}, {}
         self.include, self.exclude = {}, []
+        self.encode_error = None
         self.target = target if target in [str(c) for c in frame.columns] else None
 
 

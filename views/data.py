@@ -78,7 +78,7 @@ st.subheader("Attributes")
 schema = current_schema()
 encoded = current_encoded()
 if schema is None or encoded is None:
-    st.error(state.error or "The table could not be encoded.")
+    st.error(state.encode_error or "The table could not be encoded.")
     st.stop()
 editor = pd.DataFrame(
     {

@@ -146,3 +146,20 @@ def test_embedded_samples_keep_their_documented_target(app: AppTest) -> None:
         state = app.session_state[STATE]
         assert state.target == target
         assert app.selectbox(key=f"side_target_{state.dataset_key}").value == target
+
+
+def test_upload_with_every_column_excluded_says_why_and_recovers(app: AppTest) -> None:
+    rows = "".join(f"K{i:04d},call back later about order {i}\n" for i in range(30))
+    _upload(app, "notes.csv", ("Kunde,Notiz\n" + rows).encode())
+    assert not app.exception
+    errors = [e.value for e in app.sidebar.error]
+    assert len(errors) == 1
+    assert "every column is excluded (Kunde: identifier-like; Notiz: free text)" in errors[0]
+    app.switch_page("views/data.py").run()
+    assert not app.exception
+    assert app.dataframe[1].value["column"].tolist() == ["Kunde", "Notiz"]
+    assert any("every column is excluded" in e.value for e in app.main.error)
+    key = app.session_state[STATE].dataset_key
+    app.multiselect(key=f"data_include_{key}").set_value(["Kunde"]).run()
+    assert not app.exception and not app.error  # the stale message is gone once the table encodes
+    assert app.dataframe[2].value["attribute"].tolist() == ["Kunde"]
