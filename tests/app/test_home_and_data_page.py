@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
 from pathlib import Path
@@ -163,3 +164,19 @@ def test_upload_with_every_column_excluded_says_why_and_recovers(app: AppTest) -
     app.multiselect(key=f"data_include_{key}").set_value(["Kunde"]).run()
     assert not app.exception and not app.error  # the stale message is gone once the table encodes
     assert app.dataframe[2].value["attribute"].tolist() == ["Kunde"]
+
+
+def test_large_gzipped_upload_is_sampled_with_a_stated_note(app: AppTest) -> None:
+    rng = np.random.default_rng(9)
+    n = 70_000
+    ages, groups = rng.integers(18, 90, n), rng.choice(["a", "b", "c"], n)
+    body = "\n".join(map("{},{},{}".format, ages, groups, range(n)))
+    raw = gzip.compress(("age,group,row\n" + body + "\n").encode())
+    _upload(app, "big.csv.gz", raw)
+    assert not app.exception and not app.sidebar.error
+    state = app.session_state[STATE]
+    assert len(state.frame) == 60_000 and state.target is None
+    notes = [c.value for c in app.sidebar.caption]
+    sampled = "big.csv.gz has 70,000 rows; using a uniform random sample of 60,000 rows (seed 0) to stay"
+    assert any(note.startswith(sampled) for note in notes)
+    assert "**row** (identifier-like)" in app.sidebar.info[0].value  # a running row number is a row key
