@@ -211,6 +211,8 @@ class Walk:
             kind = getattr(exc.proto, "type", "") or "Exception"
             first = exc.message.strip().splitlines()[0] if exc.message.strip() else ""
             frames = [line for line in exc.stack_trace if line.strip().startswith("File ")]
+            ours = [f for f in frames if "site-packages" not in f and "/lib/python3" not in f]
+            frames = ours or frames  # the project's own frames say where to look
             self._record("exception", f"{kind}: {first}", "\n".join(s.rstrip() for s in frames[-3:]))
         for err in self.at.error:
             if TRACEBACK.search(err.value):
