@@ -12,7 +12,7 @@ from mdp_core.leakage.calibration import (
     uniform_split,
 )
 from mdp_core.leakage.cpl import conditional, cpl_exact, cpl_from_hull, cpl_hull
-from mdp_core.leakage.sources import source_conditionals, uncertainty_from_sources
+from mdp_core.leakage.sources import cpl_source_band, source_conditionals, uncertainty_from_sources
 from mdp_core.leakage.triad import DependencyTriad, dependency_triad, dt_cpl
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "cpl_exact",
     "cpl_from_hull",
     "cpl_hull",
+    "cpl_source_band",
     "dependency_triad",
     "dt_cpl",
     "leakage_matrix",

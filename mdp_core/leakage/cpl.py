@@ -63,22 +63,58 @@ def conditional(codes: pd.DataFrame, target: str, other: str) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------------ CPL*
+def _pareto(B: np.ndarray, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The points (B, A) with A > B not dominated by a point with smaller-or-equal B and larger A.
+
+    ``(1 + c A) / (1 + c B)`` (``c > 0``) grows with A and falls with B, so a dominated point never attains
+    the maximum: dropping it keeps CPL* exact at every eps. Sort by B, keep a point only when its A exceeds
+    every A before it (ties in B may keep a dominated point: harmless). Points with A <= B give a ratio <= 1.
+    """
+    keep = A > B
+    B, A = B[keep], A[keep]
+    if B.size == 0:
+        return B, A
+    order = np.argsort(B, kind="stable")
+    B, A = B[order], A[order]
+    best_before = np.concatenate([[-np.inf], np.maximum.accumulate(A)[:-1]])
+    front = np.greater(A, best_before)
+    return B[front], A[front]
+
+
 def _pair_points(cond: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(B, A) cumulative sums of G' and G along the ratio order, for every ordered pair x != x'."""
-    a, b = cond.shape
-    xs, xps = np.nonzero(~np.eye(a, dtype=bool))
+    """(B, A) cumulative sums of G' and G along the ratio order over every ordered pair x != x', reduced to
+    their Pareto front (:func:`_pareto`).
+
+    Only the support of G = cond[x] matters: entries with G_i = 0 have ratio 0 and come last, where they
+    raise B and leave A at its maximum, so those points are dominated by the end of the support. One
+    vectorised sort per row x over all x' at once: cost O(a nnz log) instead of O(a^2 b log b), which is
+    what makes sparse conditionals (many levels, few rows) fast. Exact.
+    """
+    a, _ = cond.shape
     bs, as_ = [], []
-    step = max(1, _BLOCK // max(b, 1))
-    for start in range(0, xs.size, step):
-        g, gp = cond[xs[start : start + step]], cond[xps[start : start + step]]
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            key = np.where(gp > 0, g / np.where(gp > 0, gp, 1.0), np.where(g > 0, np.inf, 0.0))
+    pending = 0
+    for x in range(a):
+        support = np.flatnonzero(cond[x] > 0)
+        if support.size == 0 or a < 2:
+            continue
+        g = cond[x, support]
+        gp = np.delete(cond[:, support], x, axis=0)  # every x' != x, the same columns
+        with np.errstate(divide="ignore"):
+            key = np.where(gp > 0, g / np.where(gp > 0, gp, 1.0), np.inf)
         order = np.argsort(-key, axis=1, kind="stable")
-        as_.append(np.cumsum(np.take_along_axis(g, order, axis=1), axis=1).ravel())
-        bs.append(np.cumsum(np.take_along_axis(gp, order, axis=1), axis=1).ravel())
+        front_b, front_a = _pareto(
+            np.cumsum(np.take_along_axis(gp, order, axis=1), axis=1).ravel(),
+            np.cumsum(g[order], axis=1).ravel(),
+        )
+        bs.append(front_b)
+        as_.append(front_a)
+        pending += front_b.size
+        if pending > _BLOCK:  # keep memory bounded: reduce what we have so far
+            merged = _pareto(np.concatenate(bs), np.concatenate(as_))
+            bs, as_, pending = [merged[0]], [merged[1]], merged[0].size
     if not bs:
         return np.zeros(0), np.zeros(0)
-    return np.concatenate(bs), np.concatenate(as_)
+    return _pareto(np.concatenate(bs), np.concatenate(as_))
 
 
 def cpl_hull(cond: object) -> tuple[np.ndarray, np.ndarray]:
@@ -88,9 +124,8 @@ def cpl_hull(cond: object) -> tuple[np.ndarray, np.ndarray]:
     restricted to points with A > B (others give a ratio <= 1), plus (0, 0). See :func:`cpl_from_hull`.
     """
     p = _check_cond(cond)
-    B, A = _pair_points(p)
-    keep = A > B
-    pts = np.unique(np.column_stack([B[keep], A[keep]]), axis=0)
+    B, A = _pair_points(p)  # already the Pareto front of the points with A > B
+    pts = np.unique(np.column_stack([B, A]), axis=0)
     pts = np.vstack([[0.0, 0.0], np.clip(pts, 0.0, 1.0)])
     if len(pts) >= 3:
         # (1, 0) lies below every point, so the upper hull (where the maximum sits) is unchanged, and the

@@ -9,9 +9,10 @@ import pandas as pd
 
 from mdp_core._validation import check_rng
 from mdp_core.errors import DataError
-from mdp_core.leakage._checks import _check_codes, _counts
+from mdp_core.leakage._checks import _check_codes, _check_eps_array, _counts
+from mdp_core.leakage.cpl import cpl_exact
 
-__all__ = ["source_conditionals", "uncertainty_from_sources"]
+__all__ = ["cpl_source_band", "source_conditionals", "uncertainty_from_sources"]
 
 
 # --------------------------------------------------------------------------------- statistical Delta
@@ -112,3 +113,35 @@ def uncertainty_from_sources(
                 delta = np.nanstd(s, axis=0, ddof=1)
     delta = np.where(few[:, None] | np.isnan(delta), 1.0, delta)
     return nominal, delta
+
+
+def cpl_source_band(sources: object, eps: object) -> tuple[np.ndarray, np.ndarray]:
+    """Lowest and highest exact CPL* over several sources of ``P(other | target)`` (001 Sec. V-D2).
+
+    Parameters
+    ----------
+    sources : array_like, shape (N, a, b)
+        Row-stochastic estimates from :func:`source_conditionals` (NaN rows where a source lacks a target
+        level), N >= 2.
+    eps : float or array_like
+        LDP budget(s) of the released attribute (nats, > 0).
+
+    Returns
+    -------
+    (lower, upper) : ndarray
+        ``min_s CPL*_s(eps)`` and ``max_s CPL*_s(eps)``, shaped like ``eps`` (at least 1-D), nats. A source's
+        missing rows are taken from the nominal conditional (the mean over the sources that have them,
+        :func:`uncertainty_from_sources`), so every source is a complete row-stochastic matrix. The band
+        shows how much the exact leakage varies between sources; the DT with the sources' Delta is an upper
+        bound for every one of them.
+    """
+    s = np.asarray(sources, dtype=np.float64)
+    nominal, _ = uncertainty_from_sources(s)
+    e = np.atleast_1d(_check_eps_array(eps))
+    curves = np.vstack(
+        [
+            np.atleast_1d(cpl_exact(np.where(np.isnan(one).any(axis=1, keepdims=True), nominal, one), e))
+            for one in s
+        ]
+    )
+    return curves.min(axis=0), curves.max(axis=0)
