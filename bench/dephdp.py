@@ -1,18 +1,21 @@
-"""DepHDP on heart: cold pipeline time, slider-change compute time, and the held-out evaluation against the
-four baselines at eps in {1, 2, 5, 10} (000 Sec. IV-A, mean +- 1.96 sd over R privatisations of the test
-split) for the prediction task (mean record loss |f(x) - f(y)|) and the entropy task (000 Case III: change of
-marginal entropies, joint entropy and total correlation, nats)."""
+"""DepHDP page interactions (AppTest: seconds per rerun on heart and wine), then on heart: cold pipeline
+time, slider-change compute time, and the held-out evaluation against the four baselines at eps in
+{1, 2, 5, 10} (000 Sec. IV-A, mean +- 1.96 sd over R privatisations of the test split) for the prediction
+task (mean record loss |f(x) - f(y)|) and the entropy task (000 Case III: change of marginal entropies,
+joint entropy and total correlation, nats)."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
 import mdp_core as core
 
 EVAL_EPS = (1, 2, 5, 10)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _timings(fit: core.Encoded, config: core.DepHDPConfig) -> list[dict]:
@@ -64,12 +67,55 @@ def _evaluation(enc: core.Encoded, config: core.DepHDPConfig, reps: int) -> list
     return rows
 
 
+def _timed(at: object, step: object) -> float:
+    t0 = time.perf_counter()
+    step(at).run()  # type: ignore[operator]
+    if at.exception:  # type: ignore[attr-defined]
+        raise RuntimeError(str(at.exception[0].value))  # type: ignore[attr-defined]
+    return time.perf_counter() - t0
+
+
+def page_interactions(dataset: str) -> list[dict]:
+    """Seconds per rerun of the DepHDP page (AppTest, empty result store) for the interactions of issue 11:
+    open, compute profiles (the button), slider changes, a seed change (-> the button again) and back."""
+    from streamlit.testing.v1 import AppTest
+
+    from ui import dephdp as view
+
+    view.store().clear()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=900).run()
+    rows = []
+
+    def step(case: str, action: object) -> None:
+        rows.append({"case": f"page {dataset}: {case}", "seconds": _timed(at, action)})
+
+    if dataset != "heart":
+        step("select dataset", lambda a: a.selectbox(key="side_dataset").set_value(dataset))
+    step("open page (button shown)", lambda a: a.switch_page("views/dephdp.py"))
+    step("compute group profiles", lambda a: a.button(key="dep_compute").click())
+    step("eps 1 -> 2", lambda a: a.select_slider(key="dep_eps").set_value(2.0))
+    step("tau_dpn 0.2 -> 0.5", lambda a: a.slider(key="dep_tau_dpn").set_value(0.5))
+    step("tau_dim 300 -> 10", lambda a: a.slider(key="dep_tau_dim").set_value(10))
+    step("score radial -> mse", lambda a: a.radio(key="dep_score").set_value("mse"))
+    step("budget floor 0 -> 0.05", lambda a: a.select_slider(key="dep_floor").set_value(0.05))
+    step("seed 0 -> 1 (button shown)", lambda a: a.number_input(key="side_seed").set_value(1))
+    step("seed 1 -> 0 (stored)", lambda a: a.number_input(key="side_seed").set_value(0))
+    step("evaluation toggle on (button)", lambda a: a.toggle(key="dep_evaluate").set_value(True))
+    step("run evaluation (R = 20)", lambda a: a.button(key="dep_run_eval").click())
+    step("toggle off and on (stored)", lambda a: a.toggle(key="dep_evaluate").set_value(False))
+    step("", lambda a: a.toggle(key="dep_evaluate").set_value(True))
+    rows[-1]["case"] = f"page {dataset}: toggle on again (stored)"
+    return rows
+
+
 def run(quick: bool = False) -> list[dict]:
     df = core.load_dataset("heart")
     enc = core.discretize(df, core.infer_schema(df, target="target"))
     fit, _ = core.split_encoded(enc, 0.625, np.random.default_rng(0))
     reps = 5 if quick else 20
     rows: list[dict] = []
+    for dataset in ("heart",) if quick else ("heart", "wine"):
+        rows += page_interactions(dataset)
     for task in ("prediction", "entropy"):
         config = core.DepHDPConfig(eps=1.0, task=task)
         rows += _timings(fit, config)

@@ -5,7 +5,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,30 +17,54 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import mdp_core as core
-from mdp_core import BASELINES, DepHDPConfig, DepHDPResult, run_dephdp
+from mdp_core import BASELINES, DepHDPConfig, DepHDPResult, Progress, run_dephdp
+from mdp_core.dephdp import DepHDPProfiles, dephdp_profiles
 from ui.data import HASH_FUNCS
+from ui.state import get_state
 
 __all__ = [
     "COMPARISON_EPS",
+    "EVAL_EPS",
+    "FLOOR_OPTIONS",
     "P_OPTIONS",
+    "Degeneracy",
+    "ResultStore",
     "allocation_figure",
+    "apply_config",
+    "base_config",
     "comparison",
     "comparison_figure",
+    "composition_text",
+    "compute_profiles",
     "config_from_json",
     "config_to_json",
     "curves_figure",
+    "degeneracy",
+    "degeneracy_message",
     "evaluation",
     "fit_test_split",
+    "grouping_caption",
     "groups_table",
+    "largest_floor",
+    "log_ticks",
     "privatized_csv",
+    "privatized_test",
+    "profiles_pending_text",
+    "ready_evaluation",
+    "ready_profiles",
     "result_for",
     "scatter_figure",
     "scatter_x_range",
+    "store",
+    "suggested_floor",
     "surrogate_metrics",
     "surrogate_note",
+    "widget_key",
 ]
 
 P_OPTIONS = ["1", "1.5", "2", "3", "4", "inf"]
+#: Per-group budget floors offered by the page (0: none).
+FLOOR_OPTIONS = [0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0]
 COMPARISON_EPS = (0.5, 1.0, 2.0, 5.0, 10.0)
 _COLORS = {"OPT": "#d62728", "DPN": "#1f77b4"}
 _METHOD_COLORS = {
@@ -48,43 +76,169 @@ _METHOD_COLORS = {
 }
 
 
+class ResultStore:
+    """Process-wide LRU store of results keyed by hashable tuples, safe under concurrent sessions.
+
+    Holds what carries a progress bar (DepHDP profiles, evaluations, loss-budget curves) and is the
+    ``cache=`` of :func:`mdp_core.run_dephdp`. Values are computed outside any ``st.cache_*`` function, so a
+    progress callback may drive a page's bar; one lock per key makes a second session wait for the first
+    computation instead of repeating it. Same API as ``ui.geo.MechanismStore`` (one store is the goal).
+    """
+
+    def __init__(self, capacity: int = 256) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self._key_locks: dict[Hashable, threading.Lock] = {}
+
+    def get(self, key: Hashable) -> Any | None:
+        """The stored value or None (marks it recently used)."""
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        return None
+
+    def __setitem__(self, key: Hashable, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.capacity:
+                old, _ = self._items.popitem(last=False)
+                self._key_locks.pop(old, None)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """The stored value, computing it once (under a per-key lock) when missing."""
+        hit = self.get(key)
+        if hit is not None:
+            return hit
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            hit = self.get(key)
+            if hit is None:
+                hit = compute()
+                self[key] = hit
+        return hit
+
+    def clear(self) -> None:
+        """Drop every stored value."""
+        with self._lock:
+            self._items.clear()
+            self._key_locks.clear()
+
+
+@st.cache_resource(show_spinner=False)
+def store() -> ResultStore:
+    """The one process-wide store of this page's (and the playground's) slow results."""
+    return ResultStore()
+
+
 @st.cache_resource(max_entries=8, hash_funcs=HASH_FUNCS, show_spinner=False)
 def fit_test_split(encoded: core.Encoded, seed: int) -> tuple[core.Encoded, core.Encoded]:
     """The 62.5 / 37.5 fitting / test split of 000 Sec. IV-A (seeded)."""
     return core.split_encoded(encoded, 0.625, np.random.default_rng(seed))
 
 
-def result_for(encoded: core.Encoded, config: DepHDPConfig, progress: object = None) -> DepHDPResult:
-    """``run_dephdp``; group profiles, groups and surrogate are cached inside the core by signature, so a
-    change of eps, tau_dpn, tau_dim or the score only re-allocates (no Streamlit cache: the progress bar
-    must not be replayed)."""
-    return run_dephdp(encoded, config, progress=progress)  # type: ignore[arg-type]
+def widget_key(name: str) -> str:
+    """Key of a settings widget: ``dep_<name>``, with the generation appended once a configuration was
+    loaded or a fix applied (fresh widgets then start from ``AppState.dephdp_config``)."""
+    gen = get_state().dephdp_generation
+    return f"dep_{name}" if gen == 0 else f"dep_{name}_{gen}"
 
 
-def comparison(encoded: core.Encoded, config: DepHDPConfig) -> pd.DataFrame:
-    """Surrogate loss of DepHDP and baselines at :data:`COMPARISON_EPS` (cached without ``config.eps``)."""
-    return _comparison(encoded, replace(config, eps=1.0))
+def base_config() -> DepHDPConfig:
+    """The settings the widgets start from: the last loaded / suggested configuration, else defaults."""
+    return get_state().dephdp_config or DepHDPConfig()
 
 
-@st.cache_data(max_entries=32, hash_funcs=HASH_FUNCS, show_spinner=False)
-def _comparison(encoded: core.Encoded, config: DepHDPConfig) -> pd.DataFrame:
-    rows = []
-    for eps in COMPARISON_EPS:
-        res = result_for(encoded, replace(config, eps=eps))
-        rows.append({"eps": eps, "method": "DepHDP", "loss": res.value})
-        rows += [{"eps": eps, "method": n, "loss": b.value} for n, b in res.baselines.items()]
-    return pd.DataFrame(rows)
+def apply_config(config: DepHDPConfig) -> None:
+    """Show ``config`` in the page's widgets from the next draw on (loaded file, suggested fix)."""
+    state = get_state()
+    state.dephdp_config = config
+    state.dephdp_generation += 1
 
 
-@st.cache_data(max_entries=8, hash_funcs=HASH_FUNCS, show_spinner=False)
+def _profiles_key(fit: core.Encoded, config: DepHDPConfig) -> tuple:
+    return ("dep.profiles", fit.fingerprint, config.profile_settings())
+
+
+def ready_profiles(fit: core.Encoded, config: DepHDPConfig) -> DepHDPProfiles | None:
+    """Stage 1 for these settings if it was computed before (in any session), else None."""
+    return store().get(_profiles_key(fit, config))
+
+
+def compute_profiles(fit: core.Encoded, config: DepHDPConfig, progress: Progress = None) -> DepHDPProfiles:
+    """Stage 1 (groups, loss matrices, profiles incl. OPT LPs, surrogate): the slow part, stored."""
+    return store().get_or_compute(
+        _profiles_key(fit, config), lambda: dephdp_profiles(fit, config, cache=store(), progress=progress)
+    )
+
+
+def result_for(fit: core.Encoded, config: DepHDPConfig, stage: DepHDPProfiles) -> DepHDPResult:
+    """Stage 2 (selection, allocation, baselines, composition) on stored profiles: well under a second."""
+    return store().get_or_compute(
+        ("dep.result", fit.fingerprint, config),
+        lambda: run_dephdp(fit, config, cache=store(), profiles=stage),
+    )
+
+
+def comparison(fit: core.Encoded, config: DepHDPConfig, stage: DepHDPProfiles) -> pd.DataFrame:
+    """Surrogate loss of DepHDP and baselines at :data:`COMPARISON_EPS` (independent of ``config.eps``).
+
+    Raises DataError when the budget floor is infeasible at the smallest of these budgets."""
+    base = replace(config, eps=1.0)
+
+    def compute() -> pd.DataFrame:
+        rows = []
+        for eps in COMPARISON_EPS:
+            try:
+                res = result_for(fit, replace(base, eps=eps), stage)
+            except core.DataError:  # a floor too high for this eps: no allocation exists there
+                continue
+            rows.append({"eps": eps, "method": "DepHDP", "loss": res.value})
+            rows += [{"eps": eps, "method": n, "loss": b.value} for n, b in res.baselines.items()]
+        return pd.DataFrame(rows, columns=["eps", "method", "loss"])
+
+    return store().get_or_compute(("dep.compare", fit.fingerprint, base), compute)
+
+
+EVAL_EPS = (1.0, 2.0, 5.0, 10.0)
+
+
+def _evaluation_key(encoded: core.Encoded, config: DepHDPConfig, repetitions: int, seed: int) -> tuple:
+    return ("dep.eval", encoded.fingerprint, replace(config, eps=1.0), int(repetitions), int(seed))
+
+
+def ready_evaluation(
+    encoded: core.Encoded, config: DepHDPConfig, repetitions: int, seed: int
+) -> pd.DataFrame | None:
+    """The held-out evaluation table if it was computed before, else None."""
+    return store().get(_evaluation_key(encoded, config, repetitions, seed))
+
+
 def evaluation(
-    encoded: core.Encoded, config: DepHDPConfig, repetitions: int, seed: int, _progress: object = None
+    encoded: core.Encoded, config: DepHDPConfig, repetitions: int, seed: int, progress: Progress = None
 ) -> pd.DataFrame:
-    """Held-out evaluation table (000 Sec. IV-A) at eps in {1, 2, 5, 10}."""
-    res = core.evaluate_dephdp(
-        encoded, config, eps_values=(1, 2, 5, 10), repetitions=repetitions, seed=seed, progress=_progress
-    )  # type: ignore[arg-type]
-    return res.table
+    """Held-out evaluation table (000 Sec. IV-A) at eps in :data:`EVAL_EPS`, stored. The fitting split is
+    the page's (same seed), so the profiles computed for the page are reused."""
+    return store().get_or_compute(
+        _evaluation_key(encoded, config, repetitions, seed),
+        lambda: (
+            core.evaluate_dephdp(
+                encoded,
+                config,
+                eps_values=EVAL_EPS,
+                repetitions=repetitions,
+                seed=seed,
+                progress=progress,
+                cache=store(),
+            ).table
+        ),
+    )
 
 
 def config_to_json(config: DepHDPConfig) -> str:
@@ -113,10 +267,18 @@ def config_from_json(raw: bytes) -> DepHDPConfig:
         raise core.DataError(f"bad value type: {exc}") from exc
 
 
+def privatized_test(result: DepHDPResult, test: core.Encoded, seed: int) -> pd.DataFrame:
+    """The test split privatised once by the composed DepHDP mechanism, decoded to labels / bin centres
+    (released attributes only; the target is not released)."""
+    key = ("dep.privatised", test.fingerprint, result.config, int(seed))  # result: a function of config
+    return store().get_or_compute(
+        key, lambda: test.decode(result.privatize(test.codes, np.random.default_rng(seed)))
+    )
+
+
 def privatized_csv(result: DepHDPResult, test: core.Encoded, seed: int) -> bytes:
-    """The test split privatised once by the composed DepHDP mechanism, decoded to labels / bin centres."""
-    codes = result.privatize(test.codes, np.random.default_rng(seed))
-    return test.decode(codes).to_csv(index=False).encode()
+    """:func:`privatized_test` as CSV bytes."""
+    return privatized_test(result, test, seed).to_csv(index=False).encode()
 
 
 def surrogate_metrics(result: DepHDPResult) -> tuple[str, str, str]:
@@ -128,7 +290,8 @@ def surrogate_metrics(result: DepHDPResult) -> tuple[str, str, str]:
 
 
 def surrogate_note(result: DepHDPResult) -> str:
-    """A plain-language reading of the surrogate fit, shown next to its R² ("" when nothing to say)."""
+    """A plain-language reading of the surrogate fit, shown next to its R² ("" when nothing to say).
+    Every sentence is conditioned on the numbers it quotes."""
     s = result.surrogate
     if s.pairs == 0:
         return (
@@ -136,16 +299,138 @@ def surrogate_note(result: DepHDPResult) -> str:
             "(every β_k = 1) and needs no calibration pairs."
         )
     zero = sum(b == 0.0 for b in s.betas)
-    if s.r2_heldout >= 0.5 and zero == 0:
-        return ""
+    parts = []
+    if s.r2_heldout < 0.5:
+        parts.append(
+            f"Low fit by nature of the task, not a fitting error: held-out R² = {s.r2_heldout:.2f}. This "
+            "task's loss is not a sum of per-group losses (perturbing several groups shifts the same model "
+            "score in opposite directions, which cancel), so a linear surrogate with β_k ≥ 0 (000 Eq. 20) "
+            "explains little of it: trust the held-out evaluation below more than the surrogate losses."
+        )
+    if zero:
+        parts.append(
+            f"{zero} of {len(s.betas)} groups get β_k = 0: the surrogate says the task does not use them, so "
+            "they count for nothing in the allocation and receive the smallest budget."
+        )
+    return " ".join(parts)
+
+
+def composition_text(result: DepHDPResult) -> str:
+    """The composition rule of 000 Theorem 1 with this allocation's numbers."""
+    p = result.config.p
+    q = core.dual_exponent(p)
+    norm = core.budget_norm(result.eps_used, q)
+    q_text = "∞" if math.isinf(q) else f"{q:g}"
+    p_text = "∞" if math.isinf(p) else f"{p:g}"
     return (
-        f"Low fit by nature of the task, not a fitting error: held-out R² = {s.r2_heldout:.2f}, and "
-        f"{zero} of {len(s.betas)} groups get β_k = 0. This task's loss is not a sum of per-group losses "
-        "(perturbing several groups shifts the same model score in opposite directions, which cancel), so "
-        "a linear surrogate with β_k ≥ 0 (000 Eq. 20) explains little of it. Groups with β_k = 0 count for "
-        "nothing in the allocation and receive the smallest budget: trust the held-out evaluation below "
-        "more than the surrogate losses."
+        f"Composition (000 Theorem 1): with the ℓ_{p_text} record metric the group budgets compose in the "
+        f"dual norm q = {q_text}: ‖ε_k‖_{q_text} = {norm:.4g} ≤ ε = {result.config.eps:g} "
+        f"(their plain sum is {float(np.sum(result.eps_used)):.4g}; the sum is not the rule unless p = ∞)."
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class Degeneracy:
+    """What makes a release (nearly) useless: groups at the grid's minimum budget, constant columns and
+    few distinct rows in the privatised test split."""
+
+    starved: tuple[str, ...]
+    starved_zero_beta: tuple[str, ...]
+    constant_columns: tuple[str, ...]
+    columns: int
+    distinct_rows: int
+    rows: int
+    grid_min: float
+
+    @property
+    def degenerate(self) -> bool:
+        return bool(self.starved or self.constant_columns)
+
+
+def degeneracy(result: DepHDPResult, released: pd.DataFrame) -> Degeneracy:
+    """Check the allocation and one privatised table for degenerate output."""
+    names = [" + ".join(g) for g in result.groups]
+    starved = tuple(names[k] for k in result.starved)
+    zero = tuple(names[k] for k in result.starved if result.surrogate.betas[k] == 0.0)
+    constant = tuple(c for c in released.columns if released[c].nunique(dropna=False) <= 1)
+    distinct = len(released.drop_duplicates()) if len(released) else 0
+    return Degeneracy(
+        starved, zero, constant, released.shape[1], distinct, len(released), float(result.eps_grid[0])
+    )
+
+
+def largest_floor(result: DepHDPResult) -> float:
+    """The largest per-group floor that the composition rule allows at this eps (eps / K^(1/q))."""
+    q = core.dual_exponent(result.config.p)
+    K = len(result.groups)
+    return float(result.config.eps / (K ** (1 / q)) if np.isfinite(q) else result.config.eps)
+
+
+def degeneracy_message(d: Degeneracy) -> str:
+    """Why the release is degenerate, in numbers, and what to do about it ("" when it is not)."""
+    if not d.degenerate:
+        return ""
+    parts = ["**This release is degenerate: do not publish it as is.**"]
+    if d.starved:
+        why = (
+            f" {len(d.starved_zero_beta)} of them have β_k = 0: the surrogate of this task does not use "
+            "them, so the allocation gives them nothing."
+            if d.starved_zero_beta
+            else ""
+        )
+        parts.append(
+            f"{len(d.starved)} group(s) sit at the grid's minimum budget ε_k = {d.grid_min:g}, where their "
+            f"values are released almost uniformly at random: {', '.join(d.starved)}.{why}"
+        )
+    if d.constant_columns:
+        parts.append(
+            f"In the privatised test split {len(d.constant_columns)} of {d.columns} columns are constant "
+            f"({', '.join(d.constant_columns)}) and only {d.distinct_rows} of {d.rows} rows are distinct."
+        )
+    parts.append(
+        "Fix: choose a task that keeps these attributes (record fidelity counts every attribute), or set a "
+        "per-group budget floor below; the surrogate losses and RelErr above describe the task's loss only."
+    )
+    return " ".join(parts)
+
+
+def grouping_caption(result: DepHDPResult, fit: core.Encoded, encoded: core.Encoded) -> str:
+    """Why the group count here can differ from the Data page's at the same tau_group."""
+    target = fit.schema.target
+    released = len(result.mechanism.attributes)
+    return (
+        f"{len(result.groups)} groups: NMI graph at τ_group = {result.config.tau_group:g} on the {released} "
+        f"released attributes{f' (the target {target!r} is not released)' if target else ''} of the fitting "
+        f"split ({len(fit.codes):,} of {len(encoded.codes):,} rows), then split to at most "
+        f"{result.config.max_group_domain} joint values per group. The Data page groups every column of the "
+        "whole table, so its count can differ."
+    )
+
+
+def suggested_floor(result: DepHDPResult) -> float:
+    """A round floor from :data:`FLOOR_OPTIONS` at most half the largest feasible one (0 when none fits)."""
+    return max((v for v in FLOOR_OPTIONS if 0 < v <= largest_floor(result) / 2), default=0.0)
+
+
+def profiles_pending_text(config: DepHDPConfig) -> str:
+    """What the "Compute group profiles" button computes, and why it is behind a button."""
+    return (
+        "The group profiles for these settings (data, target, task, τ_group, ℓ_p, seed) are not computed "
+        "yet: NMI groups, each group's loss matrix and adequacy scores, loss-budget curves of EM and EM + "
+        f"remapping and, for groups of up to {config.opt_max_domain} joint values, the LP optimum along the "
+        "ε grid. This takes seconds on heart and can take minutes on larger tables. Afterwards ε, τ_dpn, "
+        "τ_dim, the score and the budget floor change the result instantly, and coming back to these "
+        "settings is instant."
+    )
+
+
+def log_ticks(lo: float, hi: float) -> dict:
+    """Tick values and labels for a log axis: decades only, plus 2 and 5 when the range spans <= 2 decades
+    (no "2 3 4 ... 9" clutter)."""
+    d0, d1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    mant = (1.0, 2.0, 5.0) if d1 - d0 <= 2 else (1.0,)
+    vals = [m * 10.0**d for d in range(d0, d1 + 1) for m in mant if lo <= m * 10.0**d <= hi]
+    return {"tickmode": "array", "tickvals": vals, "ticktext": [f"{v:g}" for v in vals]}
 
 
 def groups_table(result: DepHDPResult) -> pd.DataFrame:
@@ -179,11 +464,12 @@ def scatter_figure(result: DepHDPResult) -> go.Figure:
         yaxis_title=score_col.replace("_", "-"),
         xaxis_type="log",
         xaxis_range=scatter_x_range(int(df.domain_size.max()), tau_dim),
-        xaxis_dtick="D2",
         yaxis_range=[-0.05, 1.05],
         height=380,
         margin={"t": 30},
     )
+    lo, hi = (10**v for v in scatter_x_range(int(df.domain_size.max()), tau_dim))
+    fig.update_xaxes(**log_ticks(max(lo, 1.0), hi))
     return fig
 
 
@@ -247,6 +533,7 @@ def curves_figure(result: DepHDPResult, k: int) -> go.Figure:
         height=380,
         margin={"t": 30},
     )
+    fig.update_xaxes(**log_ticks(float(grid[0]), float(grid[-1])))
     return fig
 
 
@@ -267,4 +554,6 @@ def comparison_figure(table: pd.DataFrame) -> go.Figure:
             )
         )
     fig.update_layout(xaxis_title="global ε", yaxis_title="task loss", height=360, margin={"t": 30})
+    if len(table):
+        fig.update_xaxes(type="log", **log_ticks(float(table.eps.min()), float(table.eps.max())))
     return fig

@@ -2,32 +2,38 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
-import streamlit as st
 from plotly.subplots import make_subplots
 
 import mdp_core as core
-from ui.data import HASH_FUNCS
+from ui.dephdp import log_ticks, store
 
 __all__ = [
+    "AUTO_CURVES",
+    "AUTO_OPT",
     "MAX_DOMAIN",
     "MAX_OPT",
     "METHOD_COLORS",
+    "OPT_SECONDS",
     "TASKS",
     "Domain",
     "Playground",
-    "cached_curves",
-    "cached_playground",
     "curve_grid",
+    "curves",
     "domain_of",
     "fig_curves",
     "fig_heatmaps",
+    "playground",
+    "ready_curves",
+    "ready_playground",
     "task_loss",
     "verdict",
+    "verified_text",
 ]
 
 #: Task losses offered by the page (key -> label).
@@ -39,6 +45,12 @@ TASKS = {
 #: Largest joint domain the page builds; largest domain the page sends to the LP.
 MAX_DOMAIN = 400
 MAX_OPT = 100
+#: OPT is solved on every rerun up to this many joint values (measured <= 0.3 s on heart); above, on request.
+AUTO_OPT = 24
+#: Loss-budget curves (13 LPs) are on by default up to this many joint values.
+AUTO_CURVES = 16
+#: Time limit of one playground LP (seconds).
+OPT_SECONDS = 60.0
 METHOD_COLORS = {"EM": "#636efa", "EM+remap": "#00cc96", "OPT": "#ef553b"}
 
 
@@ -92,27 +104,76 @@ def task_loss(domain: Domain, task: str, threshold: int = 0) -> np.ndarray:
     raise core.DataError(f"task must be one of {list(TASKS)}, got {task!r}")
 
 
-@st.cache_data(max_entries=32, show_spinner="Solving the three mechanisms…", hash_funcs=HASH_FUNCS)
-def cached_playground(
-    encoded: core.Encoded, columns: tuple[str, ...], p: float, task: str, threshold: int, eps: float
+def _play_key(
+    encoded: core.Encoded,
+    columns: tuple[str, ...],
+    p: float,
+    task: str,
+    threshold: int,
+    eps: float,
+    with_opt: bool,
+) -> tuple:
+    return (
+        "mech.play",
+        encoded.fingerprint,
+        tuple(columns),
+        float(p),
+        task,
+        int(threshold),
+        float(eps),
+        with_opt,
+    )
+
+
+def ready_playground(
+    encoded: core.Encoded,
+    columns: tuple[str, ...],
+    p: float,
+    task: str,
+    threshold: int,
+    eps: float,
+    with_opt: bool,
+) -> Playground | None:
+    """The channels computed before (any session), else None."""
+    return store().get(_play_key(encoded, columns, p, task, threshold, eps, with_opt))
+
+
+def playground(
+    encoded: core.Encoded,
+    columns: tuple[str, ...],
+    p: float,
+    task: str,
+    threshold: int,
+    eps: float,
+    *,
+    with_opt: bool,
 ) -> Playground:
-    domain = domain_of(encoded, columns, p)
-    loss = task_loss(domain, task, threshold)
-    em = core.exponential_mechanism(domain.dist, eps)
-    matrices = {"EM": em, "EM+remap": core.bayesian_remap(em, domain.prior, loss)}
-    message, seconds = "", 0.0
-    if domain.dist.shape[0] <= MAX_OPT:
-        res = core.optimal_mechanism(domain.prior, loss, domain.dist, eps, time_limit=60.0)
-        message, seconds = res.message, res.seconds
-        if res.success:
-            matrices["OPT"] = res.matrix
-    else:
-        message = (
-            f"OPT is offered up to {MAX_OPT} joint values here (this domain has {domain.dist.shape[0]})."
-        )
-    losses = {k: core.expected_loss(P, domain.prior, loss) for k, P in matrices.items()}
-    violations = {k: core.mdp_violation(P, domain.dist, eps) for k, P in matrices.items()}
-    return Playground(matrices, losses, violations, message, seconds)
+    """EM, EM + remap and (``with_opt`` and at most :data:`MAX_OPT` joint values) the LP optimum at ``eps``,
+    each verified. EM and remapping take milliseconds; the LP is the part the page puts behind a button
+    above :data:`AUTO_OPT` values (time limit :data:`OPT_SECONDS`). Kept in the app's result store."""
+
+    def compute() -> Playground:
+        domain = domain_of(encoded, columns, p)
+        loss = task_loss(domain, task, threshold)
+        em = core.exponential_mechanism(domain.dist, eps)
+        matrices = {"EM": em, "EM+remap": core.bayesian_remap(em, domain.prior, loss)}
+        n, message, seconds = domain.dist.shape[0], "", 0.0
+        if n > MAX_OPT:
+            message = f"OPT is offered up to {MAX_OPT} joint values here (this domain has {n})."
+        elif not with_opt:
+            message = f"OPT for {n} joint values is solved on request (button below)."
+        else:
+            res = core.optimal_mechanism(domain.prior, loss, domain.dist, eps, time_limit=OPT_SECONDS)
+            message, seconds = res.message, res.seconds
+            if res.success:
+                matrices["OPT"] = res.matrix
+            else:
+                message = f"The LP did not finish ({res.message}); showing distance-based channels only."
+        losses = {k: core.expected_loss(P, domain.prior, loss) for k, P in matrices.items()}
+        violations = {k: core.mdp_violation(P, domain.dist, eps) for k, P in matrices.items()}
+        return Playground(matrices, losses, violations, message, seconds)
+
+    return store().get_or_compute(_play_key(encoded, columns, p, task, threshold, eps, with_opt), compute)
 
 
 def curve_grid(eps: float, points: int = 13) -> np.ndarray:
@@ -121,28 +182,65 @@ def curve_grid(eps: float, points: int = 13) -> np.ndarray:
     return np.unique(np.append(grid, eps))
 
 
-@st.cache_data(max_entries=16, show_spinner=False, hash_funcs=HASH_FUNCS)
-def cached_curves(
+def _curves_key(
     encoded: core.Encoded,
     columns: tuple[str, ...],
     p: float,
     task: str,
     threshold: int,
     grid: tuple[float, ...],
-    _progress: Callable[[float, str], None] | None = None,
+) -> tuple:
+    return ("mech.curves", encoded.fingerprint, tuple(columns), float(p), task, int(threshold), tuple(grid))
+
+
+def ready_curves(
+    encoded: core.Encoded,
+    columns: tuple[str, ...],
+    p: float,
+    task: str,
+    threshold: int,
+    grid: tuple[float, ...],
+) -> dict[str, np.ndarray] | None:
+    """Loss-budget curves computed before (any session), else None."""
+    return store().get(_curves_key(encoded, columns, p, task, threshold, grid))
+
+
+def curves(
+    encoded: core.Encoded,
+    columns: tuple[str, ...],
+    p: float,
+    task: str,
+    threshold: int,
+    grid: tuple[float, ...],
+    progress: Callable[[float, str], None] | None = None,
 ) -> dict[str, np.ndarray]:
-    domain = domain_of(encoded, columns, p)
-    loss = task_loss(domain, task, threshold)
-    methods = core.METHODS if domain.dist.shape[0] <= MAX_OPT else ("EM", "EM+remap")
-    return core.loss_budget_curves(
-        domain.prior, loss, domain.dist, np.asarray(grid), methods=methods, progress=_progress
-    )
+    """Expected loss along ``grid`` for EM, EM + remap and (domains up to :data:`MAX_OPT`) the LP optimum.
+
+    A plain function: the progress callback may drive a bar drawn by the page; the result is kept in the
+    app's locked result store (never in ``st.cache_data``, which would replay the bar on a cache hit)."""
+
+    def compute() -> dict[str, np.ndarray]:
+        domain = domain_of(encoded, columns, p)
+        loss = task_loss(domain, task, threshold)
+        methods = core.METHODS if domain.dist.shape[0] <= MAX_OPT else ("EM", "EM+remap")
+        return core.loss_budget_curves(
+            domain.prior, loss, domain.dist, np.asarray(grid), methods=methods, progress=progress
+        )
+
+    return store().get_or_compute(_curves_key(encoded, columns, p, task, threshold, grid), compute)
+
+
+def verified_text(violation: float) -> str:
+    """The verification result in words: never a negative "violation"."""
+    if violation <= core.VIOLATION_TOL:
+        return "verified ε-mDP: every probability ratio stays within e^(ε·d)"
+    return f"NOT verified: a ratio exceeds e^(ε·d) by {violation:.2e} in log terms"
 
 
 def verdict(play: Playground) -> str:
     """One sentence: does the optimised mechanism pay off against distance-based noise here?"""
     if "OPT" not in play.losses:
-        return "Only distance-based noise is shown: " + play.opt_message
+        return "Only distance-based noise is shown. " + play.opt_message
     best_dpn = min(play.losses["EM"], play.losses["EM+remap"])
     opt = play.losses["OPT"]
     if best_dpn <= 0:
@@ -153,14 +251,31 @@ def verdict(play: Playground) -> str:
             f"OPT beats the best distance-based channel by {100 * gain:.1f} %: tailoring the channel to "
             "this task loss and this prior pays off."
         )
+    if gain < 0.0005:  # below what "0.1 %" can show (the LP solves to a tolerance, so ties may read < 0)
+        return (
+            "OPT is no better than distance-based noise with remapping here: the cheap mechanism is already "
+            "optimal for this task loss and prior."
+        )
     return (
         f"OPT is only {100 * gain:.1f} % better than distance-based noise (with remapping): the loss follows "
         "the distance closely, so the cheap mechanism is good enough."
     )
 
 
+def _ticks(labels: Sequence[str], most: int = 12) -> dict:
+    """At most ``most`` evenly spaced, shortened tick labels on an index axis."""
+    n = len(labels)
+    step = max(1, math.ceil(n / most))
+    idx = list(range(0, n, step))
+    short = [lab if len(lab) <= 18 else lab[:17] + "…" for lab in (labels[i] for i in idx)]
+    return {"tickmode": "array", "tickvals": idx, "ticktext": short}
+
+
 def fig_heatmaps(play: Playground, labels: Sequence[str]) -> go.Figure:
-    """The channels side by side: rows = true value, columns = released value, colour = probability."""
+    """The channels side by side: rows = true value, columns = released value, colour = probability.
+
+    Axes are value indices labelled with at most 12 level names (joint values: levels joined by " · "); the
+    hover shows the full labels. One colour bar, kept beside the last panel."""
     names = list(play.matrices)
     fig = make_subplots(
         rows=1,
@@ -169,26 +284,32 @@ def fig_heatmaps(play: Playground, labels: Sequence[str]) -> go.Figure:
         horizontal_spacing=0.04,
     )
     text = list(labels)
+    n = len(text)
+    hover = [[f"true {text[i]}<br>released {text[j]}" for j in range(n)] for i in range(n)]
     for i, name in enumerate(names, start=1):
         fig.add_trace(
             go.Heatmap(
                 z=play.matrices[name],
-                x=text,
-                y=text,
+                x=list(range(n)),
+                y=list(range(n)),
+                text=hover,
                 coloraxis="coloraxis",
                 name=name,
-                hovertemplate="true %{y}<br>released %{x}<br>P = %{z:.4f}<extra>" + name + "</extra>",
+                hovertemplate="%{text}<br>P = %{z:.4f}<extra>" + name + "</extra>",
             ),
             row=1,
             col=i,
         )
-        fig.update_yaxes(autorange="reversed", showticklabels=i == 1, row=1, col=i)
-        fig.update_xaxes(title_text="released value", row=1, col=i)
+        fig.update_yaxes(autorange="reversed", showticklabels=i == 1, row=1, col=i, **_ticks(text))
+        fig.update_xaxes(title_text="released value", row=1, col=i, tickangle=-45, **_ticks(text, 8))
     fig.update_yaxes(title_text="true value", row=1, col=1)
     fig.update_layout(
-        coloraxis={"colorscale": "Viridis", "colorbar": {"title": "P"}},
-        height=420,
-        margin={"t": 50, "b": 40, "l": 40, "r": 20},
+        coloraxis={
+            "colorscale": "Viridis",
+            "colorbar": {"title": "P", "len": 0.8, "y": 0.5, "yanchor": "middle", "thickness": 14},
+        },
+        height=460,
+        margin={"t": 50, "b": 110, "l": 110, "r": 40},
     )
     return fig
 
@@ -218,7 +339,11 @@ def fig_curves(grid: Sequence[float], curves: dict[str, np.ndarray], eps: float)
             line={"dash": "dash", "color": "grey"},
         )
     )
-    fig.update_xaxes(type="log", title_text="privacy budget ε")
+    fig.update_xaxes(type="log", title_text="privacy budget ε", **log_ticks(min(grid), max(grid)))
     fig.update_yaxes(title_text="expected loss")
-    fig.update_layout(height=380, margin={"t": 30, "b": 40, "l": 40, "r": 20}, legend={"orientation": "h"})
+    fig.update_layout(
+        height=400,
+        margin={"t": 60, "b": 50, "l": 50, "r": 20},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+    )
     return fig

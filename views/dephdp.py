@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from dataclasses import replace
 
 import streamlit as st
 
@@ -12,7 +13,7 @@ import mdp_core as core
 from ui import dephdp as view
 from ui.data import current_encoded
 from ui.state import get_state
-from ui.widgets import eps_slider, log_grid
+from ui.widgets import eps_slider
 
 st.title("Mechanism selection (DepHDP)")
 encoded = current_encoded()
@@ -31,43 +32,56 @@ with st.expander("Load a saved configuration (JSON)"):
             except core.DataError as exc:
                 st.error(f"Could not load {upload.name}: {exc}")
             else:
-                st.session_state.update(
-                    {
-                        "dep_config_applied": digest,
-                        "dep_task": loaded.task,
-                        "dep_score": loaded.score,
-                        "dep_tau_group": loaded.tau_group,
-                        "dep_tau_dim": int(loaded.tau_dim),
-                        "dep_tau_dpn": loaded.tau_dpn,
-                        "dep_eps": min(log_grid(0.1, 20.0), key=lambda v: abs(math.log(v / loaded.eps))),
-                        "dep_p": "inf"
-                        if math.isinf(loaded.p)
-                        else min(view.P_OPTIONS[:-1], key=lambda v: abs(float(v) - loaded.p)),
-                    }
-                )
+                view.apply_config(loaded)
+                st.session_state["dep_config_applied"] = digest  # the page's own marker, not a widget
                 st.success(f"Loaded {upload.name}.")
 
+base = view.base_config()
 tasks = list(core.TASKS)
 if encoded.schema.target is None:
     tasks.remove("prediction")
 left, right = st.columns(2)
-task = left.selectbox("Task", tasks, format_func=core.TASKS.get, key="dep_task")
+task = left.selectbox(
+    "Task",
+    tasks,
+    index=tasks.index(base.task) if base.task in tasks else 0,
+    format_func=core.TASKS.get,
+    key=view.widget_key("task"),
+)
 score = right.radio(
     "Adequacy score",
     ["radial", "mse"],
+    index=["radial", "mse"].index(base.score),
     horizontal=True,
-    key="dep_score",
+    key=view.widget_key("score"),
     format_func={"radial": "radial-fit", "mse": "MSE-likeness"}.get,
 )
 c1, c2, c3 = st.columns(3)
-tau_group = c1.slider("τ_group (NMI edge)", 0.0, 0.5, 0.1, 0.01, key="dep_tau_group")
-tau_dim = c2.slider("τ_dim (largest OPT domain)", 1, 300, 300, key="dep_tau_dim")
-tau_dpn = c3.slider("τ_dpn (adequacy threshold)", 0.0, 1.0, 0.2, 0.01, key="dep_tau_dpn")
-c4, c5 = st.columns(2)
+tau_group = c1.slider(
+    "τ_group (NMI edge)", 0.0, 0.5, min(base.tau_group, 0.5), 0.01, key=view.widget_key("tau_group")
+)
+tau_dim = c2.slider(
+    "τ_dim (largest OPT domain)", 1, 300, min(int(base.tau_dim), 300), key=view.widget_key("tau_dim")
+)
+tau_dpn = c3.slider(
+    "τ_dpn (adequacy threshold)", 0.0, 1.0, base.tau_dpn, 0.01, key=view.widget_key("tau_dpn")
+)
+c4, c5, c6 = st.columns(3)
 with c4:
-    eps = eps_slider("Global privacy budget ε", key="dep_eps", default=1.0, lo=0.1, hi=20.0)
-p_text = c5.select_slider("Record metric ℓ_p", view.P_OPTIONS, value="2", key="dep_p")
-config = core.DepHDPConfig(
+    eps = eps_slider("Global privacy budget ε", key=view.widget_key("eps"), default=base.eps, lo=0.1, hi=20.0)
+p_default = "inf" if math.isinf(base.p) else min(view.P_OPTIONS[:-1], key=lambda v: abs(float(v) - base.p))
+p_text = c5.select_slider("Record metric ℓ_p", view.P_OPTIONS, value=p_default, key=view.widget_key("p"))
+floor = c6.select_slider(
+    "Budget floor per group",
+    view.FLOOR_OPTIONS,
+    value=min(view.FLOOR_OPTIONS, key=lambda v: abs(v - base.min_group_eps)),
+    format_func=lambda v: "none" if v == 0 else f"{v:g}",
+    key=view.widget_key("floor"),
+    help="Every group gets at least this budget (the next grid point at or above it), so no group is "
+    "released as near-uniform noise. Must satisfy ‖floor‖_q ≤ ε.",
+)
+config = replace(
+    base,
     eps=eps,
     p=float(p_text),
     tau_group=tau_group,
@@ -75,20 +89,47 @@ config = core.DepHDPConfig(
     tau_dpn=tau_dpn,
     task=task,
     score=score,
+    min_group_eps=float(floor),
     seed=state.seed,
 )
 
 fit, test = view.fit_test_split(encoded, state.seed)
-bar = st.progress(0.0, text="Computing group loss profiles…")
-try:
-    result = view.result_for(fit, config, progress=lambda f, m: bar.progress(f, text=m))
-except core.DataError as exc:
+stage = view.ready_profiles(fit, config)
+if stage is None:
+    st.info(view.profiles_pending_text(config))
+    if not st.button("Compute group profiles", key="dep_compute", type="primary"):
+        st.stop()
+    bar = st.progress(0.0, text="Computing group loss profiles…")
+    try:
+        stage = view.compute_profiles(fit, config, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
+    except core.DataError as exc:
+        bar.empty()
+        st.error(str(exc))
+        st.stop()
     bar.empty()
+try:
+    result = view.result_for(fit, config, stage)
+except core.DataError as exc:
     st.error(str(exc))
     st.stop()
-bar.empty()
+st.caption(view.grouping_caption(result, fit, encoded))
 for note in result.notes:
     st.caption(note)
+
+released = view.privatized_test(result, test, state.seed)
+problem = view.degeneracy(result, released)
+if message := view.degeneracy_message(problem):
+    st.error(message)
+    fix1, fix2 = st.columns(2)
+    if config.task != "record" and fix1.button("Use the record-fidelity task", key="dep_fix_task"):
+        view.apply_config(replace(config, task="record"))
+        st.rerun()
+    suggested = view.suggested_floor(result)
+    if suggested > config.min_group_eps and fix2.button(
+        f"Set a budget floor of {suggested:g}", key="dep_fix_floor"
+    ):
+        view.apply_config(replace(config, min_group_eps=suggested))
+        st.rerun()
 
 st.subheader("Which groups need an optimised mechanism?")
 st.plotly_chart(view.scatter_figure(result), key="dep_scatter")
@@ -100,15 +141,14 @@ m1.metric("DepHDP surrogate loss", f"{result.value:.4f}")
 m2.metric("Lower bound (Prop. 2)", f"{result.lower_bound:.4f}")
 m3.metric("RelErr", f"{result.rel_err:.1%}")
 m4.metric("ALC+RMP surrogate loss", f"{result.baselines['ALC+RMP'].value:.4f}")
+st.caption(view.composition_text(result))
 st.plotly_chart(view.allocation_figure(result), key="dep_alloc")
 names = [" + ".join(g) for g in result.groups]
-k = st.selectbox(
-    "Loss-budget curves of group", range(len(names)), format_func=names.__getitem__, key="dep_curve_group"
-)
-st.plotly_chart(view.curves_figure(result, k), key="dep_curves")
+k = st.selectbox("Loss-budget curves of group", names, key="dep_curve_group")
+st.plotly_chart(view.curves_figure(result, names.index(k)), key="dep_curves")
 
 st.subheader("DepHDP vs homogeneous baselines (surrogate loss)")
-st.plotly_chart(view.comparison_figure(view.comparison(fit, config)), key="dep_compare")
+st.plotly_chart(view.comparison_figure(view.comparison(fit, config, stage)), key="dep_compare")
 s1, s2, s3 = st.columns(3)
 r2_heldout, r2_train, pairs = view.surrogate_metrics(result)
 s1.metric("Surrogate held-out R²", r2_heldout)
@@ -116,14 +156,6 @@ s2.metric("Surrogate training R²", r2_train)
 s3.metric("Calibration pairs", pairs)
 if note := view.surrogate_note(result):
     st.caption(note)
-
-if st.toggle("Evaluate on the held-out test split (ε ∈ {1, 2, 5, 10})", key="dep_evaluate"):
-    reps = st.slider("Repetitions", 5, 50, 20, 5, key="dep_reps")
-    ebar = st.progress(0.0, text="Privatising the test split…")
-    table = view.evaluation(encoded, config, reps, state.seed, progress=lambda f, m: ebar.progress(f, text=m))
-    ebar.empty()
-    st.plotly_chart(view.comparison_figure(table), key="dep_eval_chart")
-    st.dataframe(table.round(4), hide_index=True, key="dep_eval_table")
 
 d1, d2 = st.columns(2)
 d1.download_button(
@@ -140,3 +172,24 @@ d2.download_button(
     "text/csv",
     key="dep_download_csv",
 )
+
+if st.toggle("Evaluate on the held-out test split (ε ∈ {1, 2, 5, 10})", key="dep_evaluate"):
+    reps = st.slider("Repetitions", 5, 50, 20, 5, key="dep_reps")
+    table = view.ready_evaluation(encoded, config, reps, state.seed)
+    if table is None and st.button("Run the held-out evaluation", key="dep_run_eval", type="primary"):
+        ebar = st.progress(0.0, text="Privatising the test split…")
+        try:
+            table = view.evaluation(
+                encoded, config, reps, state.seed, progress=lambda f, m: ebar.progress(min(f, 1.0), text=m)
+            )
+        except core.DataError as exc:
+            st.error(str(exc))
+        ebar.empty()
+    if table is None:
+        st.caption(
+            f"Configures DepHDP and the four baselines at each ε on the fitting split and privatises the "
+            f"{len(test.codes):,} test records {reps} times per method."
+        )
+    else:
+        st.plotly_chart(view.comparison_figure(table), key="dep_eval_chart")
+        st.dataframe(table.round(4), hide_index=True, key="dep_eval_table")

@@ -60,13 +60,19 @@ if task == "threshold":
     )
 
 domain = mech.domain_of(encoded, chosen, p)
-play = mech.cached_playground(encoded, tuple(chosen), p, task, int(threshold), eps)
+args = (encoded, tuple(chosen), p, task, int(threshold), eps)
+play = mech.ready_playground(*args, with_opt=True) or mech.playground(*args, with_opt=n <= mech.AUTO_OPT)
+offer_opt = "OPT" not in play.losses and mech.AUTO_OPT < n <= mech.MAX_OPT
+if offer_opt and st.button(f"Solve the LP optimum for these {n} joint values", key="mech_solve_opt"):
+    bar = st.progress(0.05, text=f"Solving the LP (at most {mech.OPT_SECONDS:.0f} s)…")
+    play = mech.playground(*args, with_opt=True)
+    bar.empty()
 
 metric_cols = st.columns(3)
 for col, name in zip(metric_cols, ["EM", "EM+remap", "OPT"], strict=True):
     if name in play.losses:
         col.metric(f"{name} expected loss", f"{play.losses[name]:.4g}")
-        col.caption(f"verified max violation: {play.violations[name]:.2e}")
+        col.caption(mech.verified_text(play.violations[name]))
     else:
         col.metric(f"{name} expected loss", "—")
         col.caption(play.opt_message)
@@ -78,11 +84,14 @@ st.subheader("The channels: P(released value | true value)")
 st.plotly_chart(mech.fig_heatmaps(play, domain.labels), key="mech_heatmaps")
 
 st.subheader("Expected loss versus ε")
-if st.toggle("Compute loss–budget curves", value=n <= 40, key="mech_curves"):
+if st.toggle("Compute loss–budget curves", value=n <= mech.AUTO_CURVES, key="mech_curves"):
     grid = tuple(float(e) for e in mech.curve_grid(eps))
-    bar = st.progress(0.0, text="Solving along the ε grid…")
-    curves = mech.cached_curves(
-        encoded, tuple(chosen), p, task, int(threshold), grid, _progress=lambda f, m: bar.progress(f, text=m)
-    )
-    bar.empty()
-    st.plotly_chart(mech.fig_curves(grid, curves, eps), key="mech_curve_chart")
+    curve_args = (encoded, tuple(chosen), p, task, int(threshold), grid)
+    curves = mech.ready_curves(*curve_args)
+    label = f"Solve along the ε grid ({len(grid)} budgets)"
+    if curves is None and (n <= mech.AUTO_CURVES or st.button(label, key="mech_curves_go")):
+        bar = st.progress(0.0, text="Solving along the ε grid…")
+        curves = mech.curves(*curve_args, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
+        bar.empty()
+    if curves is not None:
+        st.plotly_chart(mech.fig_curves(grid, curves, eps), key="mech_curve_chart")

@@ -30,10 +30,10 @@ Mechanism = Literal["OPT", "DPN"]
 
 
 def _pairs(loss: object, dist: object) -> tuple[np.ndarray, np.ndarray]:
-    c = as_float_array(loss, "loss").ravel()
-    d = as_float_array(dist, "dist").ravel()
-    if np.shape(loss) != np.shape(dist):
-        raise DataError(f"loss and dist must have the same shape, got {np.shape(loss)} and {np.shape(dist)}")
+    c_full, d_full = as_float_array(loss, "loss"), as_float_array(dist, "dist")
+    if c_full.shape != d_full.shape:
+        raise DataError(f"loss and dist must have the same shape, got {c_full.shape} and {d_full.shape}")
+    c, d = c_full.ravel(), d_full.ravel()
     if np.any(d < 0):
         raise DataError("dist must be non-negative")
     return c, d

@@ -321,11 +321,11 @@ def allocate_budget(
         found[name] = _allocate_on(g, W, eps_total, q, convex)
     found["uniform"] = np.full(K, min(eps_total / (K ** (1 / q) if np.isfinite(q) else 1.0), grid[-1]))
     items = candidates.items() if isinstance(candidates, Mapping) else enumerate(candidates or [])
-    for name, cand in items:
+    for label, cand in items:
         e = as_float_array(cand, "candidates", ndim=1)
         if e.size != K or budget_norm(e, q) > eps_total * (1 + 1e-9) or e.min() < grid[0] * (1 - 1e-12):
-            raise DataError(f"candidate {name!r} is not a feasible allocation")
-        found[f"given{name}" if isinstance(name, int) else str(name)] = e
+            raise DataError(f"candidate {label!r} is not a feasible allocation")
+        found[f"given{label}" if isinstance(label, int) else str(label)] = e
     values = {}
     for name, e in found.items():
         e = np.clip(e, grid[0], grid[-1])

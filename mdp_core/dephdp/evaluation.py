@@ -58,9 +58,8 @@ def split_encoded(encoded: Encoded, fit_fraction: float, rng: np.random.Generato
 
 
 def _with_codes(encoded: Encoded, codes: pd.DataFrame) -> Encoded:
-    """A copy with other rows (its content fingerprint, when the Encoded type has one, is recomputed)."""
-    extra = {"fingerprint": ""} if hasattr(encoded, "fingerprint") else {}
-    return replace(encoded, codes=codes, **extra)
+    """A copy with other rows (its content fingerprint is recomputed)."""
+    return replace(encoded, codes=codes, fingerprint="")
 
 
 def evaluate_dephdp(

@@ -210,9 +210,9 @@ def _task(
     attrs: tuple[str, ...],
     tables: list[np.ndarray],
     bias: float,
-    link: str,
-    kind: str,
-    population: str | None = None,
+    link: Literal["identity", "sigmoid"],
+    kind: Literal["sq", "abs"],
+    population: Literal["entropy"] | None = None,
 ) -> Task:
     sig = f"{name}|{','.join(attrs)}|{_fingerprint(np.array([bias]), *tables)}"
     return Task(
@@ -224,7 +224,7 @@ def _task(
         kind,
         sig,
         TASKS[name],
-        population,  # type: ignore[arg-type]
+        population,
     )
 
 

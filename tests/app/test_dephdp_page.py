@@ -1,46 +1,86 @@
-"""AppTest: the DepHDP mechanism-selection page (sliders, figures, config JSON round trip, downloads)."""
+"""AppTest: the DepHDP mechanism-selection page (profiles behind a button, sliders, figures, config JSON
+round trip, downloads, evaluation, another target column, degenerate-release warnings)."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Iterator
 
 import numpy as np
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from mdp_core import DepHDPConfig
+from ui import dephdp as view
 from ui.widgets import log_grid
+
+#: Settings that keep a cold profile computation to a few seconds (small OPT groups, short grid).
+FAST = {"opt_max_domain": 4, "grid_points": 8, "calibration_pairs": 300, "max_contexts": 60}
+
+
+@pytest.fixture(autouse=True)
+def empty_store() -> Iterator[None]:
+    """The page's result store is process-wide: start and leave every test with it empty."""
+    view.store().clear()
+    yield
+    view.store().clear()
 
 
 def _spec(at: AppTest, index: int) -> dict:
     return json.loads(at.get("plotly_chart")[index].proto.spec)
 
 
-def test_dephdp_page_renders_and_reacts(app: AppTest) -> None:
+def _metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def _open(app: AppTest, settings: dict | None = None) -> AppTest:
+    """The page with ``settings`` loaded from a JSON file (if any) and its profiles computed."""
     app.switch_page("views/dephdp.py").run()
     assert not app.exception
+    if settings is not None:
+        raw = json.dumps(settings).encode()
+        app.file_uploader(key="dep_config_upload").set_value(("s.json", raw, "application/json")).run()
+        assert not app.exception
+    return _compute(app)
+
+
+def _compute(app: AppTest) -> AppTest:
+    assert [b.label for b in app.button] == ["Compute group profiles"]
+    assert not app.get("plotly_chart")  # nothing drawn before the explicit button
+    app.button(key="dep_compute").click().run()
+    assert not app.exception, app.exception
+    return app
+
+
+def test_dephdp_page_renders_and_reacts(app: AppTest) -> None:
+    _open(app)
     assert app.title[0].value == "Mechanism selection (DepHDP)"
     scatter = _spec(app, 0)
     names = {t["name"] for t in scatter["data"]}
     assert names == {"OPT", "DPN"}
     groups = app.dataframe[0].value
     assert set(groups.mechanism) <= {"OPT", "DPN"} and (groups.eps_k > 0).all()
-    metrics = {m.label: m.value for m in app.metric}
+    metrics = _metrics(app)
     assert float(metrics["Lower bound (Prop. 2)"]) <= float(metrics["DepHDP surrogate loss"])
     assert float(metrics["DepHDP surrogate loss"]) <= float(metrics["ALC+RMP surrogate loss"])
-    n_opt = int((groups.mechanism == "OPT").sum())
     app.slider(key="dep_tau_dpn").set_value(0.0).run()  # no group scores <= 0: everything DPN
-    assert not app.exception
-    assert (app.dataframe[0].value.mechanism == "DPN").all() and n_opt >= 0
-    before = float({m.label: m.value for m in app.metric}["DepHDP surrogate loss"])
+    assert not app.exception and not any(b.label == "Compute group profiles" for b in app.button)
+    assert (app.dataframe[0].value.mechanism == "DPN").all()
+    before = float(_metrics(app)["DepHDP surrogate loss"])
     eps = max(v for v in log_grid(0.1, 20.0) if v <= 5.0)
     app.select_slider(key="dep_eps").set_value(eps).run()
     assert not app.exception
     eps_k = app.dataframe[0].value.eps_k.to_numpy()
-    assert float(np.sqrt(np.sum(eps_k**2))) <= eps * (1 + 1e-12)  # l2 metric: ||eps_k||_2 <= eps
-    after = float({m.label: m.value for m in app.metric}["DepHDP surrogate loss"])
+    norm = float(np.sqrt(np.sum(eps_k**2)))
+    assert norm <= eps * (1 + 1e-12)  # l2 metric: ||eps_k||_2 <= eps
+    rule = next(c.value for c in app.caption if c.value.startswith("Composition"))
+    assert f"‖ε_k‖_2 = {norm:.4g} ≤ ε = {eps:g}" in rule and f"plain sum is {eps_k.sum():.4g}" in rule
+    after = float(_metrics(app)["DepHDP surrogate loss"])
     assert after < before
-    r2 = float({m.label: m.value for m in app.metric}["Surrogate held-out R²"])
+    r2 = float(_metrics(app)["Surrogate held-out R²"])
     assert r2 < 0.5 and any("Low fit by nature of the task" in c.value for c in app.caption)
 
 
@@ -51,30 +91,98 @@ def test_dephdp_page_config_upload_validates(app: AppTest) -> None:
     ).run()
     assert not app.exception
     assert any("tau_dpn must lie in [0, 1]" in e.value for e in app.error)
-    good = json.dumps({"tau_dpn": 0.5, "eps": 2.0, "p": "inf", "task": "record"}).encode()
+    good = json.dumps({"tau_dpn": 0.5, "eps": 2.0, "p": "inf", "task": "record", **FAST}).encode()
     app.file_uploader(key="dep_config_upload").set_value(("good.json", good, "application/json")).run()
     assert not app.exception
-    assert app.slider(key="dep_tau_dpn").value == 0.5
-    assert app.select_slider(key="dep_p").value == "inf"
-    assert app.selectbox(key="dep_task").value == "record"
+    assert app.session_state["dep_tau_dpn"] == 0.2  # the first widget's key is never written from outside
+    assert app.slider(key="dep_tau_dpn_1").value == 0.5  # fresh widgets show the loaded values
+    assert app.select_slider(key="dep_p_1").value == "inf"
+    assert app.selectbox(key="dep_task_1").value == "record"
+    _compute(app)
+    assert any(c.value.startswith("tau_dim capped at 4") for c in app.caption)  # other settings kept
 
 
 def test_dephdp_page_axes_and_entropy_task(app: AppTest) -> None:
-    app.switch_page("views/dephdp.py").run()
+    _open(app, FAST)
     scatter = _spec(app, 0)
     largest = int(app.dataframe[0].value.domain_size.max())
-    tau_dim = min(300, DepHDPConfig().opt_max_domain)
+    tau_dim = FAST["opt_max_domain"]
     lo, hi = scatter["layout"]["xaxis"]["range"]  # log10 units: from below 1 to a bit beyond the data
     assert lo < 0 < math.log10(max(largest, tau_dim)) < hi <= math.log10(2 * max(largest, tau_dim))
     for ann in scatter["layout"]["annotations"]:  # labels sit inside the axis (log10 x on a log axis)
         assert ann.get("xref", "x") != "x" or lo <= ann["x"] <= hi
     curves = _spec(app, 2)
-    grid = DepHDPConfig().eps_grid
+    grid = DepHDPConfig(**FAST).eps_grid
     clo, chi = math.log10(grid[0]), math.log10(grid[-1])
     for ann in curves["layout"]["annotations"]:
         assert ann.get("xref", "x") != "x" or clo - 1e-9 <= ann["x"] <= chi + 1e-9
-    app.selectbox(key="dep_task").set_value("entropy").run()
-    assert not app.exception
-    metrics = {m.label: m.value for m in app.metric}
+    for fig in (scatter, curves):  # log axes labelled by decades (and 2, 5 on short ranges) only
+        ticks = fig["layout"]["xaxis"]["tickvals"]
+        assert ticks and all(round(v / 10 ** math.floor(math.log10(v)), 9) in (1, 2, 5) for v in ticks)
+        assert fig["layout"]["xaxis"]["ticktext"] == [f"{v:g}" for v in ticks]
+    assert _spec(app, 2)["layout"]["xaxis"]["tickvals"] == [0.01, 0.1, 1.0, 10.0]
+    app.selectbox(key="dep_task_1").set_value("entropy").run()
+    _compute(app)  # another task: other profiles, behind the button again
+    metrics = _metrics(app)
     assert metrics["Surrogate held-out R²"] == "exact"
     assert any("Entropy task" in c.value for c in app.caption)
+
+
+@pytest.mark.parametrize("target", ["slope", "cp", "sex"])
+def test_another_target_column(app: AppTest, target: str) -> None:
+    """Issue 11 failure 1: another sidebar target used to raise IndexError / 'x not in tuple'."""
+    _open(app, FAST)
+    key = next(s.key for s in app.selectbox if s.key and s.key.startswith("side_target_"))
+    assert key == "side_target_sample:heart:0"
+    app.selectbox(key=key).set_value(target).run()
+    assert not app.exception
+    _compute(app)
+    groups = app.dataframe[0].value
+    released = sorted(a for g in groups.group for a in g.split(" + "))
+    assert target not in released and "target" in released and len(released) == 13
+
+
+def test_evaluation_toggle_keeps_downloads(app: AppTest) -> None:
+    """Issue 11 failure 2: the evaluation toggle raised UnhashableParamError and the downloads vanished."""
+    _open(app, FAST)
+    assert len(app.get("download_button")) == 2
+    app.toggle(key="dep_evaluate").set_value(True).run()
+    assert not app.exception and len(app.get("download_button")) == 2
+    app.slider(key="dep_reps").set_value(5).run()
+    app.button(key="dep_run_eval").click().run()
+    assert not app.exception, app.exception
+    table = app.dataframe[1].value
+    assert set(table.method) == {"DepHDP", "SPL+DPN", "SPL+RMP", "ALC+DPN", "ALC+RMP"}
+    assert sorted(set(table.eps)) == [1.0, 2.0, 5.0, 10.0]
+    assert len(app.get("download_button")) == 2
+    app.run()  # a rerun reads the stored table: no button, same numbers
+    assert not app.exception and "dep_run_eval" not in [b.key for b in app.button]
+    assert app.dataframe[1].value.equals(table)
+
+
+def test_degenerate_release_is_flagged_and_fixed(app: AppTest) -> None:
+    settings = {k: v for k, v in FAST.items() if k != "grid_points"}  # the default grid, down to 0.005
+    _open(app, settings)
+    groups = app.dataframe[0].value
+    starved = groups[groups.eps_k <= DepHDPConfig(**settings).eps_grid[0] * (1 + 1e-9)]
+    assert len(starved)  # the prediction task at eps = 1 starves the groups it does not use
+    alarm = next(e.value for e in app.error if "degenerate" in e.value)
+    assert f"{len(starved)} group(s) sit at the grid's minimum budget" in alarm
+    zero = int((starved.beta == 0).sum())
+    assert f"{zero} of them have β_k = 0" in alarm
+    note = next(c.value for c in app.caption if "groups get β_k = 0" in c.value)
+    assert f"{int((groups.beta == 0).sum())} of {len(groups)} groups get β_k = 0" in note
+    fix = next(b for b in app.button if b.key == "dep_fix_floor")
+    floor = float(re.search(r"floor of ([0-9.]+)", fix.label).group(1))
+    fix.click().run()
+    assert not app.exception
+    eps_k = app.dataframe[0].value.eps_k.to_numpy()
+    assert eps_k.min() >= floor and float(np.sqrt(np.sum(eps_k**2))) <= 1.0 * (1 + 1e-12)
+    assert not any("grid's minimum budget" in e.value for e in app.error)
+
+
+def test_infeasible_floor_is_explained(app: AppTest) -> None:
+    _open(app, FAST)
+    app.select_slider(key="dep_floor_1").set_value(1.0).run()
+    assert not app.exception
+    assert any("lower min_group_eps to at most" in e.value for e in app.error)
