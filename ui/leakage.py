@@ -14,7 +14,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import mdp_core as core
+from mdp_core._validation import Progress
 from ui.data import HASH_FUNCS
+from ui.geo import store as result_store
+from ui.noise import log_axis
 
 __all__ = [
     "EPS_GRID",
@@ -24,9 +27,12 @@ __all__ = [
     "conditional_figure",
     "cpl_figure",
     "leakage_figure",
+    "odds_sentence",
     "pair_curves",
     "pairwise_model",
     "point_values",
+    "stored_calibration",
+    "stored_model",
     "triad_meanings",
 ]
 
@@ -90,43 +96,79 @@ def pair_curves(
         note = "range over 20 bootstrap resamples"
     nominal, delta = core.uncertainty_from_sources(sources, method="range")
     unc = core.dependency_triad(nominal, uncertainty=delta)
-    per_source = np.vstack([core.cpl_exact(_fill(s, nominal), EPS_GRID) for s in sources])
+    band_lo, band_hi = core.cpl_source_band(sources, EPS_GRID)
     return PairCurves(
         cond=cond,
         triad=triad,
         triad_unc=unc,
         dt_unc=core.dt_cpl(unc, EPS_GRID),
-        band_lo=per_source.min(axis=0),
-        band_hi=per_source.max(axis=0),
+        band_lo=band_lo,
+        band_hi=band_hi,
         note=note,
         **base,
     )
 
 
-def _fill(source: np.ndarray, nominal: np.ndarray) -> np.ndarray:
-    """A source's conditional with its missing rows (absent target levels) taken from the nominal."""
-    return np.where(np.isnan(source).any(axis=1, keepdims=True), nominal, source)
+def _model_key(encoded: core.Encoded, method: str, e: float) -> tuple:
+    return ("leak-model", encoded.fingerprint, str(method), float(e))
 
 
-@st.cache_resource(max_entries=8, hash_funcs=HASH_FUNCS, show_spinner=False)
-def pairwise_model(encoded: core.Encoded, method: str, e: float = 0.0) -> core.PairwiseLeakage:
-    """All ordered pairs (exact hulls or triads), built once per table; evaluating at any eps is cheap."""
-    bar = st.progress(0.0, text="Leakage for every pair of attributes…")
-    try:
-        return core.pairwise_leakage(
+def stored_model(encoded: core.Encoded, method: str, e: float = 0.0) -> core.PairwiseLeakage | None:
+    """The all-pairs model if it was built before in this process (no work), else None."""
+    return result_store().get(_model_key(encoded, method, e))
+
+
+def pairwise_model(
+    encoded: core.Encoded, method: str, e: float = 0.0, progress: Progress = None
+) -> core.PairwiseLeakage:
+    """All ordered pairs (exact hulls or triads), built once per table; evaluating at any eps is cheap.
+
+    Kept in the app's one locked result store, computed outside any ``st.cache_*`` function: ``progress``
+    (a page's progress bar) is called only when the model is actually built.
+    """
+    return result_store().get_or_compute(
+        _model_key(encoded, method, e),
+        lambda: core.pairwise_leakage(
             encoded.codes,
             method=method,  # type: ignore[arg-type]
             uncertainty=e or None,
-            progress=lambda f, msg: bar.progress(f, text=f"Pairwise leakage: {msg}"),
-        )
-    finally:
-        bar.empty()
+            progress=progress,
+        ),
+    )
 
 
-@st.cache_data(max_entries=32, hash_funcs=HASH_FUNCS, show_spinner="Calibrating budgets…")
-def calibration(encoded: core.Encoded, method: str, e: float, eps_bar: float) -> core.BudgetCalibration:
-    """Per-attribute budgets maximising their sum with every TPL <= eps_bar."""
-    return core.calibrate_budgets(pairwise_model(encoded, method, e), eps_bar)
+def _calibration_key(encoded: core.Encoded, method: str, e: float, eps_bar: float) -> tuple:
+    return ("leak-calibration", encoded.fingerprint, str(method), float(e), float(eps_bar))
+
+
+def stored_calibration(
+    encoded: core.Encoded, method: str, e: float, eps_bar: float
+) -> core.BudgetCalibration | None:
+    """The calibration if it was computed before for these settings, else None."""
+    return result_store().get(_calibration_key(encoded, method, e, eps_bar))
+
+
+def calibration(
+    encoded: core.Encoded, method: str, e: float, eps_bar: float, progress: Progress = None
+) -> core.BudgetCalibration:
+    """Per-attribute budgets maximising their sum with every TPL <= eps_bar (cached in the store)."""
+
+    def compute() -> core.BudgetCalibration:
+        model = pairwise_model(encoded, method, e, progress=progress)
+        if progress is not None:
+            progress(1.0, "Calibrating budgets…")
+        return core.calibrate_budgets(model, eps_bar)
+
+    return result_store().get_or_compute(_calibration_key(encoded, method, e, eps_bar), compute)
+
+
+def odds_sentence(eps: float, cpl: float, target: str, other: str) -> str:
+    """Budget and leakage in plain words (odds ratios an attacker can reach)."""
+    return (
+        f"In plain words: releasing {other} with ε = {eps:g} moves an attacker's odds about {other} by at "
+        f"most a factor e^ε = {np.exp(eps):.3g}; through the correlation it moves their odds about {target} "
+        f"by at most e^CPL = {np.exp(cpl):.3g}."
+    )
 
 
 def triad_meanings(triad: core.DependencyTriad) -> list[tuple[str, float, str]]:
@@ -144,30 +186,60 @@ def triad_meanings(triad: core.DependencyTriad) -> list[tuple[str, float, str]]:
 
 # -------------------------------------------------------------------------------------------- figures
 def _labels(values: np.ndarray) -> list[str]:
+    """Level labels as a person reads them: ``32``, ``45.5``, ``0.125``, ``missing``, text as is."""
     out = []
     for v in values:
-        out.append(f"{v:.4g}" if isinstance(v, (float, np.floating)) else str(v))
+        if isinstance(v, (float, np.floating)):
+            out.append("missing" if np.isnan(v) else f"{float(v):.3g}")
+        else:
+            out.append(str(v))
     return out
 
 
+def _level_axis(labels: list[str], title: str, *, max_ticks: int = 12, **extra: object) -> dict[str, object]:
+    """A numeric axis over level positions 0..m-1 with at most ``max_ticks`` evenly spread, unique labels
+    (a category axis would merge equal labels and print every one of 64 levels on top of each other)."""
+    m = len(labels)
+    step = max(1, int(np.ceil(m / max_ticks)))
+    ticks = list(range(0, m, step))
+    return {
+        "title": title,
+        "tickmode": "array",
+        "tickvals": ticks,
+        "ticktext": [labels[i][:18] for i in ticks],
+        "range": [-0.5, m - 0.5],
+        "showgrid": False,
+        "zeroline": False,
+        **extra,
+    }
+
+
 def conditional_figure(cond: np.ndarray, encoded: core.Encoded, target: str, other: str) -> go.Figure:
-    """Heatmap of P(other | target): rows = target levels."""
+    """Heatmap of P(other | target): rows = target levels, readable tick labels at any number of levels."""
+    xl, yl = _labels(encoded.levels[other]), _labels(encoded.levels[target])
+    text = (
+        np.array([[f"{target} = {y}<br>{other} = {x}" for x in xl] for y in yl])
+        if cond.size <= 40_000
+        else None
+    )
     fig = go.Figure(
         go.Heatmap(
             z=cond,
-            x=_labels(encoded.levels[other]),
-            y=_labels(encoded.levels[target]),
+            x=np.arange(len(xl)),
+            y=np.arange(len(yl)),
+            text=text,
             colorscale="Blues",
             zmin=0.0,
             zmax=1.0,
-            colorbar={"title": "P"},
-            hovertemplate=f"{target}=%{{y}}<br>{other}=%{{x}}<br>P=%{{z:.3f}}<extra></extra>",
+            colorbar={"title": "P", "thickness": 12},
+            hovertemplate=("%{text}" if text is not None else "%{y}, %{x}")
+            + "<br>P = %{z:.3f}<extra></extra>",
         )
     )
     fig.update_layout(
         title=f"P({other} | {target})",
-        xaxis={"title": other, "type": "category"},
-        yaxis={"title": target, "type": "category", "autorange": "reversed"},
+        xaxis=_level_axis(xl, other, tickangle=-45 if max(map(len, xl), default=0) > 4 else 0),
+        yaxis=_level_axis(yl, target, autorange="reversed"),
         height=380,
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
     )
@@ -240,7 +312,7 @@ def cpl_figure(curves: PairCurves, eps: float) -> go.Figure:
     top = float(np.max(curves.dt_unc if curves.dt_unc is not None else curves.agd))
     fig.update_layout(
         title="Leakage about the target when the other attribute is released with ε-LDP",
-        xaxis={"title": "ε of the released attribute", "type": "log"},
+        xaxis={"title": "ε of the released attribute", **log_axis(float(EPS_GRID[0]), float(EPS_GRID[-1]))},
         yaxis={"title": "CPL (nats)", "range": [0, 1.05 * max(top, 1e-3)]},
         height=420,
         legend={"orientation": "h", "y": -0.25},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 import ui.leakage as leak
@@ -62,6 +63,7 @@ for col, (symbol, value, meaning) in zip(st.columns(3), leak.triad_meanings(tria
     col.metric(symbol, f"{value:.4g}")
     col.caption(meaning)
 at_eps = leak.point_values(curves, eps)
+st.info(leak.odds_sentence(eps, at_eps["exact"], target, other))
 st.caption(
     f"At ε = {eps:g}: CPL* = {at_eps['exact']:.4g}, DT = {at_eps['dt']:.4g}, "
     f"(α, γ, δ) = {at_eps['agd']:.4g}"
@@ -76,11 +78,23 @@ method = st.radio(
     key="leak_method",
     format_func={"dt": "Dependency Triad (instant)", "exact": "Exact CPL*"}.get,
 )
-model = leak.pairwise_model(encoded, method)
-fig, table = leak.leakage_figure(model, eps)
-col_h, col_t = st.columns([3, 1])
-col_h.plotly_chart(fig, key="leak_pairs_fig")
-col_t.dataframe(table, hide_index=True, key="leak_tpl_table")
+model = leak.stored_model(encoded, method)
+if model is None:
+    st.caption(
+        f"Leakage for all {len(columns) * (len(columns) - 1)} ordered pairs takes a few seconds on large "
+        "tables; it is computed once per table and method, then every ε is instant."
+    )
+    if st.button("Compute leakage for every pair", key="leak_pairs_go"):
+        bar = st.progress(0.0, text="Leakage for every pair of attributes…")
+        model = leak.pairwise_model(
+            encoded, method, progress=lambda f, msg: bar.progress(f, text=f"Pairwise leakage: {msg}")
+        )
+        bar.empty()
+if model is not None:
+    fig, table = leak.leakage_figure(model, eps)
+    col_h, col_t = st.columns([3, 1])
+    col_h.plotly_chart(fig, key="leak_pairs_fig")
+    col_t.dataframe(table, hide_index=True, key="leak_tpl_table")
 
 st.header("Budget calibration")
 eps_bar = st.number_input(
@@ -91,8 +105,19 @@ eps_bar = st.number_input(
     step=0.5,
     key="leak_eps_bar",
 )
-cal = leak.calibration(encoded, method, 0.0, float(eps_bar))
-if not cal.success:
-    st.error(cal.message)
-st.plotly_chart(leak.calibration_figure(cal), key="leak_cal_fig")
-st.dataframe(cal.table(), hide_index=True, key="leak_cal_table")
+if model is None:
+    st.caption("Compute the leakage for every pair first: the budgets depend on all of them.")
+else:
+    cal = leak.stored_calibration(encoded, method, 0.0, float(eps_bar))
+    if cal is None and st.button("Calibrate budgets", key="leak_cal_go"):
+        with st.spinner("Calibrating budgets…"):
+            cal = leak.calibration(encoded, method, 0.0, float(eps_bar))
+    if cal is not None:
+        if not cal.success:
+            st.error(cal.message)
+        st.plotly_chart(leak.calibration_figure(cal), key="leak_cal_fig")
+        st.dataframe(cal.table(), hide_index=True, key="leak_cal_table")
+        st.caption(
+            f"In plain words: with these budgets, whatever an attacker learns from all released attributes "
+            f"together moves their odds about any one attribute by at most e^ε̄ = {np.exp(eps_bar):.3g}."
+        )

@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
+
+
+@pytest.fixture(autouse=True)
+def empty_result_store() -> None:
+    """All-pairs models live in the process-wide result store (a cache resource): start each test without."""
+    st.cache_resource.clear()
 
 
 def _spec(at: AppTest, key_fragment: int) -> dict:
@@ -55,14 +63,50 @@ def test_leakage_page_uncertainty_all_pairs_and_calibration(app: AppTest) -> Non
     assert not app.exception
     names = [t.get("name", "") for t in _spec(app, 1)["data"]]
     assert "CPL* across sources" in names
+    assert not app.get("plotly_chart")[2:]  # all pairs wait for the button (seconds on large tables)
+    app.button(key="leak_pairs_go").click().run()
+    assert not app.exception
     pairs = _spec(app, 2)
     assert len(pairs["data"][0]["x"]) == 14  # heart: 14 attributes
     tpl = app.dataframe[0].value
     assert list(tpl.iloc[:, 1]) == sorted(tpl.iloc[:, 1], reverse=True)
     app.number_input(key="leak_eps_bar").set_value(2.0).run()
     assert not app.exception
+    app.button(key="leak_cal_go").click().run()
+    assert not app.exception
     cal = app.dataframe[1].value
     assert (cal["TPL"] <= 2.0 + 1e-12).all() and cal["eps"].sum() >= cal["uniform eps"].sum() - 1e-9
+    app.select_slider(key="leak_eps").set_value(2.0).run()  # back later: model and budgets from the store
+    assert not app.exception and len(app.dataframe) == 2
     app.radio(key="leak_method").set_value("exact").run()
     assert not app.exception
+    app.button(key="leak_pairs_go").click().run()
+    app.button(key="leak_cal_go").click().run()
+    assert not app.exception
     assert (app.dataframe[1].value["TPL"] <= 2.0 + 1e-12).all()
+
+
+def test_readable_axes_and_plain_words(app: AppTest) -> None:
+    """Log axis by round values, at most 12 unique level ticks, budgets in odds (issue 11, figures)."""
+    app.switch_page("views/leakage.py").run()
+    app.selectbox(key="leak_target").set_value("chol").run()  # many binned levels
+    assert not app.exception
+    heat = _spec(app, 0)["layout"]
+    for axis in (heat["xaxis"], heat["yaxis"]):
+        assert len(axis["tickvals"]) <= 12 and len(set(axis["ticktext"])) == len(axis["ticktext"])
+    curves = _spec(app, 1)["layout"]["xaxis"]
+    assert curves["type"] == "log" and curves["ticktext"] == ["0.01", "0.1", "1", "10"]
+    words = " ".join(i.value for i in app.info)
+    assert "attacker's odds" in words and "e^ε" in words
+
+
+def test_all_pairs_progress_is_drawn_outside_any_cache(app: AppTest) -> None:
+    """The model's progress bar lived inside st.cache_resource: a rerun replaying it could fail; now the
+    model sits in the locked store, and coming back (another target, back again) needs no click."""
+    app.switch_page("views/leakage.py").run()
+    app.button(key="leak_pairs_go").click().run()
+    assert not app.exception and len(app.get("plotly_chart")) == 3
+    app.selectbox(key="leak_target").set_value("sex").run()
+    app.switch_page("views/noise.py").run()
+    app.switch_page("views/leakage.py").run()
+    assert not app.exception and len(app.get("plotly_chart")) == 3
