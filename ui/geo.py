@@ -794,11 +794,16 @@ def deck(
             "@@type": "ScatterplotLayer",
             "id": "geo_reports",
             "data": [
-                {"position": out_ll[y].tolist(), "n": int(counts[y]), "tip": f"{counts[y]} sampled reports"}
+                {
+                    "position": out_ll[y].tolist(),
+                    "n": int(counts[y]),
+                    "r": round(3 + 2 * math.sqrt(counts[y]), 2),
+                    "tip": f"{counts[y]} sampled reports",
+                }
                 for y in hit
             ],
             "getPosition": "@@=position",
-            "getRadius": "@@=3 + 2 * Math.sqrt(n)",
+            "getRadius": "@@=r",
             "radiusUnits": "pixels",
             "getFillColor": [0, 90, 255, 230],
             "getLineColor": [255, 255, 255, 255],

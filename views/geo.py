@@ -256,6 +256,7 @@ for m, j in jobs.items():
         st.warning(f"{labels[m]} could not be built: {j.exception()}")
 pending = [labels[m] for m, j in jobs.items() if not j.done()]
 if pending:
+    ready = len(jobs) - len(pending)
 
     @st.fragment(run_every=geo.POLL_SECONDS)
     def poll_table() -> None:
@@ -263,7 +264,7 @@ if pending:
         st.progress(
             done / len(jobs), text=f"Still building: {', '.join(pending)} (the table fills in by itself)"
         )
-        if all(j.done() for j in jobs.values()):
+        if done > ready:  # a row is ready: redraw the page with it
             st.rerun()
 
     with slot.container():

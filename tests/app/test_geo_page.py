@@ -375,3 +375,12 @@ def test_loss_curve(app: AppTest) -> None:
     stored = geo.stored_mechanism(config, geo.CURVE_EPS[0], "em")
     assert em[0] == pytest.approx(stored.utility_km["em"], rel=1e-12)
     _assert_agreement(at)
+
+
+def test_deck_accessors_are_plain_fields(app: AppTest) -> None:
+    """deck.gl's JSON converter rejects function calls in "@@=" expressions (Chromium): fields only."""
+    at = _run(app.switch_page("views/geo.py"))
+    for layer in json.loads(_deck_text(at))["layers"]:
+        for name, value in layer.items():
+            if isinstance(value, str) and value.startswith("@@="):
+                assert re.fullmatch(r"@@=[A-Za-z_]\w*", value), (layer["id"], name, value)
