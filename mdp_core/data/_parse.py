@@ -23,6 +23,7 @@ __all__ = [
     "decode_text",
     "number_conventions",
     "parse_numbers",
+    "preamble_length",
     "sniff_separator",
     "strip_unit",
     "unquote_values",
@@ -112,6 +113,33 @@ def sniff_separator(lines: list[str]) -> str:
         if score > best_score:
             best, best_score = sep, score
     return best
+
+
+def preamble_length(lines: list[str], sep: str) -> int:
+    """Lines above the header to skip (at most 20): blank lines, ``#`` comments, and title lines with fewer
+    fields than the table (``Table 1: Population by county, 2020`` in a census extract) when the first
+    full-width line looks like a header (not all numbers)."""
+    head = lines[:61]
+    rows = list(csv.reader(head, delimiter=sep))
+    widths = [len(r) for r, ln in zip(rows, head, strict=False) if ln.strip()]
+    if not widths:
+        return 0
+    k = Counter(widths).most_common(1)[0][0]
+
+    def title(i: int, wide: bool) -> bool:
+        filled = [f for f in rows[i] if f.strip()]
+        return head[i].lstrip().startswith("#") or len(filled) <= 1 or (wide and len(rows[i]) < k)
+
+    for wide in (True, False):
+        i = 0
+        while i < min(len(rows), 20) and title(i, wide):
+            i += 1
+        if i >= len(rows):
+            return 0
+        names = pd.Series([f.strip() for f in rows[i]], dtype="str")
+        if not wide or not (number_conventions(names)[0] == 1.0 or number_conventions(names)[1] == 1.0):
+            return i
+    return 0
 
 
 def separator_name(sep: str) -> str:

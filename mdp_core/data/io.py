@@ -28,6 +28,7 @@ from ._parse import (
     decode_text,
     number_conventions,
     parse_numbers,
+    preamble_length,
     separator_name,
     sniff_separator,
     strip_unit,
@@ -134,9 +135,21 @@ def load_dataset_report(
     if encoding not in ("utf-8", "utf-8-sig"):
         notes.append(f"{name} is not UTF-8; read it as {encoding}.")
     lines = text.splitlines()
-    sep = sniff_separator(lines[:60])
+    hint = lines[0].strip().strip('"') if lines else ""
+    skip = 0
+    if len(hint) == 5 and hint.lower().startswith("sep="):  # Excel's "sep=;" line
+        sep, skip = hint[4], 1
+    else:
+        sep = sniff_separator(lines[:60])
     if sep != ",":
         notes.append(f"Fields are separated by {separator_name(sep)}s.")
+    title = preamble_length(lines[skip:], sep)
+    if title:
+        first = next((ln.strip() for ln in lines[skip : skip + title] if ln.strip()), "")
+        notes.append(f"Skipped {title} line(s) above the header (starting {first[:60]!r}).")
+    if skip + title:
+        lines = lines[skip + title :]
+        text = "\n".join(lines) + "\n"
     text, original, sampled = _sample_lines(text, lines, name, seed)
     df = _read_table(text, sep, name)
     df, header_notes = _header(df, name)
@@ -232,7 +245,7 @@ def _read_table(text: str, sep: str, name: str) -> pd.DataFrame:
         raise DataError(f"{name} is empty; upload a CSV or TSV file with a header row") from exc
     except (pd.errors.ParserError, ValueError) as exc:
         raise DataError(
-            f"{name} could not be read as a table ({exc}); every row needs as many "
+            f"{name} could not be read as a table ({' '.join(str(exc).split())}); every row needs as many "
             f"{separator_name(sep)}-separated fields as the header, and text with a {separator_name(sep)} "
             "must be in double quotes"
         ) from exc

@@ -355,3 +355,22 @@ def test_any_messy_table_loads_and_encodes_or_says_why(
     assert set(enc.columns) == set(schema.columns) and not set(enc.columns) & set(schema.excluded_reasons)
     for col in enc.columns:  # every code is a level, every level is used
         assert sorted(enc.codes[col].unique()) == list(range(enc.domain_sizes[col]))
+
+
+def test_title_lines_comments_and_excel_sep_hint_above_the_header() -> None:
+    raw = (
+        b"Table 1: Population by county, 2020\n\nSource: census bureau\n"
+        b'county,region,popul,income\nA,N,"1,234",5\nB,S,"5,678",6\nC,S,"9,999",7\n'
+    )
+    df, report = _load(raw)
+    assert list(df.columns) == ["county", "region", "popul", "income"]
+    assert df["popul"].tolist() == [1234, 5678, 9999]
+    skipped = "Skipped 3 line(s) above the header (starting 'Table 1: Population by county, 2020')."
+    assert skipped in report.notes
+    df, report = _load(b"# exported 2024-05-01\n# by: survey tool\na\tb\n1\t2\n3\t4\n")
+    assert df.to_dict("list") == {"a": [1, 3], "b": [2, 4]} and report.separator == "\t"
+    df, report = _load(b"sep=;\r\nPreis;Menge\r\n1,5;2\r\n2,25;3\r\n")  # Excel's separator hint
+    assert report.separator == ";" and df["Preis"].tolist() == [1.5, 2.25]
+    # a header shorter than its rows is not mistaken for a title: the error says what to fix
+    with pytest.raises(DataError, match=r"saw 3\); every row needs as many comma-separated"):
+        _load(b"a,b\n1,2,3\n4,5,6\n")
