@@ -136,9 +136,14 @@ def cached_heatmap(
     delta = np.geomspace(1e-8, 0.1, n_delta)
     return result_store().get_or_compute(
         _heatmap_key(n_delta, n_eps, sensitivity, p_max),
-        lambda: core.shape_heatmap(eps, delta, sensitivity, p_max=p_max, progress=progress),
+        lambda: core.shape_heatmap(
+            eps, delta, sensitivity, p_max=p_max, progress=progress, time_limit=HEATMAP_TIME_LIMIT
+        ),
     )
 
+
+#: Seconds the (eps, delta) heatmap may take before the page says so (the 20 x 40 grid takes ~15 s).
+HEATMAP_TIME_LIMIT = 45.0
 
 #: Seconds each Monte Carlo certificate may take on the page (exact shapes are instant).
 VECTOR_TIME_LIMIT = 15.0

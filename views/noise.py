@@ -81,15 +81,20 @@ st.plotly_chart(noise.fig_densities(choice, eps, delta, float(sensitivity)), key
 
 st.subheader("Where does shape selection pay off?")
 grid_label = st.selectbox("Grid (δ × ε)", list(noise.GRID_SIZES), key="ggm_grid")
+heat = None
 if st.toggle("Compute the (ε, δ) heatmap", key="ggm_heatmap"):
     n_delta, n_eps = noise.GRID_SIZES[grid_label]
     heat = noise.stored_heatmap(n_delta, n_eps, float(sensitivity), p_max)
     if heat is None:
         bar = st.progress(0.0, text="Selecting shapes…")
-        heat = noise.cached_heatmap(
-            n_delta, n_eps, float(sensitivity), p_max, progress=lambda f, msg: bar.progress(f, text=msg)
-        )
+        try:
+            heat = noise.cached_heatmap(
+                n_delta, n_eps, float(sensitivity), p_max, progress=lambda f, msg: bar.progress(f, text=msg)
+            )
+        except core.DataError as exc:
+            st.warning(f"{exc} (the quick grid takes about a third of the time).")
         bar.empty()
+if heat is not None:
     st.plotly_chart(noise.fig_heatmap(heat), key="ggm_heat_fig")
     share = float(np.mean(heat.improvement > 0.05))
     st.caption(

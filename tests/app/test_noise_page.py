@@ -110,3 +110,24 @@ def test_figures_use_round_log_ticks_and_separate_colour_bars(at: AppTest) -> No
     bars = [trace["colorbar"] for trace in heat["data"]]
     assert all(b["orientation"] == "h" and b["y"] < 0 for b in bars)  # under their panels, not over an axis
     assert any("attacker" in c.value and "e^ε" in c.value for c in at.caption)
+
+
+def test_tiny_sensitivity_with_tolerance_criterion_reruns_quickly(at: AppTest, label_index: None) -> None:
+    """Walk failure (22:07): eps 0.1, largest shape 20, P(|Z| > t), sensitivity 1e-6 took > 60 s."""
+    at.slider(key="ggm_pmax").set_value(20.0).run()
+    at.radio(key="ggm_criterion").set_value("tolerance").run()
+    at.select_slider(key="ggm_eps").set_value(0.1).run()
+    start = time.perf_counter()
+    at.number_input(key="ggm_sens").set_value(1e-6).run()
+    assert time.perf_counter() - start < 20
+    assert not at.exception and metric(at, "Selected shape p") == "1"
+
+
+def test_heatmap_over_its_time_limit_says_so(at: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ui.noise
+
+    monkeypatch.setattr(ui.noise, "HEATMAP_TIME_LIMIT", 0.05)
+    at.number_input(key="ggm_sens").set_value(2.5).run()  # a grid not in the store yet
+    at.toggle(key="ggm_heatmap").set_value(True).run()
+    assert not at.exception
+    assert any("did not finish within 0.05 s" in w.value for w in at.warning)

@@ -157,3 +157,16 @@ def test_scalar_scale_is_finite_and_private_at_extremes(p: float, eps: float, de
     if np.isfinite(p) and p > 1.0:
         # the module's log-space tail against scipy's cdf (relative 1e-6: two different evaluations)
         assert independent_delta(p, b, eps, 1.0) <= delta * (1 + 1e-6) + 1e-15
+
+
+# ----------------------------------------------------------------------------- shape selection time bound
+def test_flat_tolerance_loss_is_selected_in_seconds() -> None:
+    """Walk failure (noise page, 22:07): Delta = 1e-6 with t = 3 makes P(|Z| > t) = 0 for every shape, so
+    every grid point was a local minimum and each got a Brent refinement (45-230 s); now < 5 s."""
+    from mdp_core.noise import select_shape
+
+    start = time.perf_counter()
+    with hard_limit(60):
+        choice = select_shape(0.1, 0.01, 1e-6, p_max=20.0, criterion="tolerance", t=3.0)
+    assert time.perf_counter() - start < 5
+    assert choice.objective == 0.0 and choice.p == 1.0 and choice.improvement == 0.0
