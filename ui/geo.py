@@ -107,7 +107,7 @@ PAGE_SAMPLES = 50_000
 #: Time budget (s) of the lower bound on the page (behind a button, with a progress bar).
 BOUND_SECONDS = 20.0
 #: Seconds a page run waits for a queued build before drawing a preview and polling (issue 11: <= 3 s).
-WAIT_SECONDS = 2.0
+WAIT_SECONDS = 1.5
 #: Poll interval (s) of the preview while a build runs.
 POLL_SECONDS = 1.0
 #: Sampled reports drawn from the shown row.
