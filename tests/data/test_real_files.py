@@ -374,3 +374,15 @@ def test_title_lines_comments_and_excel_sep_hint_above_the_header() -> None:
     # a header shorter than its rows is not mistaken for a title: the error says what to fix
     with pytest.raises(DataError, match=r"saw 3\); every row needs as many comma-separated"):
         _load(b"a,b\n1,2,3\n4,5,6\n")
+
+
+def test_embedded_samples_lose_no_column_and_no_row() -> None:
+    expected_rows = {"heart": 303, "adult": 48_842, "wine": 6_497}
+    for name, rows in expected_rows.items():
+        df, report = core.load_dataset_report(name)
+        schema = core.infer_schema(df, target=report.target)
+        assert schema.excluded == () and schema.columns == tuple(df.columns), name
+        enc = core.discretize(df, schema)
+        assert len(enc.codes) == rows and enc.dropped_rows == 0, name
+    heart = core.discretize(core.load_dataset("heart"), core.infer_schema(core.load_dataset("heart")))
+    assert heart.missing == (("ca", 4), ("thal", 2)) and np.isnan(heart.levels["ca"][-1])
