@@ -52,6 +52,7 @@ __all__ = [
     "profiles_pending_text",
     "ready_evaluation",
     "ready_profiles",
+    "release_utility",
     "result_for",
     "scatter_figure",
     "scatter_x_range",
@@ -59,6 +60,7 @@ __all__ = [
     "suggested_floor",
     "surrogate_metrics",
     "surrogate_note",
+    "utility_text",
     "widget_key",
 ]
 
@@ -279,6 +281,32 @@ def privatized_test(result: DepHDPResult, test: core.Encoded, seed: int) -> pd.D
 def privatized_csv(result: DepHDPResult, test: core.Encoded, seed: int) -> bytes:
     """:func:`privatized_test` as CSV bytes."""
     return privatized_test(result, test, seed).to_csv(index=False).encode()
+
+
+def release_utility(
+    result: DepHDPResult, fit: core.Encoded, test: core.Encoded, seed: int
+) -> core.TaskUtility:
+    """Utility of the privatised test split (:func:`privatized_test`'s draw) in the task's own units."""
+
+    def compute() -> core.TaskUtility:
+        attrs = list(result.task.attributes)
+        x = test.codes[attrs].to_numpy().astype(np.int64)
+        y = result.privatize(test.codes, np.random.default_rng(seed)).to_numpy().astype(np.int64)
+        labels = None
+        if result.task.name == "prediction" and fit.schema.target is not None:
+            labels = core.prediction_labels(fit, test.codes)
+        return core.task_utility(result.task, x, y, encoded=test, labels=labels, p=result.config.p)
+
+    return store().get_or_compute(("dep.utility", test.fingerprint, result.config, int(seed)), compute)
+
+
+def utility_text(u: core.TaskUtility) -> tuple[str, str, str]:
+    """Label, value and caption of the release's utility metric (value next to its non-private reference)."""
+    label = f"Release: {u.metric.replace('_', ' ')}"
+    if u.higher_is_better:
+        share = f" ({u.relative:.0%} of non-private)" if math.isfinite(u.relative) else ""
+        return label, f"{u.value:.3f}", f"{u.unit}; non-private {u.reference:.3f}{share}."
+    return label, f"{u.value:.3g}", f"{u.unit}; non-private {u.reference:g} (lower is better)."
 
 
 def surrogate_metrics(result: DepHDPResult) -> tuple[str, str, str]:

@@ -141,12 +141,12 @@ def allocate(
     j0, K = problem.offset, full.shape[0]
     grid, curves = problem.grid[j0:], full[:, j0:]
     if optimise:
-        envs = None
-        if j0 == 0:  # the profiles' precomputed envelopes are for the whole grid
-            envs = (
-                np.vstack([pr.envelopes[k][0] for pr, k in zip(problem.profiles, kinds, strict=True)]),
-                np.vstack([pr.envelopes[k][1] for pr, k in zip(problem.profiles, kinds, strict=True)]),
-            )
+        # the profiles' shifted envelopes restricted to the usable grid (a suffix of it: same segments, so
+        # they still bound the curves there) -- recomputing them would solve one LP per row
+        envs = (
+            np.vstack([pr.envelopes[k][0][j0:] for pr, k in zip(problem.profiles, kinds, strict=True)]),
+            np.vstack([pr.envelopes[k][1][j0:] for pr, k in zip(problem.profiles, kinds, strict=True)]),
+        )
         alloc = allocate_budget(
             grid,
             curves,

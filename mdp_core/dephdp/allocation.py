@@ -170,27 +170,58 @@ def _check_curves(eps_grid: object, losses: object) -> tuple[np.ndarray, np.ndar
     return grid, L
 
 
-def _segment_min(grid: np.ndarray, vals: np.ndarray, lam: float, q: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per row: argmin and min of ``vals_k(e) + lam e^q`` over the PL curve on ``grid`` (exact)."""
-    a, b = grid[:-1], grid[1:]
-    slope = np.diff(vals, axis=1) / (b - a)
-    cand = [np.broadcast_to(grid, vals.shape)]
+@dataclass(frozen=True, eq=False)
+class _Segments:
+    """The parts of :func:`_segment_min` that do not depend on lambda (computed once per bisection)."""
+
+    grid: np.ndarray
+    vals: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    slope: np.ndarray
+    steep: np.ndarray  # max(-slope, 0)
+    descending: np.ndarray  # slope < 0
+    at_grid: np.ndarray  # the grid broadcast to the rows
+    rows: np.ndarray
+
+    @classmethod
+    def of(cls, grid: np.ndarray, vals: np.ndarray) -> _Segments:
+        a, b = grid[:-1], grid[1:]
+        slope = np.diff(vals, axis=1) / (b - a)
+        return cls(
+            grid,
+            vals,
+            a,
+            b,
+            slope,
+            np.maximum(-slope, 0),
+            slope < 0,
+            np.broadcast_to(grid, vals.shape),
+            np.arange(vals.shape[0]),
+        )
+
+
+def _segment_min(
+    grid: np.ndarray, vals: np.ndarray, lam: float, q: float, seg: _Segments | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: argmin and min of ``vals_k(e) + lam e^q`` over the PL curve on ``grid`` (exact).
+
+    ``seg`` (from :meth:`_Segments.of` on the same grid and values) skips the lambda-free set-up."""
+    s = _Segments.of(grid, vals) if seg is None else seg
+    es, fv = s.at_grid, s.vals  # the PL curve at the grid points, then at the stationary points inside
     if lam > 0 and np.isfinite(q) and q > 1:
         with np.errstate(divide="ignore", invalid="ignore"):
-            stat = np.where(slope < 0, (np.maximum(-slope, 0) / (lam * q)) ** (1.0 / (q - 1.0)), a)
-        cand.append(np.clip(stat, a, b))
-    es = np.concatenate(cand, axis=1)
-    fv = vals  # the PL curve at the grid points, then (below) at the stationary points inside segments
-    if len(cand) > 1:
+            stat = np.where(s.descending, (s.steep / (lam * q)) ** (1.0 / (q - 1.0)), s.a)
+        inside = np.clip(stat, s.a, s.b)
         # same arithmetic as np.interp on segment i (vals_i + slope_i (e - a_i)); at e = b_i interp takes the
         # next grid value itself, so that is used there: bitwise equal to the per-row interp, without a loop
-        inner = np.where(cand[1] >= b, vals[:, 1:], slope * (cand[1] - a) + vals[:, :-1])
-        fv = np.concatenate([vals, inner], axis=1)
+        inner = np.where(inside >= s.b, s.vals[:, 1:], s.slope * (inside - s.a) + s.vals[:, :-1])
+        es = np.concatenate([es, inside], axis=1)
+        fv = np.concatenate([s.vals, inner], axis=1)
     pen = 0.0 if lam == 0 else lam * (es if q == 1 else es**q)
     obj = fv + pen
     j = np.argmin(obj, axis=1)
-    rows = np.arange(vals.shape[0])
-    return es[rows, j], obj[rows, j]
+    return es[s.rows, j], obj[s.rows, j]
 
 
 def _truncate(grid: np.ndarray, W: np.ndarray, hi: float) -> tuple[np.ndarray, np.ndarray]:
@@ -204,24 +235,25 @@ def _truncate(grid: np.ndarray, W: np.ndarray, hi: float) -> tuple[np.ndarray, n
 def _lagrangian(grid: np.ndarray, W: np.ndarray, eps_total: float, q: float) -> tuple[np.ndarray, float]:
     """Bisection on lambda (000 App. B-A). ``W`` is beta-weighted. Returns (feasible eps, lambda)."""
     target = eps_total**q
-    eps0, _ = _segment_min(grid, W, 0.0, q)
+    seg = _Segments.of(grid, W)
+    eps0, _ = _segment_min(grid, W, 0.0, q, seg)
     if np.sum(eps0**q) <= target:
         return eps0, 0.0
     scale = float(np.max(np.abs(np.diff(W, axis=1)) / np.diff(grid))) + 1e-300
     lam_lo, lam_hi = 0.0, scale / max(q * grid[0] ** (q - 1), 1e-300)
     for _ in range(200):
-        if np.sum(_segment_min(grid, W, lam_hi, q)[0] ** q) <= target:
+        if np.sum(_segment_min(grid, W, lam_hi, q, seg)[0] ** q) <= target:
             break
         lam_hi *= 2.0
     for _ in range(100):
         mid = 0.5 * (lam_lo + lam_hi)
-        if np.sum(_segment_min(grid, W, mid, q)[0] ** q) <= target:
+        if np.sum(_segment_min(grid, W, mid, q, seg)[0] ** q) <= target:
             lam_hi = mid
         else:
             lam_lo = mid
         if lam_hi - lam_lo <= 1e-13 * lam_hi:
             break
-    return _segment_min(grid, W, lam_hi, q)[0], lam_hi
+    return _segment_min(grid, W, lam_hi, q, seg)[0], lam_hi
 
 
 def _greedy_linear(grid: np.ndarray, W: np.ndarray, eps_total: float) -> np.ndarray:
@@ -253,14 +285,15 @@ def _dual_bound(grid: np.ndarray, W: np.ndarray, eps_total: float, q: float) -> 
     """max over a few lambdas of the Lagrangian dual on the (truncated) curves ``W``: a valid lower bound."""
     if np.isinf(q):
         return float(np.sum(_segment_min(grid, W, 0.0, q)[1]))
-    best = float(np.sum(_segment_min(grid, W, 0.0, q)[1])) - 0.0
+    seg = _Segments.of(grid, W)
+    best = float(np.sum(_segment_min(grid, W, 0.0, q, seg)[1])) - 0.0
     _, lam = _lagrangian(grid, W, eps_total, q)
     slopes = np.abs(np.diff(W, axis=1) / np.diff(grid)).ravel()
     lams = {lam, *(lam * f for f in (0.5, 0.9, 0.99, 1.01, 1.1, 2.0))}
     if q == 1:
         lams |= set(slopes.tolist())
     for lm in lams:
-        best = max(best, float(np.sum(_segment_min(grid, W, lm, q)[1])) - lm * eps_total**q)
+        best = max(best, float(np.sum(_segment_min(grid, W, lm, q, seg)[1])) - lm * eps_total**q)
     return best
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import mdp_core as core
 from mdp_core import DepHDPConfig
 from ui import dephdp as view
 from ui.widgets import log_grid
@@ -186,3 +187,19 @@ def test_infeasible_floor_is_explained(app: AppTest) -> None:
     app.select_slider(key="dep_floor_1").set_value(1.0).run()
     assert not app.exception
     assert any("lower min_group_eps to at most" in e.value for e in app.error)
+
+
+def test_release_utility_in_the_tasks_own_units(app: AppTest) -> None:
+    _open(app, FAST)
+    df = core.load_dataset("heart")
+    enc = core.discretize(df, core.infer_schema(df, target="target"), bins=8)  # the app's defaults
+    fit, test = core.split_encoded(enc, 0.625, np.random.default_rng(0))
+    res = core.run_dephdp(fit, DepHDPConfig(**FAST))
+    attrs = list(res.task.attributes)
+    y = res.privatize(test.codes, np.random.default_rng(0)).to_numpy()  # the downloadable draw (seed 0)
+    u = core.task_utility(
+        res.task, test.codes[attrs].to_numpy(), y, labels=core.prediction_labels(fit, test.codes)
+    )
+    assert _metrics(app)["Release: accuracy"] == f"{u.value:.3f}"
+    caption = next(c.value for c in app.caption if c.value.startswith("Utility in the task's own units"))
+    assert f"non-private {u.reference:.3f} ({u.relative:.0%} of non-private)" in caption
