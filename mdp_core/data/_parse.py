@@ -185,12 +185,16 @@ def _distinct_text(col: pd.Series) -> pd.Series:
 
 def number_conventions(col: pd.Series) -> tuple[float, float]:
     """Share of a string column's distinct non-missing values that read as numbers, in the English
-    (``1,234.5``) and in the European (``1.234,5``) convention. Spaced thousands (``1 234,5``) fit both."""
+    (``1,234.5``) and in the European (``1.234,5``) convention. Spaced thousands (``1 234,5``) fit both.
+    Below ``NUMERIC_SHARE`` the result may be an upper bound (the share of values with a digit)."""
     if pd.api.types.is_numeric_dtype(col):
         return 1.0, 1.0
     values = _distinct_text(col)
     if values.empty:
         return 0.0, 0.0
+    digits = float(values.str.contains(r"\d", regex=True).mean())
+    if digits < NUMERIC_SHARE:  # mostly words: no number format fits more values than have a digit
+        return digits, digits
     spaced = values.str.fullmatch(_SPACED.pattern)
     en = (spaced | _matches(values, _EN)).mean()
     eu = (spaced | _matches(values, _EU)).mean()
@@ -233,7 +237,7 @@ def strip_unit(col: pd.Series) -> tuple[pd.Series, str] | None:
     if pd.api.types.is_numeric_dtype(col):
         return None
     values = _distinct_text(col)
-    if values.empty:
+    if values.empty or not values.str.contains("[%€$£]", regex=True).any():
         return None
     for sign in UNIT_SIGNS:
         marked = values.str.startswith(sign) | values.str.endswith(sign)
