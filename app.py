@@ -58,6 +58,8 @@ def target_and_notes(state: AppState) -> None:
         help="The attribute a prediction task predicts. Never guessed for an uploaded file: pick it here.",
     )
     state.target = None if target == "(none)" else target
+    if state.target is None:
+        st.caption("No target: a prediction task needs one; pick the column it should predict.")
     st.caption(f"Loaded **{state.dataset}**: {len(state.frame):,} rows × {state.frame.shape[1]} columns")
     for note in state.notes:
         st.caption(note)

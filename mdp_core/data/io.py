@@ -245,10 +245,16 @@ def _read_table(text: str, sep: str, name: str) -> pd.DataFrame:
         raise DataError(f"{name} is empty; upload a CSV or TSV file with a header row") from exc
     except (pd.errors.ParserError, ValueError) as exc:
         raise DataError(
-            f"{name} could not be read as a table ({' '.join(str(exc).split())}); every row needs as many "
+            f"{name} could not be read as a table ({_parser_message(exc)}); every row needs as many "
             f"{separator_name(sep)}-separated fields as the header, and text with a {separator_name(sep)} "
             "must be in double quotes"
         ) from exc
+
+
+def _parser_message(exc: Exception) -> str:
+    """pandas' parser message without its "Error tokenizing data. C error:" prefix, on one line."""
+    text = " ".join(str(exc).split())
+    return text.removeprefix("Error tokenizing data. C error: ")
 
 
 def _header(df: pd.DataFrame, name: str) -> tuple[pd.DataFrame, list[str]]:

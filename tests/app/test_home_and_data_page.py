@@ -88,6 +88,7 @@ def test_upload_european_file_excludes_columns_and_preselects_no_target(app: App
     assert state.frame.shape == (800, 9) and state.target is None
     target = app.selectbox(key=f"side_target_{state.dataset_key}")
     assert target.value == "(none)"  # never guessed (the old default was the last column, 'Zufrieden')
+    assert any(c.value.startswith("No target: a prediction task needs one") for c in app.sidebar.caption)
     assert not {"ID", "Datum", "Notiz"} & set(target.options)  # excluded columns cannot be the target
     info = " ".join(i.value for i in app.sidebar.info)
     assert "**ID** (identifier-like)" in info and "**Datum** (date (dd.mm.yyyy))" in info
