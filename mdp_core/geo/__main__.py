@@ -10,31 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 from mdp_core.errors import DataError
 from mdp_core.geo.compare import METHODS
-
-
-def silence_highs_banner() -> None:
-    """Create the process's first HiGHS object with the C-level stdout sent to /dev/null.
-
-    highspy prints its banner ("Running HiGHS ...") from C++ to file descriptor 1 when the first ``Highs``
-    of a process is constructed, whatever ``output_flag`` says; later objects print nothing. Doing that
-    once up front keeps the CLI's stdout to its own lines (the ``--json`` record must be the last line).
-    """
-    import highspy
-
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 1)
-            highspy.Highs()
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,7 +34,6 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--out", help="write the tree-extension mechanism to this .npz")
     bench.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = parser.parse_args(argv)
-    silence_highs_banner()
 
     from mdp_core.geo.compare import run_bench
     from mdp_core.geo.export import save_mechanism
