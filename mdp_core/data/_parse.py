@@ -67,7 +67,9 @@ def decode_text(raw: bytes, name: str) -> tuple[str, str]:
     Returns
     -------
     (text, encoding) : tuple of str
-        The decoded text and the name of the encoding that was used.
+        The decoded text and the name of the encoding that was used. A file that is UTF-8 but for a few
+        broken bytes (at least 10 valid non-ASCII characters per broken one) is read as UTF-8 with U+FFFD
+        in their place.
     """
     for magic, what in _MAGIC:
         if raw.startswith(magic):
@@ -85,6 +87,11 @@ def decode_text(raw: bytes, name: str) -> tuple[str, str]:
         return raw.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         pass
+    text = raw.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd")
+    good = sum(1 for ch in text if ord(ch) > 127) - bad
+    if good >= 10 * bad:  # mostly UTF-8 with a few broken bytes (e.g. files pasted together)
+        return text, "utf-8 (with invalid bytes replaced)"
     try:
         return raw.decode("cp1252"), "cp1252"
     except UnicodeDecodeError:

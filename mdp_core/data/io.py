@@ -60,6 +60,12 @@ SAMPLE_TARGETS = {"heart": "target", "adult": "income", "wine": "quality"}
 MAX_FILE_BYTES = 200 * 1024 * 1024  # 200 MB, as in .streamlit/config.toml
 
 
+_ENCODING_NAMES = {
+    "cp1252": "Windows-1252 (Latin-1)",
+    "latin-1": "Latin-1",
+    "utf-16": "UTF-16",
+}
+
 #: Larger tables are replaced by a stated uniform random sample of this many rows.
 INTERACTIVE_ROW_LIMIT = 60_000
 
@@ -132,8 +138,11 @@ def load_dataset_report(
     if not text.strip():
         raise DataError(f"{name} is empty; upload a CSV or TSV file with a header row")
     notes: list[str] = []
-    if encoding not in ("utf-8", "utf-8-sig"):
-        notes.append(f"{name} is not UTF-8; read it as {encoding}.")
+    if encoding.startswith("utf-8 "):
+        broken = text.count("\ufffd")
+        notes.append(f"{name} is UTF-8 except for {broken:,} invalid byte(s), shown as \ufffd.")
+    elif encoding not in ("utf-8", "utf-8-sig"):
+        notes.append(f"{name} is not UTF-8; read it as {_ENCODING_NAMES.get(encoding, encoding)}.")
     lines = text.splitlines()
     hint = lines[0].strip().strip('"') if lines else ""
     skip = 0

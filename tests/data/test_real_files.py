@@ -386,3 +386,13 @@ def test_embedded_samples_lose_no_column_and_no_row() -> None:
         assert len(enc.codes) == rows and enc.dropped_rows == 0, name
     heart = core.discretize(core.load_dataset("heart"), core.infer_schema(core.load_dataset("heart")))
     assert heart.missing == (("ca", 4), ("thal", 2)) and np.isnan(heart.levels["ca"][-1])
+
+
+def test_mostly_utf8_file_with_a_broken_byte_is_not_read_as_mojibake() -> None:
+    raw = ("name,x\n" + "".join(f"Müller{i},{i}\n" for i in range(30))).encode() + b"Bad\xe9name,99\n"
+    df, report = _load(raw, "mix.csv")
+    assert df["name"].iloc[0] == "Müller0" and df["name"].iloc[-1] == "Bad\ufffdname"
+    assert report.notes == ("mix.csv is UTF-8 except for 1 invalid byte(s), shown as \ufffd.",)
+    df, report = _load("name,x\nMüller,1\nGröße,2\n".encode("latin-1"), "l1.csv")
+    assert df["name"].tolist() == ["Müller", "Größe"]
+    assert report.notes == ("l1.csv is not UTF-8; read it as Windows-1252 (Latin-1).",)
