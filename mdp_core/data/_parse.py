@@ -89,7 +89,7 @@ def decode_text(raw: bytes, name: str) -> tuple[str, str]:
         pass
     text = raw.decode("utf-8", errors="replace")
     bad = text.count("\ufffd")
-    good = sum(1 for ch in text if ord(ch) > 127) - bad
+    good = len(text) - len(text.encode("ascii", errors="ignore")) - bad  # valid non-ASCII characters
     if good >= 10 * bad:  # mostly UTF-8 with a few broken bytes (e.g. files pasted together)
         return text, "utf-8 (with invalid bytes replaced)"
     try:
