@@ -1,5 +1,7 @@
 """Data & dependencies: preview, schema editor, NMI heatmap, dependency graph and groups."""
 
+import zlib
+
 import pandas as pd
 import streamlit as st
 
@@ -95,7 +97,7 @@ st.caption(
 )
 edited = st.data_editor(
     editor,
-    key=f"data_schema_{state.dataset_key}",
+    key=f"data_schema_{state.dataset_key}_{zlib.crc32(repr(schema.columns).encode()):08x}",  # rows -> editor
     hide_index=True,
     width="stretch",
     disabled=["attribute", "levels", "missing"],
