@@ -33,6 +33,7 @@ def loss_budget_curves(
     *,
     methods: Sequence[str] = METHODS,
     progress: Progress = None,
+    time_limit: float = 600.0,
 ) -> dict[str, np.ndarray]:
     """Expected loss versus eps for EM, EM + Bayesian remapping and the LP optimum (000 Sec. III-D profiles).
 
@@ -52,6 +53,9 @@ def loss_budget_curves(
         Subset of ``("EM", "EM+remap", "OPT")``.
     progress : callable, optional
         ``progress(fraction, message)``.
+    time_limit : float
+        Seconds for all OPT solves together (each grid point gets an equal share; a point whose LP does not
+        finish in its share is NaN).
 
     Returns
     -------
@@ -63,6 +67,8 @@ def loss_budget_curves(
     p = check_prior(prior, n)
     c = check_loss_matrix(loss, (n, n))
     grid = as_float_array(eps_grid, "eps_grid", ndim=1)
+    if not time_limit > 0:
+        raise DataError(f"time_limit must be > 0 seconds, got {time_limit!r}")
     if np.any(grid <= 0) or np.any(np.diff(grid) <= 0):
         raise DataError("eps_grid must be strictly ascending budgets > 0")
     unknown = sorted(set(methods) - set(METHODS))
@@ -89,7 +95,7 @@ def loss_budget_curves(
         def sub(frac: float, msg: str) -> None:
             report(progress, start + (1 - start) * frac, msg)
 
-        results = optimal_mechanisms(p, c, d, grid, progress=sub)
+        results = optimal_mechanisms(p, c, d, grid, progress=sub, time_limit=time_limit / grid.size)
         out["OPT"] = np.array([r.objective if r.success else np.nan for r in results])
     report(progress, 1.0, "done")
     return {mth: out[mth] for mth in methods}

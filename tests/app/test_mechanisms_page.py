@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -159,3 +160,17 @@ def test_large_domain_solves_opt_on_request(at: AppTest) -> None:
     assert metric(at, "OPT expected loss") == f"{reference(['age', 'cp'], 2.0, 'squared', eps)['OPT']:.4g}"
     at.run()  # the solved LP is kept: no button on the next rerun
     assert "mech_solve_opt" not in [b.key for b in at.button] and metric(at, "OPT expected loss") != "—"
+
+
+def test_curves_have_a_time_bound() -> None:
+    """The walk saw a curves click run > 60 s on 60 joint values: all OPT solves share one time limit."""
+    enc = core.discretize(*_heart())
+    domain = mech.domain_of(enc, ["cp", "ca", "restecg"], 2.0)  # 4 x 5 x 3 = 60 joint values
+    loss = mech.task_loss(domain, "mismatch")
+    grid = mech.curve_grid(2.0)
+    t0 = time.perf_counter()
+    out = core.loss_budget_curves(domain.prior, loss, domain.dist, grid, time_limit=1e-3)
+    assert time.perf_counter() - t0 < 30.0
+    assert np.isnan(out["OPT"]).all() and np.isfinite(out["EM+remap"]).all()
+    with pytest.raises(core.DataError, match="time_limit must be > 0"):
+        core.loss_budget_curves(domain.prior, loss, domain.dist, grid, time_limit=0.0)
