@@ -181,3 +181,22 @@ def test_large_gzipped_upload_is_sampled_with_a_stated_note(app: AppTest) -> Non
     sampled = "big.csv.gz has 70,000 rows; using a uniform random sample of 60,000 rows (seed 0) to stay"
     assert any(note.startswith(sampled) for note in notes)
     assert "**row** (identifier-like)" in app.sidebar.info[0].value  # a running row number is a row key
+
+
+def test_bad_uploads_say_what_to_do_and_keep_the_previous_table(app: AppTest) -> None:
+    cases = [
+        ("empty.csv", b"", "is empty; upload a CSV or TSV file with a header row"),
+        ("photo.csv", b"\x89PNG\r\n\x1a\n\x00\x00", "is a PNG image; upload the table itself as CSV"),
+        ("book.xlsx.csv", b"PK\x03\x04\x14\x00", "save the sheet as CSV (UTF-8) and upload that"),
+        ("blob.csv", bytes(range(256)) * 8, "is not a text file"),
+        ("one.csv", b"a;b\n1;2\n", "has 1 data row(s); need at least 2 rows below the header"),
+        ("dup.csv", b"a,'a'\n1,2\n3,4\n", "duplicate column name(s) ['a']; make every header unique"),
+    ]
+    app.selectbox(key="side_dataset").set_value("Upload CSV/TSV…").run()
+    for name, raw, message in cases:
+        app.file_uploader(key="side_upload").set_value((name, raw, "text/csv")).run()
+        assert not app.exception, name
+        errors = [e.value for e in app.sidebar.error]
+        assert len(errors) == 1 and errors[0].startswith(f"Could not load {name}: "), (name, errors)
+        assert message in errors[0], (name, errors)
+        assert app.session_state[STATE].frame.shape == (303, 14)  # heart stays loaded

@@ -396,3 +396,18 @@ def test_mostly_utf8_file_with_a_broken_byte_is_not_read_as_mojibake() -> None:
     df, report = _load("name,x\nMüller,1\nGröße,2\n".encode("latin-1"), "l1.csv")
     assert df["name"].tolist() == ["Müller", "Größe"]
     assert report.notes == ("l1.csv is not UTF-8; read it as Windows-1252 (Latin-1).",)
+
+
+def test_released_part_of_a_table_never_has_an_excluded_column() -> None:
+    raw, _ = european(rows=120)
+    df, _ = _load(raw)
+    schema = core.infer_schema(df, target="Stufe", exclude=["Geschlecht"])
+    released = schema.released(df)
+    assert list(released.columns) == ["Alter", "Einkommen", "Stufe", "Größe", "Zufrieden"]
+    assert set(schema.excluded_reasons) == {"ID", "Datum", "Notiz", "Geschlecht"}
+    assert schema.with_kinds({"Zufrieden": "nominal"}).excluded == schema.excluded  # edits keep exclusions
+    assert schema.with_target(None).excluded == schema.excluded
+    enc = core.discretize(df, schema)
+    assert list(enc.decode(enc.codes).columns) == list(released.columns)
+    with pytest.raises(DataError, match="cannot be both included and excluded"):
+        core.Schema(kinds=(("a", "nominal"),), excluded=(("a", "free text"),))
