@@ -200,3 +200,21 @@ def test_bad_uploads_say_what_to_do_and_keep_the_previous_table(app: AppTest) ->
         assert len(errors) == 1 and errors[0].startswith(f"Could not load {name}: "), (name, errors)
         assert message in errors[0], (name, errors)
         assert app.session_state[STATE].frame.shape == (303, 14)  # heart stays loaded
+
+
+def test_target_survives_option_changes_and_is_dropped_when_excluded(app: AppTest) -> None:
+    raw, _ = _messy().european(rows=200)
+    _upload(app, "kunden.csv", raw)
+    key = app.session_state[STATE].dataset_key
+    app.selectbox(key=f"side_target_{key}").set_value("Stufe").run()
+    app.switch_page("views/data.py").run()
+    assert app.session_state[STATE].target == "Stufe"
+    app.multiselect(key=f"data_include_{key}").set_value(["Datum"]).run()  # target options grow
+    assert not app.exception
+    assert app.session_state[STATE].target == "Stufe"
+    assert "Datum" in app.selectbox(key=f"side_target_{key}").options
+    app.multiselect(key=f"data_exclude_{key}").set_value(["Stufe"]).run()  # the target itself is excluded
+    assert not app.exception
+    state = app.session_state[STATE]
+    assert state.target is None and app.selectbox(key=f"side_target_{key}").value == "(none)"
+    assert "Stufe" not in app.dataframe[2].value["attribute"].tolist()
