@@ -160,7 +160,7 @@ def infer_schema(
         reason = exclusion_reason(values, name)
         if reason is None or name in include:
             fmt = detect_date(values.dropna()) if reason is not None else None
-            if fmt is not None and reason.startswith(fmt.what):
+            if fmt is not None and reason is not None and reason.startswith(fmt.what):
                 granularity = include[name] or fmt.granularities[0]
                 if granularity not in fmt.granularities:
                     raise DataError(
@@ -173,7 +173,8 @@ def infer_schema(
             wanted = include.get(name)
             if wanted is not None and wanted not in KINDS:
                 raise DataError(f"kind of {name!r} must be one of {KINDS}, got {wanted!r}")
-            kinds.append((name, wanted or _infer_kind(values)))  # type: ignore[arg-type]
+            kind: Kind = wanted or _infer_kind(values)
+            kinds.append((name, kind))
         else:
             excluded.append((name, reason))
     return Schema(kinds=tuple(kinds), target=target, excluded=tuple(excluded), dates=tuple(dates))
@@ -296,9 +297,9 @@ def discretize(df: pd.DataFrame, schema: Schema, *, bins: int | dict[str, int] =
         raise DataError(
             f"no attribute is left to encode: every column is excluded ({reasons}); re-include a column"
         )
-    missing = [c for c in schema.columns if c not in df.columns]
-    if missing:
-        raise DataError(f"schema columns {missing} are not in the table")
+    absent = [c for c in schema.columns if c not in df.columns]
+    if absent:
+        raise DataError(f"schema columns {absent} are not in the table")
     per_col = {c: (bins.get(c, 8) if isinstance(bins, dict) else bins) for c in schema.columns}
     for c, b in per_col.items():
         if not isinstance(b, (int, np.integer)) or b < 2:
@@ -310,7 +311,7 @@ def discretize(df: pd.DataFrame, schema: Schema, *, bins: int | dict[str, int] =
         if (number.isna() & table[c].notna()).any():
             raise DataError(f"column {c!r} is not numeric; set its kind to nominal or ordinal")
         table[c] = number
-    missing = tuple((c, int(n)) for c, n in table.isna().sum().items() if n > 0)
+    missing = tuple((str(c), int(n)) for c, n in table.isna().sum().items() if n > 0)
     complete = table[numeric].notna().all(axis=1).to_numpy()
     if int(complete.sum()) < 2:
         gaps = ", ".join(f"{c!r} ({n:,} missing)" for c, n in missing if c in numeric)
@@ -364,13 +365,13 @@ def _encode_column(values: pd.Series, kind: Kind, bins: int) -> tuple[np.ndarray
             used = np.unique(code)  # drop empty bins so every level occurs
             centres, code = centres[used], np.searchsorted(used, code)
         return code.astype(np.int64), centres, numeric_distance(centres)
-    uniq = _sorted_levels(values.dropna())
-    code = pd.Categorical(values, categories=uniq).codes.astype(np.int64)
+    labels: list = _sorted_levels(values.dropna())
+    code = pd.Categorical(values, categories=labels).codes.astype(np.int64)
     if (code < 0).any():  # missing: one more level, after the highest
-        code = np.where(code < 0, len(uniq), code)
-        uniq = [*uniq, _missing_label(uniq)]
-    dist = ordinal_distance(len(uniq)) if kind == "ordinal" else nominal_distance(len(uniq))
-    return code, np.asarray(uniq, dtype=object), dist
+        code = np.where(code < 0, len(labels), code)
+        labels = [*labels, _missing_label(labels)]
+    dist = ordinal_distance(len(labels)) if kind == "ordinal" else nominal_distance(len(labels))
+    return code, np.asarray(labels, dtype=object), dist
 
 
 def _missing_label(levels: list) -> object:
