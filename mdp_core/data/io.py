@@ -124,11 +124,15 @@ def load_dataset_report(
 ) -> tuple[pd.DataFrame, LoadReport]:
     """Like :func:`load_dataset`, also returning a :class:`LoadReport` (sampling, parsing notes, target).
 
-    Steps: gunzip; decode (UTF-8 / BOM / UTF-16 / Windows-1252 / Latin-1); sniff the separator; sample
-    ``INTERACTIVE_ROW_LIMIT`` rows uniformly (seeded, original order kept) when the file has more; unquote
-    header names; read the ``MISSING_TOKENS`` as missing; drop empty rows and empty unnamed columns; read
-    number columns in the English (``1,234.5``) or European (``1.234,5``) convention: a column's own values
-    decide when they can, else the file's majority, else the separator (``;`` means European).
+    Steps: gunzip; refuse binaries (Excel, PDF, images, NUL bytes) with what to do instead; decode (UTF-8 /
+    BOM / UTF-16 / Windows-1252 / Latin-1); take the separator from Excel's ``sep=`` line or sniff it; skip
+    title and comment lines above the header; sample ``INTERACTIVE_ROW_LIMIT`` rows uniformly (seeded,
+    original order kept) when the file has more, before parsing when that is exact (about 2 s for 1,000,000
+    rows); unquote header names; read the ``MISSING_TOKENS`` as missing; drop empty rows and empty unnamed
+    columns; strip unit signs (``%``, currency) of number columns; read numbers in the English
+    (``1,234.5``) or European (``1.234,5``) convention: a column's own values decide when they can, else the
+    file's majority, else the separator (``;`` means European). Every step that changed something is a
+    note.
     """
     raw, name, sample = _read_bytes(source)
     raw = _gunzip(raw, name)
