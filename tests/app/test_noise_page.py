@@ -131,3 +131,15 @@ def test_heatmap_over_its_time_limit_says_so(at: AppTest, monkeypatch: pytest.Mo
     at.toggle(key="ggm_heatmap").set_value(True).run()
     assert not at.exception
     assert any("did not finish within 0.05 s" in w.value for w in at.warning)
+
+
+def test_vector_scales_at_tiny_delta_say_why_instead_of_crashing(at: AppTest) -> None:
+    """Walk failure (22:51, adult): delta 1e-12, "Compute vector scales" raised an uncaught DataError."""
+    at.select_slider(key="ggm_delta").set_value(1e-12).run()
+    at.button(key="ggm_vector_go").click().run()
+    assert not at.exception
+    table = at.dataframe[0].value.set_index("shape p")
+    assert table.loc["2", "method"] == "exact" and table.loc["∞", "method"] == "exact"
+    assert table.loc["1", "method"].startswith("not certified: δ = 1e-12 is too small")
+    assert np.isnan(table.loc["1", "scale b"])  # no uncertified scale is shown
+    assert any("no certified scale" in w.value for w in at.warning)
