@@ -195,6 +195,7 @@ def audit_record(
         "columns": [str(c) for c in df.columns],
         "columns_released": cols_released,
         "columns_excluded": [str(c) for c in df.columns if c not in cols_released],
+        "exclusion_reasons": {str(c): str(r) for c, r in encoded.schema.excluded},
         "schema": [{"column": c, "kind": k} for c, k in encoded.schema.kinds],
         "target": target,
         "target_released": target_released,

@@ -330,7 +330,7 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any]) -
         "<h2>Data</h2>",
         f"<p>{audit['rows']:,} rows × {len(audit['columns'])} columns; "
         f"{audit['rows_released']:,} rows released. Target: {_esc(audit['target'])} ({target_note}). "
-        f"Never released: {_esc(', '.join(audit['columns_excluded']) or 'none')}.</p>",
+        f"Never released: {_esc(_never_released(audit))}.</p>",
         _table(schema),
         "<h2>Dependency graph</h2>",
         _figure_html("dependencies", figs["dependencies"]),
@@ -386,3 +386,10 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any]) -
         ),
     ]
     return "".join(out)
+
+
+def _never_released(audit: dict) -> str:
+    """Excluded columns with the guard rail's reason where there is one ("ID (identifier-like)")."""
+    reasons = audit.get("exclusion_reasons", {})
+    parts = [f"{c} ({reasons[c]})" if c in reasons else c for c in audit["columns_excluded"]]
+    return ", ".join(parts) or "none"
