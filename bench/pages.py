@@ -44,7 +44,8 @@ def app_pages() -> list[str]:
 @contextlib.contextmanager
 def _label_index() -> Iterator[None]:
     """Selectboxes and radios set by their shown label map back to an index (AppTest format_func quirk)."""
-    from streamlit.testing.v1.element_tree import Radio, Selectbox
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+    from streamlit.testing.v1.element_tree import Radio, Selectbox, SelectSlider
 
     def index(self) -> int | None:
         if self.value is None:
@@ -57,14 +58,27 @@ def _label_index() -> Iterator[None]:
             return self.options.index(shown)
         return self.options.index(self.value)
 
+    slider_state = SelectSlider.__dict__["_widget_state"]
+
+    def select_slider_state(self) -> WidgetState:
+        shown = self.value if isinstance(self.value, (list, tuple)) else [self.value]
+        if not all(isinstance(v, str) and v in self.options for v in shown):
+            return slider_state.fget(self)
+        ws = WidgetState()  # a shown label goes to the server as it is, as the browser sends it
+        ws.id = self.id
+        ws.string_array_value.data[:] = list(shown)
+        return ws
+
     saved = {cls: cls.__dict__["index"] for cls in (Selectbox, Radio)}
     try:
         for cls in saved:
             cls.index = property(index)
+        SelectSlider._widget_state = property(select_slider_state)
         yield
     finally:
         for cls, prop in saved.items():
             cls.index = prop
+        SelectSlider._widget_state = slider_state
 
 
 def _timed_run(at, label: str, times: list[tuple[float, str]]) -> None:

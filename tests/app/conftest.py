@@ -36,12 +36,14 @@ def _option_index(options: list[str], format_func, value: object) -> int:
 
 @pytest.fixture
 def label_index(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Let selectboxes, radios and multiselects be set by their shown label, as the browser does.
+    """Let selectboxes, radios, multiselects and select sliders be set by their shown label, as the browser
+    does.
 
     AppTest's ``select_index`` / ``set_value`` on a widget with a ``format_func`` stores the shown label and
     then fails with "None is not in list" when it maps the value back (ENGINEERING.md, second round).
     """
-    from streamlit.testing.v1.element_tree import Multiselect, Radio, Selectbox
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+    from streamlit.testing.v1.element_tree import Multiselect, Radio, Selectbox, SelectSlider
 
     def index(self) -> int | None:
         if self.value is None:
@@ -53,6 +55,18 @@ def label_index(monkeypatch: pytest.MonkeyPatch) -> None:
     def values(self) -> list[str]:
         return [self.options[_option_index(self.options, self.format_func, v)] for v in self.value]
 
+    slider_state = SelectSlider._widget_state
+
+    def select_slider_state(self) -> WidgetState:
+        shown = self.value if isinstance(self.value, (list, tuple)) else [self.value]
+        if not all(isinstance(v, str) and v in self.options for v in shown):
+            return slider_state.fget(self)
+        ws = WidgetState()  # shown labels go to the server as they are, as the browser sends them
+        ws.id = self.id
+        ws.string_array_value.data[:] = list(shown)
+        return ws
+
+    monkeypatch.setattr(SelectSlider, "_widget_state", property(select_slider_state))
     monkeypatch.setattr(Selectbox, "index", property(index))
     monkeypatch.setattr(Radio, "index", property(index))
     monkeypatch.setattr(Multiselect, "values", property(values))

@@ -420,10 +420,15 @@ def test_label_index_maps_shown_labels_back(label_index: None) -> None:
         "import streamlit as st\n"
         "v = st.selectbox('s', ['a', 'b'], format_func={'a': 'Alpha', 'b': 'Beta'}.get, key='s')\n"
         "r = st.radio('r', [1, 2], format_func=lambda i: f'#{i}', key='r')\n"
-        "st.write(f'{v}|{r}')\n"
+        "g = lambda v: 'none' if v == 0 else f'{v:g}'\n"
+        "f = st.select_slider('f', [0.0, 0.5], format_func=g, key='f')\n"
+        "st.write(f'{v}|{r}|{f}')\n"
     ).run()
     at.selectbox(key="s").set_value("Beta")
     at.radio(key="r").set_value("#2")
+    at.select_slider(key="f").set_value("0.5")
     at.run()
     assert not at.exception
-    assert at.markdown[0].value == "b|2"
+    assert at.markdown[0].value == "b|2|0.5"
+    at.select_slider(key="f").set_value("none").run()
+    assert at.markdown[0].value == "b|2|0.0"
