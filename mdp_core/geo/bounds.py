@@ -131,11 +131,11 @@ def relaxation_pairs(
         ij = np.asarray(fine_ij, dtype=np.int64)
         key = {tuple(v): i for i, v in enumerate(ij.tolist())}
         for di, dj in ((1, 0), (0, 1)):
-            pairs = [
+            near = [
                 (i, key[(a + di, b + dj)]) for i, (a, b) in enumerate(ij.tolist()) if (a + di, b + dj) in key
             ]
-            if pairs:
-                parts.append(np.array(pairs, dtype=np.int64))
+            if near:
+                parts.append(np.array(near, dtype=np.int64))
     if not parts:
         return np.empty((0, 2), dtype=np.int64)
     pairs = np.sort(np.concatenate(parts), axis=1)

@@ -9,6 +9,7 @@ import os
 import resource
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -110,7 +111,7 @@ def compare_methods(
             gap = {
                 k: (u / lower.value - 1.0 if lower.value > 0 else float("inf")) for k, u in utility.items()
             }
-    worse = ()
+    worse: tuple[str, ...] = ()
     if "em_remap" in utility:
         worse = tuple(k for k in TREE_VARIANTS if k in utility and utility[k] > utility["em_remap"])
     report(progress, 1.0, "done")
@@ -140,7 +141,7 @@ def run_bench(
     bound: bool = True,
     bound_time_limit: float = 60.0,
     methods: tuple[str, ...] = METHODS,
-) -> tuple[dict[str, object], GeoComparison]:
+) -> tuple[dict[str, Any], GeoComparison]:
     """Load, grid, build all methods, verify; return the CLI's JSON record and the comparison."""
     start = time.perf_counter()
     network = city if isinstance(city, RoadNetwork) else load_road_network(city)

@@ -46,7 +46,7 @@ def mechanism_metadata(
     mech: GeoMechanism, network: RoadNetwork, *, grid: GeoGrid | None = None, seed: int | None = None
 ) -> dict[str, object]:
     """Method, city, eps (1/km), depth, seed cells, seed, projection and package versions (JSON-able)."""
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in _PACKAGES:
         try:
             versions[name] = importlib_metadata.version(name)
@@ -143,7 +143,7 @@ def save_mechanism(
         outputs_km=np.asarray(mech.outputs_km, dtype=np.float64),
         matrix=np.asarray(mech.matrix, dtype=np.float64),
         eps=np.float64(mech.eps),
-        **extra,
+        **extra,  # type: ignore[arg-type]  # numpy's stub types **kwds as bool
     )
     return path
 

@@ -161,7 +161,7 @@ def tree_levels(grid: GeoGrid) -> list[np.ndarray]:
     for r in range(grid.depth + 1):
         size = 2 ** (grid.depth - r)
         limit = np.array(grid.cells) * 2**r - 1
-        found = set()
+        found: set[tuple[int, int]] = set()
         for di in (0, -1):
             for dj in (0, -1):
                 cell = np.column_stack([(grid.fine_ij[:, 0] // size) + di, (grid.fine_ij[:, 1] // size) + dj])

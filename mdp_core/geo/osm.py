@@ -141,7 +141,7 @@ def read_osm_roads(path: str | Path, *, roads: str = "drive") -> OsmRoads:
                 continue
             kept += 1
             ids, coords = [], []
-            for ref in way.nodes:
+            for ref in way.nodes:  # type: ignore[union-attr]  # a Way, by the handler's filter
                 loc = ref.location
                 if loc.valid():
                     ids.append(ref.ref)

@@ -16,8 +16,14 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mdp_core.errors import DataError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from mdp_core.release import Scenario
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _scenario(args: argparse.Namespace, df: object, name: str, target: str | None) -> object:
+def _scenario(args: argparse.Namespace, df: pd.DataFrame, name: str, target: str | None) -> Scenario:
     import mdp_core as core
     from mdp_core.release import Scenario, dataset_fingerprint, load_scenarios
 
@@ -76,16 +82,16 @@ def main(argv: list[str] | None = None) -> int:
         scenario = _scenario(args, df, name, target)
         decision = None
         if args.which_eps is not None:
-            enc = encode_for(scenario, df)  # type: ignore[arg-type]
+            enc = encode_for(scenario, df)
             decision = which_eps(
                 name,
                 UtilityTarget("relative", args.which_eps),
                 encoded=enc,
                 task=scenario.config.task,
-                seed=scenario.seed,  # type: ignore[attr-defined]
+                seed=scenario.seed,
                 client=False if args.serial else None,
             )
-        page = build_report(scenario, data=df, decision=decision, repetitions=args.repetitions)  # type: ignore[arg-type]
+        page = build_report(scenario, data=df, decision=decision, repetitions=args.repetitions)
     except (DataError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -93,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = {
         "out": str(args.out),
         "bytes": len(page.encode()),
-        "scenario": scenario.name,  # type: ignore[attr-defined]
+        "scenario": scenario.name,
         "seconds": round(time.perf_counter() - t0, 2),
     }
     if decision is not None:

@@ -86,7 +86,7 @@ def _num(x: float) -> float | str:
     return x if math.isfinite(x) else ("inf" if x > 0 else "-inf" if x < 0 else "nan")
 
 
-def _config_dict(config: object) -> dict:
+def _config_dict(config: core.DepHDPConfig) -> dict:
     return {k: (_num(v) if isinstance(v, float) else v) for k, v in dataclasses.asdict(config).items()}
 
 
@@ -153,13 +153,13 @@ def audit_record(
     target = encoded.schema.target
     target_released = bool(include_target and target is not None)
     eps_t = None
-    if target_released:
+    if include_target and target is not None:
         eps_t = float(config.eps) if target_eps is None else float(target_eps)
         P = target_channel(encoded, eps_t)
         violation = float(core.mdp_violation(P, encoded.components[target], eps_t))
         kind = "RR" if encoded.schema.kind(target) in ("nominal", "binary") else "EM"
         groups.append(
-            {"attributes": [target], "domain_size": int(P.shape[0]), "eps": eps_t, "selected": kind,
+            {"attributes": [str(target)], "domain_size": int(P.shape[0]), "eps": eps_t, "selected": kind,
              "mechanism": kind, "beta": None}
         )  # fmt: skip
         ok = violation <= core.VIOLATION_TOL

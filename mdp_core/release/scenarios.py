@@ -146,7 +146,7 @@ def scenario_to_dict(s: Scenario) -> dict:
     }
 
 
-_FIELDS = {
+_FIELDS: dict[str, type | tuple[type, ...]] = {
     "name": str,
     "dataset": str,
     "fingerprint": str,
