@@ -39,6 +39,7 @@ from mdp_core.dephdp import (
     task_utility,
 )
 from mdp_core.errors import DataError
+from mdp_core.mechanisms import sample
 from mdp_core.sweep.spec import Configuration, SweepSpec
 
 __all__ = [
@@ -46,8 +47,10 @@ __all__ = [
     "close_default_client",
     "default_client",
     "describe_engine",
+    "local_cluster",
     "prepare_data",
     "run_sweep",
+    "start_default_client",
 ]
 
 _DOCUMENTED_TARGETS = {"heart": "target", "adult": "income", "wine": "quality"}
@@ -58,11 +61,14 @@ KEY_COLUMNS = ("task_index", "dataset", "task", "tau_group", "tau_dpn", "eps", "
 
 @dataclass(frozen=True, eq=False)
 class SweepData:
-    """What every task needs: the fitting and held-out splits and the test records' 0/1 labels."""
+    """What every task needs: the fitting and held-out splits, the test records' 0/1 labels, and (computed
+    once here, not per task) the released attributes and the test records' codes on them."""
 
     fit: Encoded
     test: Encoded
     labels: np.ndarray | None
+    attributes: tuple[str, ...] = ()
+    x_test: np.ndarray | None = None
 
 
 def _target(spec: SweepSpec, columns: Sequence[str]) -> str | None:
@@ -97,7 +103,9 @@ def prepare_data(spec: SweepSpec, encoded: Encoded | None = None) -> SweepData:
         raise DataError(f"the prediction task needs a target column; {spec.dataset!r} has none: set 'target'")
     fit, test = split_encoded(encoded, spec.fit_fraction, np.random.default_rng(spec.seed))
     labels = prediction_labels(fit, test.codes) if encoded.schema.target is not None else None
-    return SweepData(fit, test, labels)
+    attrs = tuple(release_attributes(fit))
+    x_test = test.codes[list(attrs)].to_numpy().astype(np.int64)
+    return SweepData(fit, test, labels, attrs, x_test)
 
 
 # --------------------------------------------------------------------------- one task (runs on a worker)
@@ -152,36 +160,77 @@ def _profile_key(c: Configuration) -> tuple[str, float]:
     return (c.task, c.tau_group)
 
 
+#: Per-process cache of the allocation stage's eps-independent parts (the baselines' allocations, keyed by
+#: table fingerprint, profile settings and budget; see :func:`mdp_core.run_dephdp`): configurations that
+#: differ only in tau_dpn (or tau_dim, the score) reuse them on the same worker. Bounded: emptied when full.
+_PROCESS_CACHE: dict[Any, Any] = {}
+_PROCESS_CACHE_MAX = 512
+
+
+class _BoundedCache:
+    """The :class:`mdp_core.dephdp.Cache` protocol over :data:`_PROCESS_CACHE` (emptied when full)."""
+
+    def get(self, key: Any) -> Any:
+        return _PROCESS_CACHE.get(key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if len(_PROCESS_CACHE) >= _PROCESS_CACHE_MAX:
+            _PROCESS_CACHE.clear()
+        _PROCESS_CACHE[key] = value
+
+
+def _privatize_codes(mech: Any, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``mech.privatize`` (:class:`mdp_core.ComposedMechanism`) on the released attributes' code matrix
+    ``x`` (columns in ``mech.attributes`` order): the same draws in the same order, without building a
+    DataFrame per release (pandas' column indexing was ~25 % of a heart configuration's time)."""
+    out = x.copy()
+    index = {a: j for j, a in enumerate(mech.attributes)}
+    for group, sizes, P in zip(mech.groups, mech.sizes, mech.channels, strict=True):
+        cols = [index[a] for a in group]
+        flat = np.ravel_multi_index(tuple(out[:, cols].T), sizes)
+        y = sample(P, flat, rng)
+        out[:, cols] = np.stack(np.unravel_index(y, sizes), axis=1)
+    return out
+
+
 def run_configuration(
     data: SweepData, spec: SweepSpec, c: Configuration, profiles: Any = None
 ) -> tuple[list[dict], dict]:
     """All rows of one configuration (every method x repetition) and the task's own meta data.
 
-    Deterministic: depends only on ``data``, ``spec`` and ``c`` (not on the process or earlier tasks).
+    Deterministic: depends only on ``data``, ``spec`` and ``c`` (not on the process or earlier tasks; the
+    per-process cache only holds values that are functions of their keys).
     ``profiles``: :func:`build_profiles` for this configuration (optional).
     """
     if _on_worker():
         _single_threaded_highs()
-    t_start = time.perf_counter()
+    t_start, cpu_start = time.perf_counter(), time.process_time()
     config = spec.config(c)
-    res = (
-        run_dephdp(data.fit, config) if profiles is None else run_dephdp(data.fit, config, profiles=profiles)
-    )
-    attrs = release_attributes(data.fit)
+    cache = _BoundedCache()
+    if profiles is None:
+        res = run_dephdp(data.fit, config, cache=cache)
+    else:
+        res = run_dephdp(data.fit, config, cache=cache, profiles=profiles)
+    attrs = data.attributes or tuple(release_attributes(data.fit))
     mechs = {"DepHDP": res.mechanism}
     K = len(res.profiles)
     for name, base in res.baselines.items():
+        if name not in spec.methods:
+            continue
         idx = np.searchsorted(res.eps_grid, base.eps)
         mechs[name] = compose_mechanism(res.profiles, [name.split("+")[1]] * K, idx, attrs, config.p)
     configure = time.perf_counter() - t_start
-    x_test = data.test.codes[list(attrs)].to_numpy().astype(np.int64)
+    x_test = data.x_test
+    if x_test is None or tuple(res.mechanism.attributes) != attrs:
+        attrs = tuple(res.mechanism.attributes)
+        x_test = data.test.codes[list(attrs)].to_numpy().astype(np.int64)
     rows: list[dict] = []
     for m in spec.methods:
         mi = METHODS_EVALUATED.index(m)
         for r in range(spec.repetitions):
             t0 = time.perf_counter()
             rng = np.random.default_rng([spec.seed, c.index, r, mi])
-            y = mechs[m].privatize(data.test.codes, rng).to_numpy()
+            y = _privatize_codes(mechs[m], x_test, rng)
             u = task_utility(res.task, x_test, y, encoded=data.test, labels=data.labels, p=config.p)
             rows.append(
                 {
@@ -208,6 +257,7 @@ def run_configuration(
         "task_index": c.index,
         "pid": os.getpid(),
         "seconds": time.perf_counter() - t_start,
+        "cpu_seconds": time.process_time() - cpu_start,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
     }
     return rows, meta
@@ -219,15 +269,47 @@ _ENGINE = threading.Lock()
 _EMBEDDED: dict[str, Any] = {}
 
 
+#: Dask settings of the embedded cluster's workers: no statistical profiler (a thread sampling every
+#: 10 ms), slower event-loop tick / system / memory monitors. On this shared 2-core machine these
+#: background threads cost ~1-1.5 CPU s per 15 s sweep over 2 workers (measured: worker-process CPU minus
+#: task CPU), time taken from the tasks; sweeps do not need Dask's profiles.
+QUIET_WORKERS: dict[str, Any] = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "500ms",
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.admin.system-monitor.gil.enabled": False,
+    "distributed.worker.memory.monitor-interval": "1s",
+}
+
+
+def local_cluster(n_workers: int | None = None) -> Any:
+    """The embedded engine: ``LocalCluster(processes=True, threads_per_worker=1)`` without a dashboard
+    (its HTTP server on a free port, so no "port 8787 in use" warning), with :data:`QUIET_WORKERS`. Worker
+    processes get OMP/OpenBLAS/MKL threads = 1 from Dask's nanny, HiGHS one thread per worker (first task)."""
+    import dask
+    from distributed import LocalCluster
+
+    with dask.config.set(QUIET_WORKERS):
+        return LocalCluster(
+            n_workers=n_workers,
+            processes=True,
+            threads_per_worker=1,
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": ":0"},
+            silence_logs=logging.ERROR,
+        )
+
+
 def default_client(*, n_workers: int | None = None) -> Any:
     """The Dask client used when ``run_sweep(client=None)``.
 
     Connects to ``DASK_SCHEDULER_ADDRESS`` (Dask's own ``scheduler-address`` setting) when it is set, else
-    starts one embedded ``LocalCluster(processes=True, threads_per_worker=1, dashboard_address=None)`` per
-    process (reused by later calls; closed at exit or by :func:`close_default_client`).
+    starts one embedded :func:`local_cluster` per process (reused by later calls; closed at exit or by
+    :func:`close_default_client`). Thread-safe: a call while :func:`start_default_client` is starting the
+    cluster in the background waits for it instead of starting a second one.
     """
     import dask
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     address = dask.config.get("scheduler-address", None)
     with _ENGINE:
@@ -238,18 +320,35 @@ def default_client(*, n_workers: int | None = None) -> Any:
         if address:
             client = Client(address, set_as_default=False)
         else:
-            cluster = LocalCluster(
-                n_workers=n_workers,
-                processes=True,
-                threads_per_worker=1,
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
+            cluster = local_cluster(n_workers)
             client = Client(cluster, set_as_default=False)
+            client.run(_warm_worker)  # imports are start-up, not the first sweep's time
         _EMBEDDED[key] = client
         if len(_EMBEDDED) == 1:
             atexit.register(close_default_client)
         return client
+
+
+def _warm_worker() -> None:
+    import mdp_core.sweep  # noqa: F401  (the task code and what it imports)
+
+    _single_threaded_highs()
+
+
+def start_default_client() -> threading.Thread:
+    """Start :func:`default_client` in a background thread (e.g. when the sweep page opens), so that the
+    cluster's start-up (seconds under load) is off the first question's critical path. Returns the thread;
+    a later :func:`default_client` call waits for it and reuses its client."""
+    thread = threading.Thread(target=_start_quietly, name="mdp-sweep-engine-start", daemon=True)
+    thread.start()
+    return thread
+
+
+def _start_quietly() -> None:
+    try:
+        default_client()
+    except Exception:  # reported again by the foreground call that needs the client
+        logging.getLogger(__name__).exception("starting the embedded Dask cluster failed")
 
 
 def close_default_client() -> None:

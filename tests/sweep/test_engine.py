@@ -87,6 +87,24 @@ def test_rows_are_tidy_and_seeded_by_task_index(serial: pd.DataFrame) -> None:
     assert meta["task_index"] == 3 and meta["peak_rss_mb"] > 0
 
 
+def test_array_privatisation_draws_exactly_what_the_composed_mechanism_draws() -> None:
+    from mdp_core.sweep.engine import _privatize_codes
+
+    spec = tiny(task="record", eps=[2.0])
+    data = prepare_data(spec)
+    res = core.run_dephdp(data.fit, spec.config(spec.configurations()[0]))
+    mech = res.mechanism
+    assert len(mech.groups) > 1 and tuple(mech.attributes) == data.attributes
+    for seed in range(3):
+        want = mech.privatize(data.test.codes, np.random.default_rng(seed)).to_numpy()
+        got = _privatize_codes(mech, data.x_test, np.random.default_rng(seed))
+        np.testing.assert_array_equal(got, want)
+    assert not np.array_equal(got, data.x_test)  # it did privatise (eps = 2 on heart changes records)
+    np.testing.assert_array_equal(  # the input is left alone
+        data.x_test, data.test.codes[list(data.attributes)].to_numpy()
+    )
+
+
 def test_identical_on_a_local_cluster_with_two_workers(serial_one: pd.DataFrame) -> None:
     seen: list[float] = []
     with (
