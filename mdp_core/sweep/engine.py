@@ -20,7 +20,8 @@ import os
 import resource
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,9 @@ from mdp_core._validation import Progress, report
 from mdp_core.data import Encoded, discretize, infer_schema, load_dataset
 from mdp_core.dephdp import (
     METHODS_EVALUATED,
+    DepHDPProfiles,
     compose_mechanism,
+    dephdp_profiles,
     prediction_labels,
     release_attributes,
     run_dephdp,
@@ -44,6 +47,7 @@ from mdp_core.sweep.spec import Configuration, SweepSpec
 
 __all__ = [
     "SweepData",
+    "clear_sweep_caches",
     "close_default_client",
     "default_client",
     "describe_engine",
@@ -142,17 +146,39 @@ def _on_worker() -> bool:
         return False
 
 
-def build_profiles(data: SweepData, spec: SweepSpec, c: Configuration) -> Any:
-    """Stage 1 of DepHDP (groups, profiles, surrogate) for ``c``'s task and tau_group, or ``None`` when the
-    installed core has no separate stage (:func:`run_dephdp` then computes it in every task)."""
-    import mdp_core.dephdp as dephdp
-
-    stage1 = getattr(dephdp, "dephdp_profiles", None)
-    if stage1 is None:
-        return None
+def build_profiles(data: SweepData, spec: SweepSpec, c: Configuration) -> DepHDPProfiles:
+    """Stage 1 of DepHDP (groups, profiles, surrogate) for ``c``'s task and tau_group, through this
+    process's bounded cache (a worker that built a group profile for an earlier sweep reuses it)."""
     if _on_worker():
         _single_threaded_highs()
-    return stage1(data.fit, spec.config(c))
+    return dephdp_profiles(data.fit, spec.config(c), cache=_BoundedCache())
+
+
+#: Stage-1 results of recent sweeps in the calling process, by (table fingerprint, profile settings): a
+#: second sweep on the same table and settings ("which eps" asked again, another budget grid) starts from
+#: them instead of rebuilding every group profile. The last few only (a heart profile set is ~0.4 MB).
+_STAGE1: OrderedDict[Hashable, DepHDPProfiles] = OrderedDict()
+_STAGE1_MAX = 8
+_STAGE1_LOCK = threading.Lock()
+
+
+def clear_sweep_caches() -> None:
+    """Forget the stored stage-1 results and this process's allocation cache (tests, benchmarks)."""
+    with _STAGE1_LOCK:
+        _STAGE1.clear()
+    _PROCESS_CACHE.clear()
+
+
+def _stage1_key(data: SweepData, spec: SweepSpec, c: Configuration) -> Hashable:
+    return (data.fit.fingerprint, spec.config(c).profile_settings())
+
+
+def _remember_stage1(key: Hashable, value: DepHDPProfiles) -> None:
+    with _STAGE1_LOCK:
+        _STAGE1[key] = value
+        _STAGE1.move_to_end(key)
+        while len(_STAGE1) > _STAGE1_MAX:
+            _STAGE1.popitem(last=False)
 
 
 def _profile_key(c: Configuration) -> tuple[str, float]:
@@ -164,7 +190,7 @@ def _profile_key(c: Configuration) -> tuple[str, float]:
 #: table fingerprint, profile settings and budget; see :func:`mdp_core.run_dephdp`): configurations that
 #: differ only in tau_dpn (or tau_dim, the score) reuse them on the same worker. Bounded: emptied when full.
 _PROCESS_CACHE: dict[Any, Any] = {}
-_PROCESS_CACHE_MAX = 512
+_PROCESS_CACHE_MAX = 256
 
 
 class _BoundedCache:
@@ -372,23 +398,6 @@ def describe_engine(client: Any) -> str:
     return f"{kind}: {len(workers)} workers, {threads} threads"
 
 
-def _affinity(configs: list[Configuration], workers: list[str]) -> dict[int, str]:
-    """Worker preference per configuration: profile keys (task, tau_group) spread over the workers, largest
-    first onto the least loaded (LPT). Empty when there are fewer keys than workers (no gain)."""
-    keys: dict[tuple[str, float], list[int]] = {}
-    for c in configs:
-        keys.setdefault((c.task, c.tau_group), []).append(c.index)
-    if len(workers) < 2 or len(keys) < 2:
-        return {}
-    load = dict.fromkeys(workers, 0)
-    out: dict[int, str] = {}
-    for _, idx in sorted(keys.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        w = min(workers, key=lambda a: (load[a], a))
-        load[w] += len(idx)
-        out.update(dict.fromkeys(idx, w))
-    return out
-
-
 def _frame(rows: list[dict], spec: SweepSpec, engine: str, metas: list[dict], seconds: float) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     order = {m: i for i, m in enumerate(METHODS_EVALUATED)}
@@ -449,7 +458,10 @@ def run_sweep(
         for k, c in enumerate(configs):
             key = _profile_key(c)
             if key not in stage1:
-                stage1[key] = build_profiles(data, spec, c)
+                skey = _stage1_key(data, spec, c)
+                known = _STAGE1.get(skey)
+                stage1[key] = known if known is not None else build_profiles(data, spec, c)
+                _remember_stage1(skey, stage1[key])
             r, meta = run_configuration(data, spec, c, stage1[key])
             rows += r
             metas.append(meta)
@@ -471,37 +483,30 @@ def _run_distributed(
     if client is None:
         client = default_client()
     engine = describe_engine(client)
-    workers = sorted(client.scheduler_info().get("workers", {}))
-    import mdp_core.dephdp as dephdp
-
-    two_stage = hasattr(dephdp, "dephdp_profiles")
-    prefer = {} if two_stage else _affinity(configs, workers)
     shared = client.scatter(data, hash=False)
     token = f"sweep-{os.getpid()}-{time.time_ns()}"
+    # stage 1 once per (task, tau_group): from this process's store when an earlier sweep built it (sent
+    # once), else as its own task on the cluster; Dask moves it to the workers that need it
     stage1: dict[tuple[str, float], Any] = {}
-    if two_stage:  # stage 1 once per (task, tau_group) on the cluster; Dask moves it to where it is needed
-        for c in configs:
-            key = _profile_key(c)
-            if key not in stage1:
-                stage1[key] = client.submit(
-                    build_profiles, shared, spec, c, key=f"{token}-profiles-{len(stage1)}", pure=False
-                )
-    futures = []
+    built: dict[Hashable, Any] = {}
     for c in configs:
-        w = prefer.get(c.index)
-        futures.append(
-            client.submit(
-                run_configuration,
-                shared,
-                spec,
-                c,
-                stage1.get(_profile_key(c)),
-                key=f"{token}-{c.index}",
-                pure=False,
-                workers=[w] if w else None,
-                allow_other_workers=bool(w),
+        key = _profile_key(c)
+        if key in stage1:
+            continue
+        skey = _stage1_key(data, spec, c)
+        known = _STAGE1.get(skey)
+        if known is not None:
+            stage1[key] = client.scatter(known, hash=False)
+        else:
+            stage1[key] = built[skey] = client.submit(
+                build_profiles, shared, spec, c, key=f"{token}-profiles-{len(stage1)}", pure=False
             )
+    futures = [
+        client.submit(
+            run_configuration, shared, spec, c, stage1[_profile_key(c)], key=f"{token}-{c.index}", pure=False
         )
+        for c in configs
+    ]
     rows: list[dict] = []
     metas: list[dict] = []
     n, done = len(futures), 0
@@ -512,6 +517,8 @@ def _run_distributed(
             metas.append(meta)
             done += 1
             report(progress, done / n, f"{done}/{n} configurations ({engine})")
+        for skey, value in zip(built, client.gather(list(built.values())), strict=True):
+            _remember_stage1(skey, value)
     finally:
         pending = [f for f in [*futures, *stage1.values()] if not f.done()]
         if pending:

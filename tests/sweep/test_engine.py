@@ -106,7 +106,12 @@ def test_array_privatisation_draws_exactly_what_the_composed_mechanism_draws() -
 
 
 def test_identical_on_a_local_cluster_with_two_workers(serial_one: pd.DataFrame) -> None:
+    from distributed import get_task_stream
+
+    from mdp_core.sweep.engine import clear_sweep_caches
+
     seen: list[float] = []
+    clear_sweep_caches()  # stage 1 is built on a worker, not taken from the serial run's store
     with (
         LocalCluster(
             n_workers=2,
@@ -118,11 +123,18 @@ def test_identical_on_a_local_cluster_with_two_workers(serial_one: pd.DataFrame)
         Client(cluster, set_as_default=False) as client,
     ):
         assert describe_engine(client) == "embedded LocalCluster: 2 workers, 2 threads"
-        dist = run_sweep(tiny(task="record"), client=client, progress=lambda f, m: seen.append(f))
+        with get_task_stream(client) as first:
+            dist = run_sweep(tiny(task="record"), client=client, progress=lambda f, m: seen.append(f))
         pids = {m["pid"] for m in dist.attrs["tasks"]}
+        with get_task_stream(client) as second:  # the same table and settings again: stage 1 is reused
+            again = run_sweep(tiny(task="record", eps=[2.0]), client=client)
     pd.testing.assert_frame_equal(serial_one.drop(columns=TIMINGS), dist.drop(columns=TIMINGS))
     assert seen[0] == 0.0 and seen[-1] == 1.0 and seen == sorted(seen)
     assert os.getpid() not in pids
+    assert sum("-profiles-" in t["key"] for t in first.data) == 1
+    assert not any("-profiles-" in t["key"] for t in second.data) and len(second.data) == 1
+    fresh = run_sweep(tiny(task="record", eps=[2.0]), client=False)
+    pd.testing.assert_frame_equal(fresh.drop(columns=TIMINGS), again.drop(columns=TIMINGS))
 
 
 def test_an_error_in_progress_cancels_the_remaining_tasks() -> None:
