@@ -18,7 +18,6 @@ import math
 import tempfile
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from scipy.spatial import cKDTree
 import mdp_core.geo as cgeo
 from mdp_core._validation import Progress
 from mdp_core.geo import GeoComparison, GeoMechanism, GeoProblem, RoadNetwork
+from ui.store import store
 
 __all__ = [
     "ATTRIBUTION",
@@ -50,7 +50,6 @@ __all__ = [
     "Builder",
     "GeoConfig",
     "GeoView",
-    "MechanismStore",
     "bound_available",
     "builder",
     "cached_bound",
@@ -278,59 +277,6 @@ def nearest_target(problem: GeoProblem, point_km: np.ndarray) -> int:
 
 
 # ------------------------------------------------------------------------------------------------ mechanisms
-
-
-class MechanismStore:
-    """Process-wide LRU store of results keyed by hashable tuples, safe under concurrent sessions.
-
-    Values are computed outside any ``st.cache_*`` function (so a progress callback may drive a page's
-    progress bar); one lock per key makes a second session wait for the first computation instead of
-    repeating it.
-    """
-
-    def __init__(self, capacity: int = 64) -> None:
-        self.capacity = capacity
-        self._items: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
-        self._key_locks: dict[Hashable, threading.Lock] = {}
-
-    def get(self, key: Hashable) -> Any | None:
-        """The stored value or None (marks it recently used)."""
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        return None
-
-    def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
-        """The stored value, computing it once (under a per-key lock) when missing."""
-        hit = self.get(key)
-        if hit is not None:
-            return hit
-        with self._lock:
-            key_lock = self._key_locks.setdefault(key, threading.Lock())
-        with key_lock:
-            hit = self.get(key)
-            if hit is None:
-                hit = compute()
-                with self._lock:
-                    self._items[key] = hit
-                    while len(self._items) > self.capacity:
-                        old, _ = self._items.popitem(last=False)
-                        self._key_locks.pop(old, None)
-        return hit
-
-    def clear(self) -> None:
-        """Drop every stored value."""
-        with self._lock:
-            self._items.clear()
-            self._key_locks.clear()
-
-
-@st.cache_resource(show_spinner=False)
-def store() -> MechanismStore:
-    """The one process-wide store of mechanisms, bounds and per-map drawing data."""
-    return MechanismStore()
 
 
 def mechanism(config: GeoConfig, eps: float, method: str, progress: Progress = None) -> GeoComparison:

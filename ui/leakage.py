@@ -16,8 +16,8 @@ import streamlit as st
 import mdp_core as core
 from mdp_core._validation import Progress
 from ui.data import HASH_FUNCS
-from ui.geo import store as result_store
 from ui.noise import log_axis
+from ui.store import store as result_store
 
 __all__ = [
     "EPS_GRID",

@@ -10,7 +10,7 @@ from plotly.subplots import make_subplots
 
 import mdp_core as core
 from mdp_core._validation import Progress
-from ui.geo import store as result_store
+from ui.store import store as result_store
 
 __all__ = [
     "GRID_SIZES",
@@ -129,7 +129,7 @@ def cached_heatmap(
 ) -> core.ShapeHeatmap:
     """Two-stage shape selection on ``eps`` in [0.1, 10] x ``delta`` in [1e-8, 0.1] (log grids), cached.
 
-    Kept in the app's one locked result store (``ui.geo.store``), computed outside any ``st.cache_*``
+    Kept in the app's one locked result store (``ui.store.store``), computed outside any ``st.cache_*``
     function, so ``progress`` may drive a progress bar and is called only when the grid is computed.
     """
     eps = np.geomspace(0.1, 10.0, n_eps)

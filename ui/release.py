@@ -8,9 +8,6 @@ never replayed); a second session asking the same question waits for the first i
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
 from typing import Any
 
 import pandas as pd
@@ -19,6 +16,7 @@ import streamlit as st
 import mdp_core as core
 from mdp_core import release as rel
 from ui.state import AppState
+from ui.store import store
 
 __all__ = [
     "CONFIG_OPTIONS",
@@ -46,51 +44,6 @@ WHICH_EPS: tuple[float, ...] = rel.WHICH_EPS_GRID
 WHICH_REPETITIONS = 5
 CONFIG_OPTIONS: dict[str, Any] = {}
 _SCENARIOS_KEY = "rel_saved_scenarios"
-
-
-class _Store:
-    """Process-wide LRU of computed results; one lock per key."""
-
-    def __init__(self, capacity: int = 32) -> None:
-        self.capacity = capacity
-        self._items: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
-        self._key_locks: dict[Hashable, threading.Lock] = {}
-
-    def get(self, key: Hashable) -> Any | None:
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        return None
-
-    def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
-        hit = self.get(key)
-        if hit is not None:
-            return hit
-        with self._lock:
-            key_lock = self._key_locks.setdefault(key, threading.Lock())
-        with key_lock:
-            hit = self.get(key)
-            if hit is None:
-                hit = compute()
-                with self._lock:
-                    self._items[key] = hit
-                    while len(self._items) > self.capacity:
-                        old, _ = self._items.popitem(last=False)
-                        self._key_locks.pop(old, None)
-        return hit
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._key_locks.clear()
-
-
-@st.cache_resource(show_spinner=False)
-def store() -> _Store:
-    """The one store of "which eps" answers and release outcomes."""
-    return _Store()
 
 
 def current_scenario(

@@ -9,7 +9,6 @@ import math
 import re
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -386,27 +385,6 @@ def test_deck_accessors_are_plain_fields(app: AppTest) -> None:
         for name, value in layer.items():
             if isinstance(value, str) and value.startswith("@@="):
                 assert re.fullmatch(r"@@=[A-Za-z_]\w*", value), (layer["id"], name, value)
-
-
-def test_store_computes_each_key_once_under_concurrency() -> None:
-    store = geo.MechanismStore(capacity=2)
-    calls: list[int] = []
-    gate = threading.Event()
-
-    def compute() -> int:
-        gate.wait(5)
-        calls.append(1)
-        return 42
-
-    with ThreadPoolExecutor(8) as pool:
-        futures = [pool.submit(store.get_or_compute, "k", compute) for _ in range(8)]
-        time.sleep(0.2)
-        gate.set()
-        assert [f.result() for f in futures] == [42] * 8
-    assert len(calls) == 1
-    store.get_or_compute("a", lambda: 1)
-    store.get_or_compute("b", lambda: 2)  # capacity 2: "k" (least recently used) goes
-    assert store.get("k") is None and store.get("a") == 1 and store.get("b") == 2
 
 
 def test_builder_shares_a_job_and_retries_a_failure() -> None:
