@@ -9,12 +9,20 @@ with the per-axis budget ``eps_t`` (DESIGN.md: eps_bar = eps / 2, eps_t = eps_ba
 for l1). The objective is the target loss projected on the seeds with bilinear weights,
 ``C[s, y] = sum_x pi(x) w_s(x) L(x, y)``.
 
-Solving: the privacy rows couple seeds only inside one output column, so the LP is a set of per-output
-cones linked by the row sums. :func:`solve_seed_lp` exploits it by *column generation over outputs*: a
-restricted master on a few outputs (HiGHS IPM), then one small pricing LP per remaining output,
-``min_{z in K, 1'z = 1} (C[:, y] - u)' z`` with ``u`` the row-sum duals (dual simplex, warm started: only
-the costs change); outputs with negative reduced cost enter. ``S * min_y reduced_cost`` bounds the gap
-(Lagrangian bound: the columns carry total mass S), so the loop stops at a certified relative gap.
+Solving (``method="colgen"``, the default): axis-neighbour rows with one common per-axis budget are
+exactly ``eps_axis``-mDP for the seed grid's path metric ``h0 * l1`` (any two seeds are joined by a
+monotone axis staircase whose ratios multiply; conversely every axis pair is such a pair), so the seed LP
+*is* the LP-optimal mechanism of :func:`mdp_core.optimal_mechanism` with inputs = seeds,
+``dist_in = h0 * l1``, a uniform prior and ``loss = S * C`` (``prior[s] * loss[s, y] = C[s, y]``; seeds of
+zero weight get zero loss, which is allowed). That solver's column generation over outputs (chain-free
+pair elimination leaves exactly the axis pairs; tent screening and exact LP pricing; a persistent simplex
+master) certifies the optimum by a Lagrangian bound; measured 4-5x faster than the older IPM-restart
+column generation below on central Baltimore (156 seeds x 117 outputs).
+
+``method="ipm_colgen"`` keeps the older loop: a restricted master on a few outputs re-solved from scratch
+with HiGHS IPM, then one small pricing LP per remaining output,
+``min_{z in K, 1'z = 1} (C[:, y] - u)' z`` with ``u`` the row-sum duals; ``S * min_y reduced_cost``
+bounds the gap. ``method="full"`` solves the whole LP in one HiGHS IPM call (reference for tests).
 
 Every solution goes through :func:`repair_seed`, which makes the axis constraints hold exactly (ENGINEERING.md
 "LP tolerances"): raw solver output is never returned.
@@ -36,7 +44,11 @@ from mdp_core.geo.grid import GeoGrid
 #: Relative tightening of the LP's ratio bound that leaves room for the exact repair.
 REPAIR_MARGIN = 1e-5
 
+#: Ways to solve the seed LP (:func:`solve_seed_lp`).
+METHODS = ("colgen", "ipm_colgen", "full")
+
 __all__ = [
+    "METHODS",
     "REPAIR_MARGIN",
     "SeedLPResult",
     "axis_budget",
@@ -182,10 +194,14 @@ def solve_seed_lp(
         Seed spacing (km).
     eps_axis : float
         Per-axis budget eps_t (1/km), see :func:`axis_budget`.
-    method : {"colgen", "full"}
-        Column generation over outputs (default) or the whole LP in one HiGHS IPM solve.
+    method : {"colgen", "ipm_colgen", "full"}
+        Exact column generation of :func:`mdp_core.optimal_mechanism` on the grid metric (default), the
+        older IPM-restart column generation, or the whole LP in one HiGHS IPM solve (module docstring).
     gap_tol : float
-        Column generation stops when the certified relative gap is below this.
+        ``"ipm_colgen"`` stops when the certified relative gap is below this (``"colgen"`` always solves
+        to optimality and reports its certified gap).
+    max_iterations : int
+        ``"ipm_colgen"`` master solves.
 
     Returns
     -------
@@ -198,9 +214,11 @@ def solve_seed_lp(
         raise DataError(f"cost has {n_seeds} rows but the seed grid {shape} has {shape[0] * shape[1]} seeds")
     if not (np.isfinite(eps_axis) and eps_axis > 0 and h0 > 0):
         raise DataError(f"eps_axis and h0 must be positive, got {eps_axis}, {h0}")
-    if method not in {"colgen", "full"}:
-        raise DataError(f"method must be 'colgen' or 'full', got {method!r}")
+    if method not in METHODS:
+        raise DataError(f"method must be one of {list(METHODS)}, got {method!r}")
     start = time.perf_counter()
+    if method == "colgen":
+        return _solve_grid_mdp(cost, shape, h0, eps_axis, start, progress)
     ratio = float(np.exp((1.0 - REPAIR_MARGIN) * eps_axis * h0))
     cone = _cone_rows(shape, ratio)
     if method == "full":
@@ -253,6 +271,61 @@ def solve_seed_lp(
         gap=float(gap),
         columns=len(active),
         iterations=iterations,
+    )
+
+
+def grid_l1_distance(shape: tuple[int, int], h0: float) -> np.ndarray:
+    """Path metric of the seed grid graph, ``h0 * (|di| + |dj|)`` (S x S, C order), in km."""
+    ii, jj = np.meshgrid(np.arange(shape[0]), np.arange(shape[1]), indexing="ij")
+    i, j = ii.ravel(), jj.ravel()
+    return h0 * (np.abs(i[:, None] - i[None, :]) + np.abs(j[:, None] - j[None, :])).astype(np.float64)
+
+
+def _solve_grid_mdp(
+    cost: np.ndarray,
+    shape: tuple[int, int],
+    h0: float,
+    eps_axis: float,
+    start: float,
+    progress: Progress,
+) -> SeedLPResult:
+    """The seed LP as the LP-optimal ``eps_axis``-mDP mechanism on the grid metric (module docstring).
+
+    Solved at ``(1 - REPAIR_MARGIN) eps_axis`` like the other methods, so that :func:`repair_seed` only
+    removes float rounding; the solver's own repair and verification (``mdp_violation <= 1e-9`` at that
+    budget) come first.
+    """
+    import mdp_core  # public top level, at call time (no import cycle with mdp_core.geo)
+
+    n_seeds, n_out = cost.shape
+    # the uniform mechanism costs sum(C) / m >= the optimum: scale the LP so that it costs at most 1
+    scale = float(cost.sum()) / n_out if cost.size and cost.sum() > 0 else 1.0
+    report(progress, 0.2, f"seed LP: {n_seeds} seeds x {n_out} outputs")
+    res = mdp_core.optimal_mechanism(
+        np.full(n_seeds, 1.0 / n_seeds),
+        cost * (n_seeds / scale),
+        grid_l1_distance(shape, h0),
+        (1.0 - REPAIR_MARGIN) * eps_axis,
+        max_inputs=max(1000, n_seeds),
+        max_variables=max(2_000_000, cost.size),
+    )
+    if not res.success:
+        raise DataError(f"the seed LP failed: {res.message}")
+    z = repair_seed(res.matrix, shape, h0, eps_axis)
+    objective = float(np.sum(cost * z))
+    lower = float(res.extra.get("lower_bound", np.nan)) * scale
+    gap = max(0.0, objective - lower) / max(abs(objective), 1e-300) if np.isfinite(lower) else np.inf
+    report(progress, 0.9, f"seed LP: optimal, {res.extra.get('outputs', 0)} outputs")
+    return SeedLPResult(
+        z=z,
+        objective=objective,
+        success=True,
+        status=res.status,
+        message=f"{res.extra.get('outputs', 0)} of {n_out} outputs, certified gap {gap:.3%}",
+        seconds=time.perf_counter() - start,
+        gap=float(gap),
+        columns=int(res.extra.get("outputs", 0)),
+        iterations=int(res.rounds),
     )
 
 
