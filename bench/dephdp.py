@@ -97,7 +97,7 @@ def page_interactions(dataset: str) -> list[dict]:
     step("tau_dpn 0.2 -> 0.5", lambda a: a.slider(key="dep_tau_dpn").set_value(0.5))
     step("tau_dim 300 -> 10", lambda a: a.slider(key="dep_tau_dim").set_value(10))
     step("score radial -> mse", lambda a: a.radio(key="dep_score").set_value("mse"))
-    step("budget floor 0 -> 0.05", lambda a: a.select_slider(key="dep_floor").set_value(0.05))
+    step("budget floor 0 -> 0.05", lambda a: a.select_slider(key="dep_floor").set_value("0.05"))
     step("seed 0 -> 1 (button shown)", lambda a: a.number_input(key="side_seed").set_value(1))
     step("seed 1 -> 0 (stored)", lambda a: a.number_input(key="side_seed").set_value(0))
     step("evaluation toggle on (button)", lambda a: a.toggle(key="dep_evaluate").set_value(True))

@@ -25,6 +25,7 @@ from ui.state import get_state
 __all__ = [
     "COMPARISON_EPS",
     "EVAL_EPS",
+    "FLOOR_LABELS",
     "FLOOR_OPTIONS",
     "P_OPTIONS",
     "Degeneracy",
@@ -43,6 +44,8 @@ __all__ = [
     "degeneracy_message",
     "evaluation",
     "fit_test_split",
+    "floor_label",
+    "floor_value",
     "grouping_caption",
     "groups_table",
     "largest_floor",
@@ -67,6 +70,20 @@ __all__ = [
 P_OPTIONS = ["1", "1.5", "2", "3", "4", "inf"]
 #: Per-group budget floors offered by the page (0: none).
 FLOOR_OPTIONS = [0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0]
+#: Their labels: the widget takes raw strings (AppTest and the browser send the shown label).
+FLOOR_LABELS = ["none" if v == 0 else f"{v:g}" for v in FLOOR_OPTIONS]
+
+
+def floor_label(value: float) -> str:
+    """The label of the offered floor nearest to ``value``."""
+    return FLOOR_LABELS[min(range(len(FLOOR_OPTIONS)), key=lambda i: abs(FLOOR_OPTIONS[i] - value))]
+
+
+def floor_value(label: str) -> float:
+    """The floor behind a label of :data:`FLOOR_LABELS`."""
+    return FLOOR_OPTIONS[FLOOR_LABELS.index(label)]
+
+
 COMPARISON_EPS = (0.5, 1.0, 2.0, 5.0, 10.0)
 _COLORS = {"OPT": "#d62728", "DPN": "#1f77b4"}
 _METHOD_COLORS = {

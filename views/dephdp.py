@@ -73,9 +73,8 @@ p_default = "inf" if math.isinf(base.p) else min(view.P_OPTIONS[:-1], key=lambda
 p_text = c5.select_slider("Record metric ℓ_p", view.P_OPTIONS, value=p_default, key=view.widget_key("p"))
 floor = c6.select_slider(
     "Budget floor per group",
-    view.FLOOR_OPTIONS,
-    value=min(view.FLOOR_OPTIONS, key=lambda v: abs(v - base.min_group_eps)),
-    format_func=lambda v: "none" if v == 0 else f"{v:g}",
+    view.FLOOR_LABELS,
+    value=view.floor_label(base.min_group_eps),
     key=view.widget_key("floor"),
     help="Every group gets at least this budget (the next grid point at or above it), so no group is "
     "released as near-uniform noise. Must satisfy ‖floor‖_q ≤ ε.",
@@ -89,7 +88,7 @@ config = replace(
     tau_dpn=tau_dpn,
     task=task,
     score=score,
-    min_group_eps=float(floor),
+    min_group_eps=view.floor_value(floor),
     seed=state.seed,
 )
 

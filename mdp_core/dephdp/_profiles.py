@@ -197,6 +197,7 @@ def group_profile(
         p_key,
         tuple(grid.tolist()),
         with_opt,
+        float(config.opt_seconds) if with_opt else None,
         config.max_contexts,
         config.seed,
     )
@@ -242,7 +243,8 @@ def _group_profile(
     opt_channels, message = None, f"OPT not computed: {dist.shape[0]} states > opt_max_domain"
     if with_opt:
         t0 = time.perf_counter()
-        results = optimal_mechanisms(prior, loss, dist, grid, progress=progress)
+        share = config.opt_seconds / grid.size  # per grid point: the group's LPs stay within opt_seconds
+        results = optimal_mechanisms(prior, loss, dist, grid, progress=progress, time_limit=share)
         opt, opt_channels, failures = np.empty(grid.size), [], 0
         for i, r in enumerate(results):
             value = crit(r.matrix) if r.success else np.inf
@@ -254,7 +256,12 @@ def _group_profile(
                 opt[i], P = curves["CAL"][i], (_remapped(P, remap[i]) if use_remap[i] else P)
             opt_channels.append(P)
         curves["OPT"] = opt
-        message = "OPT computed" + (f" ({failures} LP failures: EM (+ remap) kept there)" if failures else "")
+        message = "OPT computed" + (
+            f" ({failures} of {grid.size} LPs failed or ran out of their share of opt_seconds = "
+            f"{config.opt_seconds:g} s: EM (+ remap) kept there)"
+            if failures
+            else ""
+        )
         seconds["opt"] = time.perf_counter() - t0
     envelopes = {k: shifted_envelopes(grid, v[None, :]) for k, v in curves.items()}
     prof = GroupProfile(

@@ -280,6 +280,15 @@ def _grouping_note(stage: DepHDPProfiles, config: DepHDPConfig) -> tuple[str, ..
     )
 
 
+def _lp_notes(stage: DepHDPProfiles) -> tuple[str, ...]:
+    """Groups whose OPT profile kept EM (+ remap) at some grid points (LP failure or time limit)."""
+    return tuple(
+        f"{' + '.join(pr.attributes)}: {pr.opt_message}"
+        for pr in stage.profiles
+        if "LPs failed" in pr.opt_message
+    )
+
+
 def run_dephdp(
     encoded: Encoded,
     config: DepHDPConfig,
@@ -344,7 +353,7 @@ def run_dephdp(
         value=ours.value,
         baselines=bases,
         mechanism=mechanism,
-        notes=sel.notes + _grouping_note(profiles, config),
+        notes=sel.notes + _grouping_note(profiles, config) + _lp_notes(profiles),
         seconds={**profiles.seconds, "allocation": time.perf_counter() - t0},
         components=profiles.components,
         floor=float(problem.grid[problem.offset]),

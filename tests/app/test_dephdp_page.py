@@ -184,7 +184,7 @@ def test_degenerate_release_is_flagged_and_fixed(app: AppTest) -> None:
 
 def test_infeasible_floor_is_explained(app: AppTest) -> None:
     _open(app, FAST)
-    app.select_slider(key="dep_floor_1").set_value(1.0).run()
+    app.select_slider(key="dep_floor_1").set_value("1").run()
     assert not app.exception
     assert any("lower min_group_eps to at most" in e.value for e in app.error)
 

@@ -219,3 +219,20 @@ def test_record_task_calibrated_remapping_is_remapping(result: core.DepHDPResult
         assert pr.use_remap.all()
         np.testing.assert_array_equal(pr.curves["CAL"], pr.curves["RMP"])
     assert all(k in ("OPT", "CAL") for k in result.mechanism.kinds)
+
+
+def test_opt_profiles_are_time_bounded(fit: core.Encoded) -> None:
+    """A group's LPs share opt_seconds; points that run out keep EM (+ remap) and the notes say so."""
+    cfg = DepHDPConfig(eps=2.0, tau_dpn=1.0, opt_max_domain=8, grid_points=8, calibration_pairs=300)
+    t0 = time.perf_counter()
+    res = run_dephdp(fit, replace(cfg, opt_seconds=1e-4))
+    assert time.perf_counter() - t0 < 60.0
+    starved_lp = [pr for pr in res.profiles if "OPT" in pr.curves and "LPs failed" in pr.opt_message]
+    assert starved_lp and any("ran out of their share of opt_seconds" in n for n in res.notes)
+    for pr in starved_lp:
+        np.testing.assert_array_less(pr.curves["OPT"] - 1e-12, pr.curves["CAL"] + 1e-12)
+    for pr, P, e in zip(res.profiles, res.mechanism.channels, res.mechanism.eps, strict=True):
+        assert mdp_violation(P, pr.dist, e) <= 1e-9
+    assert run_dephdp(fit, cfg).notes == tuple(n for n in run_dephdp(fit, cfg).notes if "LPs failed" not in n)
+    with pytest.raises(DataError, match="opt_seconds must be > 0"):
+        DepHDPConfig(opt_seconds=0)
