@@ -1,0 +1,154 @@
+"""Seed LP as the LP-optimal mDP mechanism on the seed grid: same optimum as the original formulation.
+
+The reference is an independent scipy ``linprog`` solve of the seed LP exactly as DESIGN.md states it
+(variables z[s, y], one row z[s, y] - exp(eps_t h0) z[s', y] <= 0 per directed axis pair and output, row sums
+1), built here from scratch (no helper of :mod:`mdp_core.geo.seed_lp`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+from scipy.spatial import cKDTree
+
+from mdp_core.errors import DataError
+from mdp_core.geo import axis_budget, lp_coarse, seed_cost, solve_seed_lp, tree_extension, verify_geo
+from mdp_core.geo.seed_lp import REPAIR_MARGIN, grid_l1_distance
+from mdp_core.mechanisms import mdp_violation
+
+
+def linprog_seed_lp(cost: np.ndarray, shape: tuple[int, int], h0: float, step: float) -> float:
+    """Optimum of the seed LP with axis ratio ``exp(step * h0)``, variables ordered s * m + y."""
+    sx, sy = shape
+    n_seeds, m = cost.shape
+    rows = []
+    for i in range(sx):
+        for j in range(sy):
+            for di, dj in ((1, 0), (0, 1)):
+                if i + di < sx and j + dj < sy:
+                    a, b = i * sy + j, (i + di) * sy + j + dj
+                    rows += [(a, b), (b, a)]
+    ratio = np.exp(step * h0)
+    a_ub = np.zeros((len(rows) * m, n_seeds * m))
+    for k, (a, b) in enumerate(rows):
+        for y in range(m):
+            a_ub[k * m + y, a * m + y] = 1.0
+            a_ub[k * m + y, b * m + y] = -ratio
+    a_eq = np.kron(np.eye(n_seeds), np.ones((1, m)))
+    res = linprog(
+        cost.ravel(), A_ub=a_ub, b_ub=np.zeros(len(a_ub)), A_eq=a_eq, b_eq=np.ones(n_seeds), method="highs"
+    )
+    assert res.status == 0, res.message
+    return float(res.fun)
+
+
+def axis_log_steps(z: np.ndarray, shape: tuple[int, int]) -> float:
+    """Largest |ln z[s, y] - ln z[s', y]| over axis neighbours s, s' (unused outputs, all zero, skipped)."""
+    used = z.max(axis=0) > 0
+    assert np.all(z[:, used] > 0), "a used output column has a zero entry: unbounded ratio"
+    logz = np.log(z[:, used]).reshape(shape[0], shape[1], -1)
+    return float(max(np.abs(np.diff(logz, axis=a)).max(initial=0.0) for a in (0, 1)))
+
+
+def random_cost(rng: np.random.Generator, shape: tuple[int, int], m: int, zero_rows: int) -> np.ndarray:
+    """Non-negative seed costs that grow with the distance to each output seed (like a travel loss)."""
+    n_seeds = shape[0] * shape[1]
+    outputs = rng.choice(n_seeds, size=m, replace=False)
+    d = grid_l1_distance(shape, 1.0)[:, outputs]
+    cost = rng.uniform(0.1, 1.0, size=(n_seeds, 1)) * (d + rng.uniform(0.0, 0.5, size=d.shape))
+    cost[rng.choice(n_seeds, size=zero_rows, replace=False)] = 0.0  # seeds without any target weight
+    return cost
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (4, 4), (5, 3)])
+@pytest.mark.parametrize("eps_t", [0.2, 0.8, 2.5])
+def test_colgen_equals_linprog_of_the_original_formulation(shape: tuple[int, int], eps_t: float) -> None:
+    rng = np.random.default_rng(hash((shape, eps_t)) % 2**32)
+    h0 = 0.7
+    cost = random_cost(rng, shape, m=6, zero_rows=2)
+    res = solve_seed_lp(cost, shape, h0, eps_t)
+    # the solvers run at the tightened budget (1 - REPAIR_MARGIN) eps_t: same optimum as linprog there
+    tight = linprog_seed_lp(cost, shape, h0, (1.0 - REPAIR_MARGIN) * eps_t)
+    loose = linprog_seed_lp(cost, shape, h0, eps_t)
+    assert res.objective == pytest.approx(tight, rel=1e-7, abs=1e-10)
+    assert loose <= res.objective + 1e-10  # a feasible point of the untightened LP
+    assert res.objective == pytest.approx(loose, rel=1e-4)
+    assert res.gap <= 1e-6
+    np.testing.assert_allclose(res.z.sum(axis=1), 1.0, atol=1e-12)
+    assert axis_log_steps(res.z, shape) <= eps_t * h0 * (1 + 1e-12)
+    # the same optimum by the older loop and by one full IPM solve
+    for method in ("ipm_colgen", "full"):
+        other = solve_seed_lp(cost, shape, h0, eps_t, method=method, gap_tol=1e-9)
+        assert other.objective == pytest.approx(tight, rel=1e-5)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    sx=st.integers(2, 4),
+    sy=st.integers(1, 4),
+    m=st.integers(1, 5),
+    eps_t=st.floats(0.05, 6.0),
+    seed=st.integers(0, 10_000),
+)
+def test_colgen_equals_linprog_random(sx: int, sy: int, m: int, eps_t: float, seed: int) -> None:
+    shape = (sx, sy)
+    m = min(m, sx * sy)
+    rng = np.random.default_rng(seed)
+    cost = random_cost(rng, shape, m=m, zero_rows=int(rng.integers(0, 2)))
+    res = solve_seed_lp(cost, shape, 0.3, eps_t)
+    tight = linprog_seed_lp(cost, shape, 0.3, (1.0 - REPAIR_MARGIN) * eps_t)
+    assert res.objective == pytest.approx(tight, rel=1e-7, abs=1e-10)
+    if sx * sy > 1:
+        assert axis_log_steps(res.z, shape) <= eps_t * 0.3 * (1 + 1e-12)
+
+
+def test_mdp_on_the_grid_metric_is_the_axis_constraint_set() -> None:
+    """The equivalence behind the solver: the result is eps_t-mDP for h0 * l1 on every seed pair."""
+    shape, h0, eps_t = (4, 5), 0.5, 0.9
+    cost = random_cost(np.random.default_rng(7), shape, m=7, zero_rows=3)
+    res = solve_seed_lp(cost, shape, h0, eps_t)
+    assert mdp_violation(res.z, grid_l1_distance(shape, h0), eps_t) <= 1e-12
+    # l1 on the lattice is h0 * (|di| + |dj|), checked against coordinates
+    ij = np.argwhere(np.ones(shape, dtype=bool))
+    np.testing.assert_allclose(grid_l1_distance(shape, h0), h0 * np.abs(ij[:, None] - ij[None]).sum(axis=2))
+
+
+@pytest.mark.parametrize("eps", [0.3, 1.39, 5.0])
+def test_tree_extension_is_private_on_a_small_map(small_problem, eps: float) -> None:  # type: ignore[no-untyped-def]
+    grid = small_problem.grid
+    mech = tree_extension(small_problem, eps)
+    targets = grid.targets_km
+    d2 = np.linalg.norm(targets[:, None] - targets[None], axis=2)
+    assert mdp_violation(mech.matrix, d2, eps) <= 1e-9
+    assert verify_geo(mech, exhaustive=True).holds
+    # the seed LP inside it reached the linprog optimum
+    cost = seed_cost(grid, small_problem.prior, small_problem.loss)
+    eps_t = axis_budget(eps)
+    res = solve_seed_lp(cost, grid.seed_shape, grid.h0, eps_t)
+    tight = linprog_seed_lp(cost, grid.seed_shape, grid.h0, (1.0 - REPAIR_MARGIN) * eps_t)
+    assert res.objective == pytest.approx(tight, rel=1e-7)
+    assert mech.info["gap"] <= 1e-6
+
+
+def test_lp_coarse_reaches_the_linprog_optimum(small_problem) -> None:  # type: ignore[no-untyped-def]
+    """LP-A goes through the same solver: its expected loss is the seed LP optimum of its own cost."""
+    eps = 1.0
+    grid = small_problem.grid
+    mech = lp_coarse(small_problem, eps)
+    seeds = grid.seeds_km
+    nearest = cKDTree(seeds).query(small_problem.targets_km)[1]  # LP-A's tie-breaking on the lattice
+    cost = np.zeros((len(seeds), small_problem.loss.shape[1]))
+    np.add.at(cost, nearest, small_problem.prior[:, None] * small_problem.loss)
+    eps_t = axis_budget(eps, 2.0, halve=False)
+    tight = linprog_seed_lp(cost, grid.seed_shape, grid.h0, (1.0 - REPAIR_MARGIN) * eps_t)
+    achieved = float(small_problem.prior @ np.einsum("xy,xy->x", mech.matrix, small_problem.loss))
+    assert achieved == pytest.approx(tight, rel=1e-7)
+    np.testing.assert_allclose(mech.matrix.sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_unknown_method_is_refused() -> None:
+    with pytest.raises(DataError, match="method must be one of"):
+        solve_seed_lp(np.ones((4, 2)), (2, 2), 1.0, 0.5, method="simplex")
