@@ -18,6 +18,7 @@ import streamlit as st
 
 import mdp_core as core
 from mdp_core.sweep import default_client, describe_engine, frontier
+from mdp_core.sweep.engine import start_default_client
 
 __all__ = [
     "ENGINES",
@@ -28,6 +29,7 @@ __all__ = [
     "frontier_figure",
     "pareto_table",
     "parquet_bytes",
+    "prestart",
     "run",
     "stored",
 ]
@@ -49,6 +51,7 @@ class _Engine:
 
     def __init__(self) -> None:
         self.lock, self.client = threading.Lock(), None
+        self.starting: threading.Thread | None = None
 
     def get(self) -> Any:
         with self.lock:
@@ -63,16 +66,34 @@ def _engine() -> _Engine:
     return _Engine()
 
 
+#: Start the Dask engine in the background when a page that uses it opens (off the first run's critical
+#: path: an embedded cluster takes 10-25 s to start on the shared 2-core machine). Tests switch it off.
+PRESTART = True
+
+
+def prestart() -> None:
+    """Start the app process's Dask engine in a background thread, once (no Streamlit call in that thread;
+    :func:`engine` and :func:`mdp_core.sweep.default_client` wait for it and reuse its client)."""
+    if not PRESTART:
+        return
+    holder = _engine()
+    with holder.lock:
+        if holder.client is None and holder.starting is None:
+            holder.starting = start_default_client()
+
+
 def engine(kind: str, *, start: bool = False) -> tuple[Any, str, int]:
     """``(client, where, workers)`` for ``kind``: ``client`` is ``False`` in-process and ``None`` while the
     Dask engine has not been started (``start=True`` starts it); ``where`` is the one line shown."""
     if kind != "dask":
         return False, describe_engine(False), 1
     holder = _engine()
-    if holder.client is None and not start:
+    ready = holder.starting is not None and not holder.starting.is_alive()
+    if holder.client is None and not start and not ready:
         address = dask.config.get("scheduler-address", None)
         where = f"cluster at {address}" if address else f"embedded LocalCluster ({os.cpu_count()} workers)"
-        return None, f"{where}, started on the first run", int(os.cpu_count() or 1)
+        when = "starting in the background" if holder.starting is not None else "started on the first run"
+        return None, f"{where}, {when}", int(os.cpu_count() or 1)
     client = holder.get()
     return client, describe_engine(client), max(len(client.scheduler_info().get("workers", {})), 1)
 

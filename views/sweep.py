@@ -66,6 +66,8 @@ except (core.DataError, TypeError) as exc:
     st.error(f"Invalid sweep: {exc}")
     st.stop()
 
+if kind == "dask":
+    sweep.prestart()  # the cluster starts while the user chooses; the first run does not wait for it
 client, where, workers = sweep.engine(kind)
 seconds = sweep.estimate_seconds(spec, len(encoded.codes), len(encoded.columns), workers)
 st.markdown(

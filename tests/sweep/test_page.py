@@ -13,7 +13,10 @@ APP = Path(__file__).resolve().parents[2] / "app.py"
 
 
 @pytest.fixture
-def page() -> AppTest:
+def page(monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    import ui.sweep
+
+    monkeypatch.setattr(ui.sweep, "PRESTART", False)  # no Dask cluster in the background of a page test
     st.cache_data.clear()
     at = AppTest.from_file(str(APP), default_timeout=180)
     at.run()
