@@ -385,9 +385,35 @@ def _page_id(page: str) -> str:
     return Path(page).stem
 
 
+#: Walks that fail on today's code with a failure recorded in /work/coord/walk_failures.md (and reported to
+#: the page owners): (page stem, data source) -> (reason, strict). Exceptions are deterministic for a given
+#: code version, so they are strict (a fix turns them into XPASS: delete the entry); runs over 60 s depend on
+#: the machine, so they are not.
+KNOWN_OPEN: dict[tuple[str, str], tuple[str, bool]] = {
+    ("release", "adult"): (
+        "walk_failures.md 2026-11-30 23:17 (code 50dd7bb): 'Which ε' (rel_which) on adult runs over 60 s",
+        False,
+    ),
+    ("mechanisms", "adult"): (
+        "walk_failures.md 2026-11-30 22:59 (code bc9634c): 'Compute curves' (mech_curves_go) on a 60-value "
+        "joint domain (cp x ca x restecg) runs over 60 s",
+        False,
+    ),
+}
+
+
+def _walk_params() -> list:
+    params = []
+    for page in app_pages():
+        for dataset in DATASETS:
+            known = KNOWN_OPEN.get((_page_id(page), dataset))
+            marks = [pytest.mark.xfail(reason=known[0], strict=known[1])] if known else []
+            params.append(pytest.param(page, dataset, marks=marks, id=f"{_page_id(page)}-{dataset}"))
+    return params
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("dataset", DATASETS)
-@pytest.mark.parametrize("page", app_pages(), ids=_page_id)
+@pytest.mark.parametrize(("page", "dataset"), _walk_params())
 def test_random_walk(
     page: str, dataset: str, label_index: None, bounded_runs: None, messy_csv: bytes
 ) -> None:
