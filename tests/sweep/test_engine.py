@@ -186,6 +186,31 @@ def test_default_client_honours_dask_scheduler_address() -> None:
             core.sweep.close_default_client()
 
 
+def test_start_default_client_starts_it_in_the_background_once() -> None:
+    from mdp_core.sweep.engine import start_default_client
+
+    with (
+        LocalCluster(
+            n_workers=1,
+            processes=False,
+            threads_per_worker=1,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        dask.config.set({"scheduler-address": cluster.scheduler_address}),
+    ):
+        try:
+            thread = start_default_client()
+            client = default_client()  # waits for the background start instead of opening a second one
+            thread.join(timeout=30)
+            assert not thread.is_alive()
+            assert client.scheduler.address == cluster.scheduler_address
+            assert default_client() is client
+            assert start_default_client().join(timeout=30) is None and default_client() is client
+        finally:
+            core.sweep.close_default_client()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
