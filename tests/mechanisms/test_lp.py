@@ -467,3 +467,22 @@ def test_ray_path_on_a_tree_equals_cold_solves_up_to_large_eps() -> None:
         assert res.success and res.extra["pricing"] == "tree rays", res.message
         assert res.objective == pytest.approx(loop_lp(prior, loss, d, eps), abs=1e-7)
         assert core.mdp_violation(res.matrix, d, eps) <= 1e-9
+
+
+def test_warm_start_is_none_when_the_basis_does_not_match_the_master() -> None:
+    """Walk failure (playground, heart): a HiGHS basis that does not describe the current master (another
+    size: IndexError in warm_start) is never used; warm_start returns None and the next point starts cold."""
+    from mdp_core.mechanisms._colgen import ColumnGeneration
+
+    rng = np.random.default_rng(5)
+    pts = rng.uniform(0, 1, (12, 2))
+    d = np.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1))
+    loss = d**2
+    prior = np.full(12, 1 / 12)
+    a, b = core.chain_free_pairs(d)
+    model = ColumnGeneration(prior, loss, d, a, b, np.arange(3), None)
+    assert model.solve(2.0, time_limit=30, max_rounds=200).ok
+    assert model.warm_start() is not None
+    model.add_rows(np.arange(2), np.zeros(2, dtype=np.int64))  # the model grows; its last basis does not
+    model.h.clearSolver()
+    assert model.warm_start() is None
