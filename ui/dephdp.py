@@ -5,11 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,10 +13,18 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import mdp_core as core
-from mdp_core import BASELINES, DepHDPConfig, DepHDPResult, Progress, run_dephdp
-from mdp_core.dephdp import DepHDPProfiles, dephdp_profiles
+from mdp_core import (
+    BASELINES,
+    DepHDPConfig,
+    DepHDPProfiles,
+    DepHDPResult,
+    Progress,
+    dephdp_profiles,
+    run_dephdp,
+)
 from ui.data import HASH_FUNCS
 from ui.state import get_state
+from ui.store import store
 
 __all__ = [
     "COMPARISON_EPS",
@@ -29,7 +33,6 @@ __all__ = [
     "FLOOR_OPTIONS",
     "P_OPTIONS",
     "Degeneracy",
-    "ResultStore",
     "allocation_figure",
     "apply_config",
     "base_config",
@@ -93,67 +96,6 @@ _METHOD_COLORS = {
     "ALC+DPN": "#a1d99b",
     "ALC+RMP": "#31a354",
 }
-
-
-class ResultStore:
-    """Process-wide LRU store of results keyed by hashable tuples, safe under concurrent sessions.
-
-    Holds what carries a progress bar (DepHDP profiles, evaluations, loss-budget curves) and is the
-    ``cache=`` of :func:`mdp_core.run_dephdp`. Values are computed outside any ``st.cache_*`` function, so a
-    progress callback may drive a page's bar; one lock per key makes a second session wait for the first
-    computation instead of repeating it. Same API as ``ui.geo.MechanismStore`` (one store is the goal).
-    """
-
-    def __init__(self, capacity: int = 256) -> None:
-        self.capacity = capacity
-        self._items: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
-        self._key_locks: dict[Hashable, threading.Lock] = {}
-
-    def get(self, key: Hashable) -> Any | None:
-        """The stored value or None (marks it recently used)."""
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        return None
-
-    def __setitem__(self, key: Hashable, value: Any) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.capacity:
-                old, _ = self._items.popitem(last=False)
-                self._key_locks.pop(old, None)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
-        """The stored value, computing it once (under a per-key lock) when missing."""
-        hit = self.get(key)
-        if hit is not None:
-            return hit
-        with self._lock:
-            key_lock = self._key_locks.setdefault(key, threading.Lock())
-        with key_lock:
-            hit = self.get(key)
-            if hit is None:
-                hit = compute()
-                self[key] = hit
-        return hit
-
-    def clear(self) -> None:
-        """Drop every stored value."""
-        with self._lock:
-            self._items.clear()
-            self._key_locks.clear()
-
-
-@st.cache_resource(show_spinner=False)
-def store() -> ResultStore:
-    """The one process-wide store of this page's (and the playground's) slow results."""
-    return ResultStore()
 
 
 @st.cache_resource(max_entries=8, hash_funcs=HASH_FUNCS, show_spinner=False)

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 import mdp_core as core
 from ui import mechanisms as mech
-from ui.dephdp import store
+from ui.store import store
 
 
 @pytest.fixture(autouse=True)
