@@ -38,7 +38,7 @@ test: $(STAMP_DEV) browser-deps
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 test-fast: $(STAMP_DEV)
-	$(BIN)/python -m pytest -n 2 -q -m "not browser"
+	$(BIN)/python -m pytest -n 2 -q -m "not browser and not slow"
 
 lint: $(STAMP_DEV) typecheck
 	$(BIN)/ruff check .
