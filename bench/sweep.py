@@ -23,7 +23,7 @@ import pandas as pd
 from distributed import Client, get_task_stream
 
 from mdp_core.sweep import SweepSpec, run_sweep
-from mdp_core.sweep.engine import local_cluster
+from mdp_core.sweep.engine import clear_sweep_caches, local_cluster
 
 TIMINGS = ["configure_seconds", "seconds"]
 
@@ -44,12 +44,14 @@ def _spec(dataset: str, quick: bool) -> SweepSpec:
 def _one(dataset: str, quick: bool) -> dict:
     spec = _spec(dataset, quick)
     load = os.getloadavg()[0]
+    clear_sweep_caches()  # both runs start cold: no prepared data, no stage 1 from an earlier run
     t0, c0 = time.perf_counter(), time.process_time()
     serial = run_sweep(spec, client=False)
     t_serial, cpu_serial = time.perf_counter() - t0, time.process_time() - c0
     with local_cluster(2) as cluster, Client(cluster, set_as_default=False) as client:
         client.run(lambda: __import__("mdp_core.sweep"))  # imports are start-up, not sweep time
         before = client.run(time.process_time)
+        clear_sweep_caches()
         with get_task_stream(client) as stream:
             t0, c0 = time.perf_counter(), time.process_time()
             dist = run_sweep(spec, client=client)

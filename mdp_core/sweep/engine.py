@@ -96,14 +96,38 @@ def prepare_data(spec: SweepSpec, encoded: Encoded | None = None) -> SweepData:
     encoded : Encoded, optional
         An already discretised table (e.g. the app's current one); ``spec.dataset`` is then only a label.
     """
+    if encoded is not None and not isinstance(encoded, Encoded):
+        raise TypeError(f"encoded must be an Encoded table, got {type(encoded).__name__}")
+    if encoded is None:
+        # an embedded sample is loaded and discretised once per process (adult: ~1 CPU s, 3 s under load);
+        # a file path is read again (it may have changed on disk)
+        key: Hashable = ("sample", spec.dataset, spec.seed, spec.bins, spec.target, spec.fit_fraction)
+        if os.path.exists(spec.dataset):
+            key = None
+    else:
+        key = ("encoded", encoded.fingerprint, spec.seed, spec.fit_fraction)
+    data = _PREPARED.get(key) if key is not None else None
+    if data is None:
+        data = _prepare(spec, encoded)
+        if key is not None:
+            with _STAGE1_LOCK:
+                _PREPARED[key] = data
+                while len(_PREPARED) > 4:
+                    _PREPARED.popitem(last=False)
+    if "prediction" in spec.tasks and data.fit.schema.target is None:
+        raise DataError(f"the prediction task needs a target column; {spec.dataset!r} has none: set 'target'")
+    return data
+
+
+#: Prepared sweep data of recent sweeps in this process (the last 4), see :func:`prepare_data`.
+_PREPARED: OrderedDict[Hashable, SweepData] = OrderedDict()
+
+
+def _prepare(spec: SweepSpec, encoded: Encoded | None) -> SweepData:
     if encoded is None:
         df = load_dataset(spec.dataset, seed=spec.seed)
         target = _target(spec, [str(c) for c in df.columns])
         encoded = discretize(df, infer_schema(df, target=target), bins=spec.bins)
-    elif not isinstance(encoded, Encoded):
-        raise TypeError(f"encoded must be an Encoded table, got {type(encoded).__name__}")
-    if "prediction" in spec.tasks and encoded.schema.target is None:
-        raise DataError(f"the prediction task needs a target column; {spec.dataset!r} has none: set 'target'")
     fit, test = split_encoded(encoded, spec.fit_fraction, np.random.default_rng(spec.seed))
     labels = prediction_labels(fit, test.codes) if encoded.schema.target is not None else None
     attrs = tuple(release_attributes(fit))
@@ -162,9 +186,11 @@ _STAGE1_LOCK = threading.Lock()
 
 
 def clear_sweep_caches() -> None:
-    """Forget the stored stage-1 results and this process's allocation cache (tests, benchmarks)."""
+    """Forget this process's prepared data, stored stage-1 results and allocation cache (tests, benchmarks:
+    the next sweep starts cold in this process; workers keep their own caches until they restart)."""
     with _STAGE1_LOCK:
         _STAGE1.clear()
+        _PREPARED.clear()
     _PROCESS_CACHE.clear()
 
 
@@ -565,9 +591,7 @@ def _run_distributed(
             report(progress, done / n, f"{done}/{n} configurations ({engine})")
         for skey, value in zip(built, client.gather(list(built.values())), strict=True):
             _remember_stage1(skey, value)
-    finally:
-        pending = [f for f in [*futures, *stage1.values()] if not f.done()]
-        if pending:
-            client.cancel(pending)
-        client.cancel([shared, *stage1.values()])
+    finally:  # release everything on the cluster (stopped, failed or done): a traceback kept by the caller
+        # must not pin results, the scattered table or stage 1 in the workers' memory
+        client.cancel([*futures, *stage1.values(), shared])
     return _frame(rows, spec, engine, metas, time.perf_counter() - t0)
