@@ -102,7 +102,11 @@ class PairwiseLeakage:
 
 
 def _eps_vector(eps: object, n: int, *, allow_zero: bool = False) -> np.ndarray:
-    e = np.broadcast_to(np.asarray(eps, dtype=np.float64), (n,)).copy() if np.ndim(eps) == 0 else None
+    e = (
+        np.broadcast_to(np.asarray(eps, dtype=np.float64), (n,)).copy()
+        if np.ndim(np.asarray(eps)) == 0
+        else None
+    )
     if e is None:
         e = np.asarray(eps, dtype=np.float64)
         if e.shape != (n,):
@@ -175,7 +179,9 @@ def pairwise_leakage(
     )
 
 
-def _pack(parts: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, ...]:
+def _pack(
+    parts: list[tuple[int, np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Concatenate one source's hull points; segment starts for ``np.maximum.reduceat``."""
     if not parts:
         return (np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp))

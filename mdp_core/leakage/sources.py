@@ -61,8 +61,8 @@ def source_conditionals(
     else:
         if not isinstance(n_boot, (int, np.integer)) or n_boot < 2:
             raise DataError(f"n_boot must be an integer >= 2, got {n_boot!r}")
-        check_rng(rng)
-        parts = [rng.integers(0, len(t), len(t)) for _ in range(int(n_boot))]
+        gen = check_rng(rng)
+        parts = [gen.integers(0, len(t), len(t)) for _ in range(int(n_boot))]
     out = np.empty((len(parts), *shape))
     for s, idx in enumerate(parts):
         counts = _counts(t[idx], o[idx], shape)

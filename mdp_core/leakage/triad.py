@@ -103,7 +103,7 @@ def _bounds(p: np.ndarray, delta_arr: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def _uncertainty(p: np.ndarray, uncertainty: object) -> np.ndarray:
     if uncertainty is None:
         return np.zeros_like(p)
-    if np.ndim(uncertainty) == 0:
+    if np.ndim(np.asarray(uncertainty)) == 0:
         try:
             e = float(uncertainty)  # type: ignore[arg-type]
         except (TypeError, ValueError) as exc:
@@ -190,11 +190,13 @@ def _pair_parameters_known(p: np.ndarray) -> tuple[float, float, float, float]:
     best = np.where(np.isnan(best), -np.inf, best)
     alpha = float(np.log(max(float(best.max(initial=-np.inf)), 1.0)))
     off = ~np.eye(a, dtype=bool)
-    sparse = p @ (~pos).T.astype(np.float64)  # [x, x'] = mass of p_x where p_x' vanishes
-    sparse = np.minimum(sparse, 1.0 - p @ pos.T.astype(np.float64) + (b + 2) * 2.3e-16)
+    slack = (b + 2) * np.finfo(np.float64).eps  # rounding of a b-term sum, on the safe side
+    sparse = p @ (~pos).T.astype(np.float64) + slack  # [x, x'] = mass of p_x where p_x' vanishes
+    sparse = np.minimum(sparse, 1.0 - p @ pos.T.astype(np.float64) + slack)
+    sparse = np.where(p @ (~pos).T.astype(np.float64) == 0.0, 0.0, sparse)  # no such mass: exactly 0
     rows = p.sum(axis=1)
     l1 = cdist(p, p, "cityblock")
-    tv = 0.5 * (l1 + rows[:, None] - rows[None, :]) + (b + 2) * np.finfo(np.float64).eps
+    tv = 0.5 * (l1 + rows[:, None] - rows[None, :]) + slack
     tv = np.where(l1 == 0.0, 0.0, tv)  # identical rows: exactly no variation (independence gives 0)
     delta = float(np.clip(sparse[off], 0.0, 1.0).max())
     phi = float(np.clip(tv[off], 0.0, 1.0).max())
@@ -302,6 +304,7 @@ def dt_cpl(triad: DependencyTriad, eps: object, *, calibrated: bool = True) -> n
     phi = triad.phi
     if not calibrated:
         phi = max(phi, _phi_from_level(triad.alpha, triad.gamma, triad.delta))
-    out = _dt_closed_form(np.float64(triad.alpha), np.float64(phi), np.float64(triad.delta), e)
+    alpha, phi_a, delta = (np.asarray(v, dtype=np.float64) for v in (triad.alpha, phi, triad.delta))
+    out = _dt_closed_form(alpha, phi_a, delta, e)
     out = np.minimum(out, e)
     return float(out) if out.ndim == 0 else out

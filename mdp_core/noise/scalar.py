@@ -183,7 +183,7 @@ def _solve_h(p: object, eps: object, delta: object, h0: object = None) -> np.nda
     out[lap] = (eps[lap] - 2.0 * np.log1p(-delta[lap])) * safe
     out[uni] = 2.0 * delta[uni] * safe
     if gen.any():
-        guess = None if h0 is None else np.broadcast_to(h0, p.shape)[gen]
+        guess = None if h0 is None else np.broadcast_to(np.asarray(h0, dtype=np.float64), p.shape)[gen]
         out[gen] = _solve_h_general(p[gen], eps[gen], delta[gen], guess)
     return out
 
@@ -337,7 +337,7 @@ def ggm_logpdf(z: object, p: float, scale: float) -> np.ndarray:
     z = np.asarray(z, dtype=np.float64)
     if np.isinf(p):
         return np.where(np.abs(z) <= b, -np.log(2.0 * b), -np.inf)
-    return _log_pdf_std(z / b, np.float64(p)) - np.log(b)
+    return _log_pdf_std(z / b, np.asarray(p, dtype=np.float64)) - np.log(b)
 
 
 def ggm_pdf(z: object, p: float, scale: float) -> np.ndarray:

@@ -156,8 +156,8 @@ def select_shape(
     # A flat stretch (e.g. P(|Z| > t) = 0 for every p when t is many scales wide) makes every sample a
     # "local minimum": refine only the few lowest ones that are not flat on both sides (time bound).
     flat = (padded[1:-1] == padded[:-2]) & (padded[1:-1] == padded[2:])
-    local = [int(i) for i in local[np.argsort(values[local], kind="stable")] if not flat[i]][:_MAX_REFINED]
-    for i in local:
+    refine = [int(i) for i in local[np.argsort(values[local], kind="stable")] if not flat[i]][:_MAX_REFINED]
+    for i in refine:
         lo, hi = float(grid[max(i - 1, 0)]), float(grid[min(i + 1, grid.size - 1)])
         if hi > lo:
             fun, x = zoom(lo, hi)
