@@ -218,7 +218,13 @@ def solve_seed_lp(
         raise DataError(f"method must be one of {list(METHODS)}, got {method!r}")
     start = time.perf_counter()
     if method == "colgen":
-        return _solve_grid_mdp(cost, shape, h0, eps_axis, start, progress)
+        result = _solve_grid_mdp(cost, shape, h0, eps_axis, start, progress)
+        if result is not None:
+            return result
+        # the core solver could not certify its solution (seen once at eps 3/km, violation 1.5e-8 after its
+        # repair): solve again with the older loop, whose repair is exact on the grid
+        report(progress, 0.3, "seed LP: retrying with the IPM column generation")
+        method = "ipm_colgen"
     ratio = float(np.exp((1.0 - REPAIR_MARGIN) * eps_axis * h0))
     cone = _cone_rows(shape, ratio)
     if method == "full":
@@ -288,12 +294,12 @@ def _solve_grid_mdp(
     eps_axis: float,
     start: float,
     progress: Progress,
-) -> SeedLPResult:
+) -> SeedLPResult | None:
     """The seed LP as the LP-optimal ``eps_axis``-mDP mechanism on the grid metric (module docstring).
 
     Solved at ``(1 - REPAIR_MARGIN) eps_axis`` like the other methods, so that :func:`repair_seed` only
     removes float rounding; the solver's own repair and verification (``mdp_violation <= 1e-9`` at that
-    budget) come first.
+    budget) come first. Returns None when the solver fails or its solution cannot be certified.
     """
     import mdp_core  # public top level, at call time (no import cycle with mdp_core.geo)
 
@@ -310,8 +316,11 @@ def _solve_grid_mdp(
         max_variables=max(2_000_000, cost.size),
     )
     if not res.success:
-        raise DataError(f"the seed LP failed: {res.message}")
-    z = repair_seed(res.matrix, shape, h0, eps_axis)
+        return None
+    try:
+        z = repair_seed(res.matrix, shape, h0, eps_axis)
+    except DataError:
+        return None
     objective = float(np.sum(cost * z))
     lower = float(res.extra.get("lower_bound", np.nan)) * scale
     gap = max(0.0, objective - lower) / max(abs(objective), 1e-300) if np.isfinite(lower) else np.inf
