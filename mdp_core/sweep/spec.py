@@ -22,6 +22,8 @@ from mdp_core.errors import DataError
 __all__ = ["SPEC_VERSION", "Configuration", "SweepSpec"]
 
 SPEC_VERSION = 1
+#: OPT LP budget per profile grid point in sweeps (seconds; the LP solver's default): see SweepSpec.config.
+SWEEP_OPT_SECONDS_PER_POINT = 600.0
 
 #: DepHDPConfig fields a spec sets itself (so they cannot appear in ``options``).
 _OWN = {"eps", "task", "tau_group", "tau_dpn", "p", "score", "seed"}
@@ -204,7 +206,17 @@ class SweepSpec:
         return [Configuration(i, *c) for i, c in enumerate(grid)]
 
     def config(self, c: Configuration) -> DepHDPConfig:
-        """The :class:`~mdp_core.DepHDPConfig` of one configuration."""
+        """The :class:`~mdp_core.DepHDPConfig` of one configuration.
+
+        Unless ``options`` sets ``opt_seconds``, the OPT profile LPs get 600 s per grid point (the LP
+        solver's own default) instead of the page's wall-clock budget: a budget that runs out keeps EM +
+        remap at that point, so under load a worker and the serial run would build different channels.
+        A sweep's results must not depend on the machine's load or the number of workers.
+        """
+        options = dict(self.options)
+        if "opt_seconds" in {f.name for f in fields(DepHDPConfig)} and "opt_seconds" not in options:
+            points = int(options.get("grid_points", DepHDPConfig.grid_points))
+            options["opt_seconds"] = SWEEP_OPT_SECONDS_PER_POINT * points
         return DepHDPConfig(
             eps=c.eps,
             task=c.task,
@@ -213,7 +225,7 @@ class SweepSpec:
             p=self.p,
             score=self.score,  # type: ignore[arg-type]
             seed=self.seed,
-            **dict(self.options),
+            **options,
         )
 
     # ------------------------------------------------------------------ JSON

@@ -129,3 +129,19 @@ def test_json_round_trip(
     assert again == spec
     assert hash(again) == hash(spec)
     assert again.configurations() == spec.configurations()
+
+
+def test_sweeps_do_not_give_the_opt_lps_a_load_dependent_time_budget() -> None:
+    from dataclasses import fields
+
+    from mdp_core import DepHDPConfig
+    from mdp_core.sweep import SweepSpec
+
+    if "opt_seconds" not in {f.name for f in fields(DepHDPConfig)}:
+        pytest.skip("this core has no OPT time budget")
+    c = SweepSpec("heart", eps=[1.0]).configurations()[0]
+    assert SweepSpec("heart", eps=[1.0]).config(c).opt_seconds == 600.0 * DepHDPConfig().grid_points
+    few = SweepSpec("heart", eps=[1.0], options={"grid_points": 5})
+    assert few.config(c).opt_seconds == 3000.0
+    own = SweepSpec("heart", eps=[1.0], options={"opt_seconds": 12.0})
+    assert own.config(c).opt_seconds == 12.0
