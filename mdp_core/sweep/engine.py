@@ -15,13 +15,14 @@ restrictions (idle workers still steal them), so each worker builds few profiles
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import resource
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,11 +143,19 @@ _SETUP_DONE: list[bool] = []
 
 
 def _single_threaded_highs() -> None:
-    """Pin HiGHS's process-wide thread pool to one thread (once per worker process): its default uses half
-    the machine's cores per process, which oversubscribes a node running one worker per core."""
+    """Pin HiGHS's process-wide thread pool and the BLAS / OpenMP pools to one thread (once per worker
+    process): HiGHS's default uses half the machine's cores per process, which oversubscribes a node
+    running one worker per core; BLAS is pinned by Dask's nanny already (OMP/OPENBLAS/MKL_NUM_THREADS=1),
+    but not in a worker started without one."""
     with _SETUP:
         if _SETUP_DONE:
             return
+        try:
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(1)
+        except ImportError:  # optional: the nanny's environment already does it
+            pass
         try:
             import highspy
 
@@ -521,25 +530,51 @@ def run_sweep(
     t0 = time.perf_counter()
     data = prepare_data(spec, encoded)
     configs = spec.configurations()
+    report(progress, 0.0, f"0/{len(configs)} configurations")
+    if client is False:
+        with _one_blas_thread():
+            return _run_serial(spec, data, configs, progress, t0)
+    return _run_distributed(spec, data, configs, client, progress, t0)
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """BLAS / OpenMP pools at one thread while a serial sweep runs, as in every Dask worker: a multi-threaded
+    BLAS sums in another order, so the task model fitted on adult (and everything after it) differed in
+    the last bits between the serial run and the workers, and on this 2-core machine the extra BLAS thread
+    cost CPU (adult, 4 configurations: 23.7 -> 14.4 CPU s, 60 -> 22 s wall)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield
+        return
+    with threadpool_limits(1):
+        yield
+
+
+def _run_serial(
+    spec: SweepSpec,
+    data: SweepData,
+    configs: list[Configuration],
+    progress: Callable[[float, str], None] | None,
+    t0: float,
+) -> pd.DataFrame:
     n = len(configs)
     rows: list[dict] = []
     metas: list[dict] = []
-    report(progress, 0.0, f"0/{n} configurations")
-    if client is False:
-        stage1: dict[tuple[str, float], Any] = {}
-        for k, c in enumerate(configs):
-            key = _profile_key(c)
-            if key not in stage1:
-                skey = _stage1_key(data, spec, c)
-                known = _STAGE1.get(skey)
-                stage1[key] = known if known is not None else build_profiles(data, spec, c)
-                _remember_stage1(skey, stage1[key])
-            r, meta = run_configuration(data, spec, c, stage1[key])
-            rows += r
-            metas.append(meta)
-            report(progress, (k + 1) / n, f"{k + 1}/{n} configurations")
-        return _frame(rows, spec, describe_engine(False), metas, time.perf_counter() - t0)
-    return _run_distributed(spec, data, configs, client, progress, t0)
+    stage1: dict[tuple[str, float], Any] = {}
+    for k, c in enumerate(configs):
+        key = _profile_key(c)
+        if key not in stage1:
+            skey = _stage1_key(data, spec, c)
+            known = _STAGE1.get(skey)
+            stage1[key] = known if known is not None else build_profiles(data, spec, c)
+            _remember_stage1(skey, stage1[key])
+        r, meta = run_configuration(data, spec, c, stage1[key])
+        rows += r
+        metas.append(meta)
+        report(progress, (k + 1) / n, f"{k + 1}/{n} configurations")
+    return _frame(rows, spec, describe_engine(False), metas, time.perf_counter() - t0)
 
 
 def _run_distributed(

@@ -105,6 +105,21 @@ def test_array_privatisation_draws_exactly_what_the_composed_mechanism_draws() -
     )
 
 
+def test_a_serial_sweep_runs_blas_on_one_thread_like_the_workers() -> None:
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    seen: list[int] = []
+
+    def look(fraction: float, message: str) -> None:
+        seen.append(max(i["num_threads"] for i in threadpoolctl.threadpool_info()))
+
+    outside = max(i["num_threads"] for i in threadpoolctl.threadpool_info())
+    if outside == 1:
+        pytest.skip("BLAS runs on one thread here anyway")
+    run_sweep(tiny(task="record", eps=[1.0], methods=["DepHDP"]), client=False, progress=look)
+    assert seen[1:] == [1]  # after the first configuration: one BLAS thread (multi-threaded sums differ)
+    assert max(i["num_threads"] for i in threadpoolctl.threadpool_info()) == outside  # restored
+
+
 def test_identical_on_a_local_cluster_with_two_workers(serial_one: pd.DataFrame) -> None:
     from distributed import get_task_stream
 
