@@ -37,6 +37,7 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
+from mdp_core._highs import new_highs
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
 from mdp_core.geo.grid import GeoGrid
@@ -130,13 +131,14 @@ def _cone_rows(shape: tuple[int, int], ratio: float) -> sp.csr_matrix:
 
 
 def _highs(
-    a: sp.spmatrix, lower: np.ndarray, upper: np.ndarray, cost: np.ndarray, **options: object
+    a: sp.spmatrix,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    cost: np.ndarray,
+    **options: bool | int | float | str,
 ) -> highspy.Highs:
     """A HiGHS model for min cost'x, lower <= A x <= upper, x >= 0 (column-wise matrix)."""
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    for key, value in options.items():
-        h.setOptionValue(key, value)
+    h = new_highs(**options)
     a = sp.csc_matrix(a)
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = a.shape[1], a.shape[0]

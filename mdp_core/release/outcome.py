@@ -159,12 +159,20 @@ def evaluate_scenario(
     report(progress, 0.85, "measuring utility on the held-out split")
     utility = _utility(result, fit, test, repetitions, scenario.seed)
     report(progress, 0.92, "releasing the whole table")
-    kw = {"include_target": scenario.include_target, "target_eps": scenario.target_eps}
-    released = privatise(df, result, encoded=encoded, rng=np.random.default_rng([scenario.seed, 2]), **kw)
+    include, target_eps = scenario.include_target, scenario.target_eps
+    rng = np.random.default_rng([scenario.seed, 2])
+    released = privatise(df, result, encoded=encoded, rng=rng, include_target=include, target_eps=target_eps)
     check = release_report(df, released, result=result)
     leakage = leakage_per_attribute(encoded, result)
     audit = audit_record(
-        df, encoded, result, seed=scenario.seed, dataset=scenario.dataset, privatised=released, **kw
+        df,
+        encoded,
+        result,
+        seed=scenario.seed,
+        dataset=scenario.dataset,
+        privatised=released,
+        include_target=include,
+        target_eps=target_eps,
     )
     report(progress, 1.0, "done")
     return ScenarioOutcome(scenario, df, encoded, fit, test, result, utility, released, check, leakage, audit)
