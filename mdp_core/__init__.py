@@ -143,6 +143,7 @@ from mdp_core.noise import (
 )
 from mdp_core.release import (
     AUDIT_FIELDS,
+    METHOD_COLORS,
     SCENARIO_SCHEMA,
     WHICH_EPS_GRID,
     Decision,
@@ -196,6 +197,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "METHODS",
     "METHODS_EVALUATED",
+    "METHOD_COLORS",
     "MISSING_LEVEL",
     "SAMPLE_TARGETS",
     "SCENARIO_SCHEMA",

@@ -89,13 +89,7 @@ def floor_value(label: str) -> float:
 
 COMPARISON_EPS = (0.5, 1.0, 2.0, 5.0, 10.0)
 _COLORS = {"OPT": "#d62728", "DPN": "#1f77b4"}
-_METHOD_COLORS = {
-    "DepHDP": "#d62728",
-    "SPL+DPN": "#9ecae1",
-    "SPL+RMP": "#3182bd",
-    "ALC+DPN": "#a1d99b",
-    "ALC+RMP": "#31a354",
-}
+_METHOD_COLORS = core.METHOD_COLORS
 
 
 @st.cache_resource(max_entries=8, hash_funcs=HASH_FUNCS, show_spinner=False)

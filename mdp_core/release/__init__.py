@@ -8,11 +8,12 @@ from .decide import WHICH_EPS_GRID, Decision, which_eps
 from .outcome import ScenarioOutcome, compare_scenarios, encode_for, evaluate_scenario, leakage_per_attribute
 from .posterior import budget_sentence, odds_factor, posterior_bound, posterior_table
 from .privatise import ReleaseCheck, privatise, release_report, target_channel
-from .report import build_report, frontier_figure, report_figures
+from .report import METHOD_COLORS, build_report, frontier_figure, report_figures
 from .scenarios import SCENARIO_SCHEMA, Scenario, UtilityTarget, load_scenarios, save_scenarios
 
 __all__ = [
     "AUDIT_FIELDS",
+    "METHOD_COLORS",
     "SCENARIO_SCHEMA",
     "WHICH_EPS_GRID",
     "Decision",

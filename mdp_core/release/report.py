@@ -26,9 +26,10 @@ from .outcome import ScenarioOutcome, evaluate_scenario
 from .posterior import PRIORS, budget_sentence, posterior_bound
 from .scenarios import Scenario
 
-__all__ = ["build_report", "frontier_figure", "report_figures"]
+__all__ = ["METHOD_COLORS", "build_report", "frontier_figure", "report_figures"]
 
-_METHOD_COLORS = {
+#: One colour per method (DepHDP and the four baselines), shared by the report and the pages.
+METHOD_COLORS = {
     "DepHDP": "#d62728",
     "SPL+DPN": "#9ecae1",
     "SPL+RMP": "#3182bd",
@@ -172,7 +173,7 @@ def frontier_figure(d: Decision) -> Any:
                 y=part["utility_mean"],
                 mode="lines+markers",
                 name=str(method),
-                line={"color": _METHOD_COLORS.get(str(method), "#555")},
+                line={"color": METHOD_COLORS.get(str(method), "#555")},
                 error_y={
                     "type": "data",
                     "array": part["utility_ci_hi"] - part["utility_mean"],
