@@ -480,8 +480,11 @@ def describe_engine(client: Any) -> str:
 
 
 def _frame(rows: list[dict], spec: SweepSpec, engine: str, metas: list[dict], seconds: float) -> pd.DataFrame:
-    df = pd.DataFrame(rows)
     order = {m: i for i, m in enumerate(METHODS_EVALUATED)}
+    # rows in task order before the frame is built: its columns follow the first rows' keys, and tasks of
+    # different kinds (prediction, entropy) carry different metrics, so completion order must not matter
+    rows = sorted(rows, key=lambda r: (r["task_index"], order.get(r["method"], len(order)), r["repetition"]))
+    df = pd.DataFrame(rows)
     df = df.sort_values(
         ["task_index", "method", "repetition"], key=lambda s: s.map(order) if s.name == "method" else s
     ).reset_index(drop=True)

@@ -105,6 +105,21 @@ def test_array_privatisation_draws_exactly_what_the_composed_mechanism_draws() -
     )
 
 
+def test_column_order_does_not_depend_on_completion_order() -> None:
+    from mdp_core.sweep.engine import _frame
+
+    spec = tiny()
+    a = {"task_index": 0, "method": "DepHDP", "repetition": 0, "accuracy": 0.5, "auc": 0.6}
+    b = {"task_index": 1, "method": "DepHDP", "repetition": 0, "mean_distance": 1.0}
+    one, two = _frame([a, b], spec, "x", [], 0.0), _frame([b, a], spec, "x", [], 0.0)
+    assert (
+        list(one.columns)
+        == list(two.columns)
+        == ["task_index", "method", "repetition", "accuracy", "auc", "mean_distance"]
+    )
+    pd.testing.assert_frame_equal(one, two)
+
+
 def test_a_serial_sweep_runs_blas_on_one_thread_like_the_workers() -> None:
     threadpoolctl = pytest.importorskip("threadpoolctl")
     seen: list[int] = []
