@@ -190,10 +190,11 @@ def _pair_parameters_known(p: np.ndarray) -> tuple[float, float, float, float]:
     best = np.where(np.isnan(best), -np.inf, best)
     alpha = float(np.log(max(float(best.max(initial=-np.inf)), 1.0)))
     off = ~np.eye(a, dtype=bool)
-    slack = (b + 2) * np.finfo(np.float64).eps  # rounding of a b-term sum, on the safe side
-    sparse = p @ (~pos).T.astype(np.float64) + slack  # [x, x'] = mass of p_x where p_x' vanishes
+    # delta multiplies e^eps in the DT bound, so it gets no additive slack (an eps_mach floor would dominate
+    # the bound at large eps); it equals the box scan's up to the rounding of a b-term sum
+    slack = (b + 2) * np.finfo(np.float64).eps  # rounding of a b-term sum, on the safe side (phi)
+    sparse = p @ (~pos).T.astype(np.float64)  # [x, x'] = mass of p_x where p_x' vanishes
     sparse = np.minimum(sparse, 1.0 - p @ pos.T.astype(np.float64) + slack)
-    sparse = np.where(p @ (~pos).T.astype(np.float64) == 0.0, 0.0, sparse)  # no such mass: exactly 0
     rows = p.sum(axis=1)
     l1 = cdist(p, p, "cityblock")
     tv = 0.5 * (l1 + rows[:, None] - rows[None, :]) + slack
