@@ -4,7 +4,7 @@ non-private", DepHDP and the four baselines on the 9-point grid 0.25-20, 5 repet
 Rows per dataset:
 
 * ``engine start``: the embedded Dask LocalCluster (2 workers) starting, imports warmed. The pages start it in
-  the background when they open (:func:`mdp_core.sweep.engine.start_default_client`), so it is not on the
+  the background when they open (:func:`mdp_core.sweep.cluster.start_default_client`), so it is not on the
   first question's critical path; its time is shown on its own.
 * ``cold``: the first question on the running engine: nothing cached anywhere (data preparation, every
   group profile, every configuration).

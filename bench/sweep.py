@@ -23,7 +23,8 @@ import pandas as pd
 from distributed import Client, get_task_stream
 
 from mdp_core.sweep import SweepSpec, run_sweep
-from mdp_core.sweep.engine import clear_sweep_caches, local_cluster
+from mdp_core.sweep.cluster import local_cluster
+from mdp_core.sweep.engine import clear_sweep_caches
 
 TIMINGS = ["configure_seconds", "seconds"]
 

@@ -18,7 +18,7 @@ import streamlit as st
 
 import mdp_core as core
 from mdp_core.sweep import default_client, describe_engine, frontier
-from mdp_core.sweep.engine import start_default_client
+from mdp_core.sweep.cluster import start_default_client
 
 __all__ = [
     "ENGINES",

@@ -4,14 +4,9 @@
 
 from __future__ import annotations
 
-from mdp_core.sweep.engine import (
-    SweepData,
-    close_default_client,
-    default_client,
-    describe_engine,
-    prepare_data,
-    run_sweep,
-)
+from mdp_core.sweep.cluster import close_default_client, default_client, describe_engine
+from mdp_core.sweep.data import SweepData, prepare_data
+from mdp_core.sweep.engine import run_sweep
 from mdp_core.sweep.frontier import EpsChoice, frontier, smallest_eps
 from mdp_core.sweep.spec import SPEC_VERSION, Configuration, SweepSpec
 

@@ -14,168 +14,52 @@ restrictions (idle workers still steal them), so each worker builds few profiles
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import logging
 import os
 import resource
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from mdp_core._validation import Progress, report
-from mdp_core.data import Encoded, discretize, infer_schema, load_dataset
+from mdp_core.data import Encoded
 from mdp_core.dephdp import (
     METHODS_EVALUATED,
     DepHDPProfiles,
     compose_mechanism,
     dephdp_profiles,
-    prediction_labels,
     release_attributes,
     run_dephdp,
-    split_encoded,
     task_utility,
 )
 from mdp_core.errors import DataError
+from mdp_core.sweep.cluster import (
+    _on_worker,
+    _single_threaded_highs,
+    default_client,
+    describe_engine,
+)
+from mdp_core.sweep.data import _PREPARED, SweepData, prepare_data
 from mdp_core.sweep.spec import Configuration, SweepSpec
 
 __all__ = [
     "SweepData",
     "clear_sweep_caches",
-    "close_default_client",
-    "default_client",
-    "describe_engine",
-    "local_cluster",
     "prepare_data",
     "run_sweep",
-    "start_default_client",
 ]
 
-_DOCUMENTED_TARGETS = {"heart": "target", "adult": "income", "wine": "quality"}
 
 #: Columns that identify a row (everything else is a measurement).
 KEY_COLUMNS = ("task_index", "dataset", "task", "tau_group", "tau_dpn", "eps", "method", "repetition")
 
 
-@dataclass(frozen=True, eq=False)
-class SweepData:
-    """What every task needs: the fitting and held-out splits, the test records' 0/1 labels, and (computed
-    once here, not per task) the released attributes and the test records' codes on them."""
-
-    fit: Encoded
-    test: Encoded
-    labels: np.ndarray | None
-    attributes: tuple[str, ...] = ()
-    x_test: np.ndarray | None = None
-
-
-def _target(spec: SweepSpec, columns: Sequence[str]) -> str | None:
-    if spec.target is not None:
-        if spec.target not in columns:
-            raise DataError(f"target {spec.target!r} is not a column of {spec.dataset!r}")
-        return spec.target
-    try:  # the data layer's documented targets, when it has them
-        from mdp_core.data.io import SAMPLE_TARGETS  # type: ignore[attr-defined]
-    except ImportError:
-        SAMPLE_TARGETS = _DOCUMENTED_TARGETS
-    target = SAMPLE_TARGETS.get(spec.dataset)
-    return target if target in columns else None
-
-
-def prepare_data(spec: SweepSpec, encoded: Encoded | None = None) -> SweepData:
-    """Load and discretise the spec's dataset (unless ``encoded`` is given) and split it (seeded by the spec).
-
-    Parameters
-    ----------
-    spec : SweepSpec
-    encoded : Encoded, optional
-        An already discretised table (e.g. the app's current one); ``spec.dataset`` is then only a label.
-    """
-    if encoded is not None and not isinstance(encoded, Encoded):
-        raise TypeError(f"encoded must be an Encoded table, got {type(encoded).__name__}")
-    if encoded is None:
-        # an embedded sample is loaded and discretised once per process (adult: ~1 CPU s, 3 s under load);
-        # a file path is read again (it may have changed on disk)
-        key: Hashable = ("sample", spec.dataset, spec.seed, spec.bins, spec.target, spec.fit_fraction)
-        if os.path.exists(spec.dataset):
-            key = None
-    else:
-        key = ("encoded", encoded.fingerprint, spec.seed, spec.fit_fraction)
-    data = _PREPARED.get(key) if key is not None else None
-    if data is None:
-        data = _prepare(spec, encoded)
-        if key is not None:
-            with _STAGE1_LOCK:
-                _PREPARED[key] = data
-                while len(_PREPARED) > 4:
-                    _PREPARED.popitem(last=False)
-    if "prediction" in spec.tasks and data.fit.schema.target is None:
-        raise DataError(f"the prediction task needs a target column; {spec.dataset!r} has none: set 'target'")
-    return data
-
-
-#: Prepared sweep data of recent sweeps in this process (the last 4), see :func:`prepare_data`.
-_PREPARED: OrderedDict[Hashable, SweepData] = OrderedDict()
-
-
-def _prepare(spec: SweepSpec, encoded: Encoded | None) -> SweepData:
-    if encoded is None:
-        df = load_dataset(spec.dataset, seed=spec.seed)
-        target = _target(spec, [str(c) for c in df.columns])
-        encoded = discretize(df, infer_schema(df, target=target), bins=spec.bins)
-    fit, test = split_encoded(encoded, spec.fit_fraction, np.random.default_rng(spec.seed))
-    labels = prediction_labels(fit, test.codes) if encoded.schema.target is not None else None
-    attrs = tuple(release_attributes(fit))
-    x_test = test.codes[list(attrs)].to_numpy().astype(np.int64)
-    return SweepData(fit, test, labels, attrs, x_test)
-
-
 # --------------------------------------------------------------------------- one task (runs on a worker)
-
-_SETUP = threading.Lock()
-_SETUP_DONE: list[bool] = []
-
-
-def _single_threaded_highs() -> None:
-    """Pin HiGHS's process-wide thread pool and the BLAS / OpenMP pools to one thread (once per worker
-    process): HiGHS's default uses half the machine's cores per process, which oversubscribes a node
-    running one worker per core; BLAS is pinned by Dask's nanny already (OMP/OPENBLAS/MKL_NUM_THREADS=1),
-    but not in a worker started without one."""
-    with _SETUP:
-        if _SETUP_DONE:
-            return
-        try:
-            from threadpoolctl import threadpool_limits
-
-            threadpool_limits(1)
-        except ImportError:  # optional: the nanny's environment already does it
-            pass
-        try:
-            import highspy
-
-            h = highspy.Highs()
-            h.setOptionValue("output_flag", False)
-            h.setOptionValue("threads", 1)
-            h.addVar(0.0, 1.0)
-            h.run()  # the first run fixes the global scheduler's size
-        finally:
-            _SETUP_DONE.append(True)
-
-
-def _on_worker() -> bool:
-    try:
-        from distributed import get_worker
-
-        get_worker()
-        return True
-    except (ImportError, ValueError):
-        return False
 
 
 def build_profiles(data: SweepData, spec: SweepSpec, c: Configuration) -> DepHDPProfiles:
@@ -283,7 +167,7 @@ class _Releaser:
             u = rng.random(n)
             y = np.empty(n, dtype=np.int64)
             for value, idx in parts:
-                y[idx] = np.searchsorted(cdf[value], u[idx], side="right")
+                y[idx] = np.searchsorted(cdf[value], u[idx], side="right")  # type: ignore[index,call-overload]
             np.minimum(y, cdf.shape[1] - 1, out=y)
             out[:, cols] = np.stack(np.unravel_index(y, sizes), axis=1)
         return out
@@ -371,112 +255,6 @@ def run_configuration(
 
 
 # --------------------------------------------------------------------------- engine
-
-_ENGINE = threading.Lock()
-_EMBEDDED: dict[str, Any] = {}
-
-
-#: Dask settings of the embedded cluster's workers: no statistical profiler (a thread sampling every
-#: 10 ms), slower event-loop tick / system / memory monitors. On this shared 2-core machine these
-#: background threads cost ~1-1.5 CPU s per 15 s sweep over 2 workers (measured: worker-process CPU minus
-#: task CPU), time taken from the tasks; sweeps do not need Dask's profiles.
-QUIET_WORKERS: dict[str, Any] = {
-    "distributed.worker.profile.enabled": False,
-    "distributed.admin.tick.interval": "500ms",
-    "distributed.admin.system-monitor.interval": "2s",
-    "distributed.admin.system-monitor.gil.enabled": False,
-    "distributed.worker.memory.monitor-interval": "1s",
-}
-
-
-def local_cluster(n_workers: int | None = None) -> Any:
-    """The embedded engine: ``LocalCluster(processes=True, threads_per_worker=1)`` without a dashboard
-    (its HTTP server on a free port, so no "port 8787 in use" warning), with :data:`QUIET_WORKERS`. Worker
-    processes get OMP/OpenBLAS/MKL threads = 1 from Dask's nanny, HiGHS one thread per worker (first task)."""
-    import dask
-    from distributed import LocalCluster
-
-    with dask.config.set(QUIET_WORKERS):
-        return LocalCluster(
-            n_workers=n_workers,
-            processes=True,
-            threads_per_worker=1,
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard_address": ":0"},
-            silence_logs=logging.ERROR,
-        )
-
-
-def default_client(*, n_workers: int | None = None) -> Any:
-    """The Dask client used when ``run_sweep(client=None)``.
-
-    Connects to ``DASK_SCHEDULER_ADDRESS`` (Dask's own ``scheduler-address`` setting) when it is set, else
-    starts one embedded :func:`local_cluster` per process (reused by later calls; closed at exit or by
-    :func:`close_default_client`). Thread-safe: a call while :func:`start_default_client` is starting the
-    cluster in the background waits for it instead of starting a second one.
-    """
-    import dask
-    from distributed import Client
-
-    address = dask.config.get("scheduler-address", None)
-    with _ENGINE:
-        key = address or "embedded"
-        client = _EMBEDDED.get(key)
-        if client is not None and client.status == "running":
-            return client
-        if address:
-            client = Client(address, set_as_default=False)
-        else:
-            cluster = local_cluster(n_workers)
-            client = Client(cluster, set_as_default=False)
-            client.run(_warm_worker)  # imports are start-up, not the first sweep's time
-        _EMBEDDED[key] = client
-        if len(_EMBEDDED) == 1:
-            atexit.register(close_default_client)
-        return client
-
-
-def _warm_worker() -> None:
-    import mdp_core.sweep  # noqa: F401  (the task code and what it imports)
-
-    _single_threaded_highs()
-
-
-def start_default_client() -> threading.Thread:
-    """Start :func:`default_client` in a background thread (e.g. when the sweep page opens), so that the
-    cluster's start-up (seconds under load) is off the first question's critical path. Returns the thread;
-    a later :func:`default_client` call waits for it and reuses its client."""
-    thread = threading.Thread(target=_start_quietly, name="mdp-sweep-engine-start", daemon=True)
-    thread.start()
-    return thread
-
-
-def _start_quietly() -> None:
-    try:
-        default_client()
-    except Exception:  # reported again by the foreground call that needs the client
-        logging.getLogger(__name__).exception("starting the embedded Dask cluster failed")
-
-
-def close_default_client() -> None:
-    """Close the client(s) :func:`default_client` opened (and the embedded cluster)."""
-    with _ENGINE:
-        for client in _EMBEDDED.values():
-            cluster = client.cluster
-            client.close()
-            if cluster is not None:
-                cluster.close()
-        _EMBEDDED.clear()
-
-
-def describe_engine(client: Any) -> str:
-    """One line saying where the engine runs (``False``: in-process)."""
-    if client is False:
-        return "in-process (serial, this Python process)"
-    workers = client.scheduler_info().get("workers", {})
-    threads = sum(w.get("nthreads", 0) for w in workers.values())
-    kind = "embedded LocalCluster" if client.cluster is not None else f"cluster at {client.scheduler.address}"
-    return f"{kind}: {len(workers)} workers, {threads} threads"
 
 
 def _frame(rows: list[dict], spec: SweepSpec, engine: str, metas: list[dict], seconds: float) -> pd.DataFrame:

@@ -27,7 +27,7 @@ __all__ = ["compare_over_eps"]
 def _one(problem: Any, eps: float, method: str, verify_samples: int, seed: int) -> Any:
     from mdp_core.geo import compare_methods
 
-    from .engine import _on_worker, _single_threaded_highs
+    from .cluster import _on_worker, _single_threaded_highs
 
     if _on_worker():
         _single_threaded_highs()
@@ -96,7 +96,7 @@ def compare_over_eps(
         return out
     from distributed import as_completed
 
-    from .engine import default_client
+    from .cluster import default_client
 
     if client is None:
         client = default_client()

@@ -34,7 +34,7 @@ MAX_CONFIGURATIONS = 100_000
 class Configuration(NamedTuple):
     """One point of the sweep grid; ``index`` is its task index (position in the spec's product order)."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the task index, shadowing tuple.index on purpose
     task: str
     tau_group: float
     tau_dpn: float

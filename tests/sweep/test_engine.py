@@ -217,7 +217,7 @@ def test_default_client_honours_dask_scheduler_address() -> None:
 
 
 def test_start_default_client_starts_it_in_the_background_once() -> None:
-    from mdp_core.sweep.engine import start_default_client
+    from mdp_core.sweep.cluster import start_default_client
 
     with (
         LocalCluster(

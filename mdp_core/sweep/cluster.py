@@ -1,0 +1,169 @@
+"""Where sweeps run: the embedded LocalCluster (once per process), a scheduler from Dask's own setting, and
+per-worker set-up (HiGHS and BLAS single-threaded). See DESIGN.md "Sweeps at scale"."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from typing import Any
+
+__all__ = [
+    "QUIET_WORKERS",
+    "close_default_client",
+    "default_client",
+    "describe_engine",
+    "local_cluster",
+    "start_default_client",
+]
+
+
+_SETUP = threading.Lock()
+
+
+_SETUP_DONE: list[bool] = []
+
+
+def _single_threaded_highs() -> None:
+    """Pin HiGHS's process-wide thread pool and the BLAS / OpenMP pools to one thread (once per worker
+    process): HiGHS's default uses half the machine's cores per process, which oversubscribes a node
+    running one worker per core; BLAS is pinned by Dask's nanny already (OMP/OPENBLAS/MKL_NUM_THREADS=1),
+    but not in a worker started without one."""
+    with _SETUP:
+        if _SETUP_DONE:
+            return
+        try:
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(1)
+        except ImportError:  # optional: the nanny's environment already does it
+            pass
+        try:
+            import highspy
+
+            h = highspy.Highs()
+            h.setOptionValue("output_flag", False)
+            h.setOptionValue("threads", 1)
+            h.addVar(0.0, 1.0)
+            h.run()  # the first run fixes the global scheduler's size
+        finally:
+            _SETUP_DONE.append(True)
+
+
+def _on_worker() -> bool:
+    try:
+        from distributed import get_worker
+
+        get_worker()
+        return True
+    except (ImportError, ValueError):
+        return False
+
+
+_ENGINE = threading.Lock()
+
+
+_EMBEDDED: dict[str, Any] = {}
+
+
+#: Dask settings of the embedded cluster's workers: no statistical profiler (a thread sampling every
+#: 10 ms), slower event-loop tick / system / memory monitors. On this shared 2-core machine these
+#: background threads cost ~1-1.5 CPU s per 15 s sweep over 2 workers (measured: worker-process CPU minus
+#: task CPU), time taken from the tasks; sweeps do not need Dask's profiles.
+QUIET_WORKERS: dict[str, Any] = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "500ms",
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.admin.system-monitor.gil.enabled": False,
+    "distributed.worker.memory.monitor-interval": "1s",
+}
+
+
+def local_cluster(n_workers: int | None = None) -> Any:
+    """The embedded engine: ``LocalCluster(processes=True, threads_per_worker=1)`` without a dashboard
+    (its HTTP server on a free port, so no "port 8787 in use" warning), with :data:`QUIET_WORKERS`. Worker
+    processes get OMP/OpenBLAS/MKL threads = 1 from Dask's nanny, HiGHS one thread per worker (first task)."""
+    import dask
+    from distributed import LocalCluster
+
+    with dask.config.set(QUIET_WORKERS):
+        return LocalCluster(
+            n_workers=n_workers,
+            processes=True,
+            threads_per_worker=1,
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": ":0"},
+            silence_logs=logging.ERROR,
+        )
+
+
+def default_client(*, n_workers: int | None = None) -> Any:
+    """The Dask client used when ``run_sweep(client=None)``.
+
+    Connects to ``DASK_SCHEDULER_ADDRESS`` (Dask's own ``scheduler-address`` setting) when it is set, else
+    starts one embedded :func:`local_cluster` per process (reused by later calls; closed at exit or by
+    :func:`close_default_client`). Thread-safe: a call while :func:`start_default_client` is starting the
+    cluster in the background waits for it instead of starting a second one.
+    """
+    import dask
+    from distributed import Client
+
+    address = dask.config.get("scheduler-address", None)
+    with _ENGINE:
+        key = address or "embedded"
+        client = _EMBEDDED.get(key)
+        if client is not None and client.status == "running":
+            return client
+        if address:
+            client = Client(address, set_as_default=False)
+        else:
+            cluster = local_cluster(n_workers)
+            client = Client(cluster, set_as_default=False)
+            client.run(_warm_worker)  # imports are start-up, not the first sweep's time
+        _EMBEDDED[key] = client
+        if len(_EMBEDDED) == 1:
+            atexit.register(close_default_client)
+        return client
+
+
+def _warm_worker() -> None:
+    import mdp_core.sweep  # noqa: F401  (the task code and what it imports)
+
+    _single_threaded_highs()
+
+
+def start_default_client() -> threading.Thread:
+    """Start :func:`default_client` in a background thread (e.g. when the sweep page opens), so that the
+    cluster's start-up (seconds under load) is off the first question's critical path. Returns the thread;
+    a later :func:`default_client` call waits for it and reuses its client."""
+    thread = threading.Thread(target=_start_quietly, name="mdp-sweep-engine-start", daemon=True)
+    thread.start()
+    return thread
+
+
+def _start_quietly() -> None:
+    try:
+        default_client()
+    except Exception:  # reported again by the foreground call that needs the client
+        logging.getLogger(__name__).exception("starting the embedded Dask cluster failed")
+
+
+def close_default_client() -> None:
+    """Close the client(s) :func:`default_client` opened (and the embedded cluster)."""
+    with _ENGINE:
+        for client in _EMBEDDED.values():
+            cluster = client.cluster
+            client.close()
+            if cluster is not None:
+                cluster.close()
+        _EMBEDDED.clear()
+
+
+def describe_engine(client: Any) -> str:
+    """One line saying where the engine runs (``False``: in-process)."""
+    if client is False:
+        return "in-process (serial, this Python process)"
+    workers = client.scheduler_info().get("workers", {})
+    threads = sum(w.get("nthreads", 0) for w in workers.values())
+    kind = "embedded LocalCluster" if client.cluster is not None else f"cluster at {client.scheduler.address}"
+    return f"{kind}: {len(workers)} workers, {threads} threads"
