@@ -34,6 +34,10 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app.py"
 TIMEOUT = 60.0  #: seconds; one rerun longer than this is a failure
 STEPS = int(os.environ.get("MDP_WALK_STEPS", "40"))
+#: Buttons that start an explicit, user-sized long job with its own progress bar and cancel (a sweep of
+#: thousands of pipeline runs): by design not bound by the 60 s rerun rule, so the walk does not press them;
+#: tests/sweep/test_page.py runs the page's sweep on a tiny spec instead.
+LONG_JOBS = frozenset({"sweep_run"})
 SEED_SHIFT = int(os.environ.get("MDP_WALK_SEED", "0"))
 LOG = os.environ.get("MDP_WALK_LOG", "")
 DATASETS = ("heart", "adult", "wine", "upload")
@@ -246,6 +250,7 @@ class Walk:
 
     # -- one step ---------------------------------------------------------------------------------------
     def widgets(self) -> list[tuple[str, Widget]]:
+        """Enabled widgets, except the buttons that start an explicit long job (see LONG_JOBS)."""
         found = []
         for where, block in (("sidebar", self.at.sidebar), ("main", self.at.main)):
             for node in block:
@@ -253,6 +258,7 @@ class Walk:
                     isinstance(node, Widget)
                     and node.type in WEIGHTS
                     and not getattr(node.proto, "disabled", False)
+                    and getattr(node, "key", None) not in LONG_JOBS
                 ):
                     found.append((where, node))
         return found
