@@ -69,6 +69,7 @@ tau_dpn = c3.slider(
 c4, c5, c6 = st.columns(3)
 with c4:
     eps = eps_slider("Global privacy budget ε", key=view.widget_key("eps"), default=base.eps, lo=0.1, hi=20.0)
+    st.caption(core.budget_sentence(eps))
 p_default = "inf" if math.isinf(base.p) else min(view.P_OPTIONS[:-1], key=lambda v: abs(float(v) - base.p))
 p_text = c5.select_slider("Record metric ℓ_p", view.P_OPTIONS, value=p_default, key=view.widget_key("p"))
 floor = c6.select_slider(

@@ -6,6 +6,7 @@ import math
 
 import streamlit as st
 
+import mdp_core as core
 from ui import mechanisms as mech
 from ui.data import current_encoded
 from ui.widgets import eps_slider
@@ -39,6 +40,7 @@ with c2:
     p = st.select_slider("Metric exponent p", options=[1.0, 2.0, math.inf], value=2.0, key="mech_p")
 with c3:
     eps = eps_slider("Privacy budget ε", key="mech_eps", default=2.0, lo=0.1, hi=20.0)
+    st.caption(core.budget_sentence(eps))
 if not chosen:
     st.info("Choose at least one attribute.")
     st.stop()
