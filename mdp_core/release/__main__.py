@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mdp_core.data import load_dataset_report
+from mdp_core.dephdp import DepHDPConfig
 from mdp_core.errors import DataError
 
 if TYPE_CHECKING:
@@ -50,13 +52,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _scenario(args: argparse.Namespace, df: pd.DataFrame, name: str, target: str | None) -> Scenario:
-    import mdp_core as core
     from mdp_core.release import Scenario, dataset_fingerprint, load_scenarios
 
     if args.scenario_file is None:
-        return Scenario(
-            "default", name, core.DepHDPConfig(), fingerprint=dataset_fingerprint(df), target=target
-        )
+        return Scenario("default", name, DepHDPConfig(), fingerprint=dataset_fingerprint(df), target=target)
     items = load_scenarios(args.scenario_file)
     if args.scenario is None:
         return items[0]
@@ -70,13 +69,12 @@ def _scenario(args: argparse.Namespace, df: pd.DataFrame, name: str, target: str
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    import mdp_core as core
     from mdp_core.release import UtilityTarget, build_report, encode_for, which_eps
 
     t0 = time.perf_counter()
     try:
         source = args.dataset if args.dataset is not None else str(args.data)
-        df, load = core.load_dataset_report(source)
+        df, load = load_dataset_report(source)
         name = args.dataset if args.dataset is not None else args.data.name
         target = args.target or load.target
         scenario = _scenario(args, df, name, target)

@@ -17,15 +17,14 @@ import hashlib
 import math
 import platform
 from importlib import metadata
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from mdp_core.data import Encoded
+from mdp_core.dephdp import DepHDPConfig, DepHDPResult
 from mdp_core.errors import DataError
+from mdp_core.mechanisms import VIOLATION_TOL, mdp_violation
 from mdp_core.metrics import budget_norm, dual_exponent, product_distance
-
-if TYPE_CHECKING:
-    import mdp_core as core
 
 __all__ = ["AUDIT_FIELDS", "AUDIT_SCHEMA", "audit_record", "dataset_fingerprint", "package_versions"]
 
@@ -70,9 +69,7 @@ def dataset_fingerprint(df: pd.DataFrame) -> str:
 
 def package_versions() -> dict[str, str]:
     """Versions of Python, mdp_core and the numerical packages (``"absent"`` when not installed)."""
-    import mdp_core
-
-    out = {"python": platform.python_version(), "mdp_core": str(mdp_core.__version__)}
+    out = {"python": platform.python_version(), "mdp_core": _own_version()}
     for name in _PACKAGES:
         try:
             out[name] = metadata.version(name)
@@ -86,14 +83,14 @@ def _num(x: float) -> float | str:
     return x if math.isfinite(x) else ("inf" if x > 0 else "-inf" if x < 0 else "nan")
 
 
-def _config_dict(config: core.DepHDPConfig) -> dict:
+def _config_dict(config: DepHDPConfig) -> dict:
     return {k: (_num(v) if isinstance(v, float) else v) for k, v in dataclasses.asdict(config).items()}
 
 
 def audit_record(
     df: pd.DataFrame,
-    encoded: core.Encoded,
-    result: core.DepHDPResult,
+    encoded: Encoded,
+    result: DepHDPResult,
     *,
     seed: int,
     dataset: str = "",
@@ -123,7 +120,6 @@ def audit_record(
     timestamp : datetime, optional
         Default: now (UTC).
     """
-    import mdp_core as core
 
     from .privatise import _check_result, target_channel
 
@@ -137,7 +133,7 @@ def audit_record(
         zip(mech.groups, mech.kinds, mech.eps, mech.channels, strict=True)
     ):
         dist = product_distance([encoded.components[a] for a in g], config.p)
-        violation = float(core.mdp_violation(P, dist, float(eps_k)))
+        violation = float(mdp_violation(P, dist, float(eps_k)))
         groups.append(
             {
                 "attributes": list(g),
@@ -148,7 +144,7 @@ def audit_record(
                 "beta": float(result.surrogate.betas[k]),
             }
         )
-        ok = violation <= core.VIOLATION_TOL
+        ok = violation <= VIOLATION_TOL
         verification.append({"channel": " + ".join(g), "max_violation": _num(violation), "verified": ok})
     target = encoded.schema.target
     target_released = bool(include_target and target is not None)
@@ -156,13 +152,13 @@ def audit_record(
     if include_target and target is not None:
         eps_t = float(config.eps) if target_eps is None else float(target_eps)
         P = target_channel(encoded, eps_t)
-        violation = float(core.mdp_violation(P, encoded.components[target], eps_t))
+        violation = float(mdp_violation(P, encoded.components[target], eps_t))
         kind = "RR" if encoded.schema.kind(target) in ("nominal", "binary") else "EM"
         groups.append(
             {"attributes": [str(target)], "domain_size": int(P.shape[0]), "eps": eps_t, "selected": kind,
              "mechanism": kind, "beta": None}
         )  # fmt: skip
-        ok = violation <= core.VIOLATION_TOL
+        ok = violation <= VIOLATION_TOL
         verification.append({"channel": target, "max_violation": _num(violation), "verified": ok})
         budgets.append(eps_t)
     norm = budget_norm(budgets, q)
@@ -223,3 +219,11 @@ def _composition_statement(budgets: list[float], q: float, norm: float, eps: flo
             f"(the {len(budgets) - 1} DepHDP groups use at most ε = {eps:g})."
         )
     return f"{head} ≤ ε = {eps:g}"
+
+
+def _own_version() -> str:
+    """mdp_core's version from the installed distribution (no import of the package that re-exports us)."""
+    try:
+        return metadata.version("mdp-lab")
+    except metadata.PackageNotFoundError:
+        return "0.1.0"

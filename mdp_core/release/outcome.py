@@ -16,20 +16,20 @@ released group is sequential composition: an upper bound. ``e^TPL`` is the attac
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from mdp_core._validation import Progress, report
+from mdp_core.data import Encoded, discretize, infer_schema
+from mdp_core.dephdp import DepHDPResult, run_dephdp, split_encoded
 from mdp_core.errors import DataError
+from mdp_core.leakage import pairwise_leakage
 
 from .audit import audit_record, dataset_fingerprint
 from .privatise import ReleaseCheck, privatise, release_report
 from .scenarios import Scenario
-
-if TYPE_CHECKING:
-    import mdp_core as core
 
 __all__ = ["ScenarioOutcome", "compare_scenarios", "encode_for", "evaluate_scenario", "leakage_per_attribute"]
 
@@ -42,10 +42,10 @@ class ScenarioOutcome:
 
     scenario: Scenario
     table: pd.DataFrame
-    encoded: core.Encoded
-    fit: core.Encoded
-    test: core.Encoded
-    result: core.DepHDPResult
+    encoded: Encoded
+    fit: Encoded
+    test: Encoded
+    result: DepHDPResult
     utility: dict[str, Any]
     released: pd.DataFrame
     check: ReleaseCheck
@@ -53,9 +53,8 @@ class ScenarioOutcome:
     audit: dict
 
 
-def encode_for(scenario: Scenario, df: pd.DataFrame) -> core.Encoded:
+def encode_for(scenario: Scenario, df: pd.DataFrame) -> Encoded:
     """The table encoded as the scenario's data settings say (excluded columns, kinds, bins, target)."""
-    import mdp_core as core
 
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
@@ -66,21 +65,20 @@ def encode_for(scenario: Scenario, df: pd.DataFrame) -> core.Encoded:
     if scenario.target is not None and scenario.target in scenario.exclude:
         raise DataError(f"scenario {scenario.name!r} excludes its own target {scenario.target!r}")
     cols = [c for c in df.columns if c not in scenario.exclude]
-    schema = core.infer_schema(df[cols], target=scenario.target).with_kinds(dict(scenario.kind_overrides))
+    schema = infer_schema(df[cols], target=scenario.target).with_kinds(dict(scenario.kind_overrides))
     bins = dict(scenario.bins)
-    return core.discretize(df, schema, bins={c: bins.get(c, 8) for c in schema.columns})
+    return discretize(df, schema, bins={c: bins.get(c, 8) for c in schema.columns})
 
 
-def leakage_per_attribute(encoded: core.Encoded, result: core.DepHDPResult) -> pd.DataFrame:
+def leakage_per_attribute(encoded: Encoded, result: DepHDPResult) -> pd.DataFrame:
     """Per released attribute: its group, the group's eps, the TPL bound (nats) and the odds factor."""
-    import mdp_core as core
 
     mech = result.mechanism
     group_of = {a: k for k, g in enumerate(mech.groups) for a in g}
     attrs = list(mech.attributes)
     eps_attr = np.array([float(mech.eps[group_of[a]]) for a in attrs])
     if len(attrs) >= 2:
-        model = core.pairwise_leakage(encoded.codes[attrs], method="dt")
+        model = pairwise_leakage(encoded.codes[attrs], method="dt")
         rows = np.vstack([model.row(j, float(eps_attr[j])) for j in range(len(attrs))])  # rows[j, a]
     else:
         rows = np.zeros((1, 1))
@@ -99,7 +97,7 @@ def leakage_per_attribute(encoded: core.Encoded, result: core.DepHDPResult) -> p
     )
 
 
-def _utility(result: core.DepHDPResult, fit: core.Encoded, test: core.Encoded, reps: int, seed: int) -> dict:
+def _utility(result: DepHDPResult, fit: Encoded, test: Encoded, reps: int, seed: int) -> dict:
     from mdp_core.dephdp import prediction_labels, task_utility
 
     rng = np.random.default_rng([seed, 1])
@@ -138,7 +136,6 @@ def evaluate_scenario(
     scenario: Scenario, df: pd.DataFrame, *, repetitions: int = 10, progress: Progress = None
 ) -> ScenarioOutcome:
     """Configure, measure and release one scenario on ``df`` (its fingerprint is checked when it has one)."""
-    import mdp_core as core
 
     if not isinstance(scenario, Scenario):
         raise TypeError(f"scenario must be a Scenario, got {type(scenario).__name__}")
@@ -152,10 +149,10 @@ def evaluate_scenario(
         )
     report(progress, 0.0, "encoding")
     encoded = encode_for(scenario, df)
-    fit, test = core.split_encoded(encoded, FIT_FRACTION, np.random.default_rng(scenario.seed))
+    fit, test = split_encoded(encoded, FIT_FRACTION, np.random.default_rng(scenario.seed))
     config = replace(scenario.config, seed=scenario.seed)
     sub = None if progress is None else (lambda f, m: report(progress, 0.05 + 0.75 * f, m))
-    result = core.run_dephdp(fit, config, progress=sub)
+    result = run_dephdp(fit, config, progress=sub)
     report(progress, 0.85, "measuring utility on the held-out split")
     utility = _utility(result, fit, test, repetitions, scenario.seed)
     report(progress, 0.92, "releasing the whole table")

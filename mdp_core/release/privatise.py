@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from mdp_core._validation import check_eps, check_rng
+from mdp_core.data import Encoded
+from mdp_core.dephdp import DepHDPResult, release_attributes
 from mdp_core.errors import DataError
-
-if TYPE_CHECKING:
-    import mdp_core as core
+from mdp_core.mechanisms import exponential_mechanism, sample
 
 __all__ = ["ReleaseCheck", "column_decimals", "privatise", "release_report", "target_channel"]
 
@@ -51,9 +50,8 @@ def _rounded_levels(centres: np.ndarray, decimals: int) -> np.ndarray:
     return c
 
 
-def target_channel(encoded: core.Encoded, eps: float) -> np.ndarray:
+def target_channel(encoded: Encoded, eps: float) -> np.ndarray:
     """The eps-mDP channel of a released target: randomised response (nominal / binary) or EM otherwise."""
-    import mdp_core as core
 
     target = encoded.schema.target
     if target is None:
@@ -66,17 +64,16 @@ def target_channel(encoded: core.Encoded, eps: float) -> np.ndarray:
         P = np.full((m, m), math.exp(-log_den))
         np.fill_diagonal(P, math.exp(e - log_den))
         return P / P.sum(axis=1, keepdims=True)
-    return core.exponential_mechanism(encoded.components[target], e)
+    return exponential_mechanism(encoded.components[target], e)
 
 
-def _check_result(encoded: core.Encoded, result: core.DepHDPResult) -> None:
-    import mdp_core as core
+def _check_result(encoded: Encoded, result: DepHDPResult) -> None:
 
-    if not isinstance(encoded, core.Encoded):
+    if not isinstance(encoded, Encoded):
         raise TypeError(f"encoded must be an Encoded table (see discretize), got {type(encoded).__name__}")
-    if not isinstance(result, core.DepHDPResult):
+    if not isinstance(result, DepHDPResult):
         raise TypeError(f"result must be a DepHDPResult (see run_dephdp), got {type(result).__name__}")
-    expected = set(core.release_attributes(encoded))
+    expected = set(release_attributes(encoded))
     got = set(result.mechanism.attributes)
     if got != expected:
         raise DataError(
@@ -89,7 +86,7 @@ def _check_result(encoded: core.Encoded, result: core.DepHDPResult) -> None:
             raise DataError(f"group {group} has other domain sizes in the table than in the result")
 
 
-def _decode_column(encoded: core.Encoded, df: pd.DataFrame, col: str, codes: np.ndarray) -> pd.Series:
+def _decode_column(encoded: Encoded, df: pd.DataFrame, col: str, codes: np.ndarray) -> pd.Series:
     levels = encoded.levels[col]
     original = df[col] if col in df.columns else None
     if encoded.schema.kind(col) == "numeric":
@@ -107,9 +104,9 @@ def _decode_column(encoded: core.Encoded, df: pd.DataFrame, col: str, codes: np.
 
 def privatise(
     df: pd.DataFrame,
-    result: core.DepHDPResult,
+    result: DepHDPResult,
     *,
-    encoded: core.Encoded,
+    encoded: Encoded,
     rng: np.random.Generator,
     include_target: bool = True,
     target_eps: float | None = None,
@@ -152,10 +149,9 @@ def privatise(
     target = encoded.schema.target
     if include_target and target is not None:
         eps_t = float(result.config.eps) if target_eps is None else check_eps(target_eps, "target_eps")
-        import mdp_core as core
 
         P = target_channel(encoded, eps_t)
-        codes[target] = core.sample(P, encoded.codes[target].to_numpy(), rng)
+        codes[target] = sample(P, encoded.codes[target].to_numpy(), rng)
     order = [c for c in df.columns if c in codes] + [c for c in codes if c not in df.columns]
     return pd.DataFrame({c: _decode_column(encoded, df, c, codes[c]) for c in order})
 
@@ -222,7 +218,7 @@ class ReleaseCheck:
 
 
 def release_report(
-    original: pd.DataFrame, privatised: pd.DataFrame, *, result: core.DepHDPResult | None = None
+    original: pd.DataFrame, privatised: pd.DataFrame, *, result: DepHDPResult | None = None
 ) -> ReleaseCheck:
     """Flag degenerate output: constant columns, groups at the grid's minimum budget, distinct rows."""
     if not isinstance(original, pd.DataFrame) or not isinstance(privatised, pd.DataFrame):

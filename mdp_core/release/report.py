@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mdp_core.data import nmi_matrix
 from mdp_core.errors import DataError
 
 from .decide import Decision
@@ -68,10 +69,8 @@ def _table(df: pd.DataFrame, floatfmt: str = "{:.4g}") -> str:
 def _dependency_figure(o: ScenarioOutcome) -> Any:
     import plotly.graph_objects as go
 
-    import mdp_core as core
-
     attrs = list(o.result.mechanism.attributes)
-    nmi = core.nmi_matrix(o.encoded.codes[attrs])
+    nmi = nmi_matrix(o.encoded.codes[attrs])
     n = len(attrs)
     angle = 2 * np.pi * np.arange(n) / max(n, 1)
     x, y = np.cos(angle), np.sin(angle)

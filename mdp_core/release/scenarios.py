@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mdp_core.dephdp import DepHDPConfig
 from mdp_core.errors import DataError
 
 __all__ = [
@@ -99,11 +100,10 @@ class Scenario:
     pages: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
-        import mdp_core as core
 
         if not isinstance(self.name, str) or not self.name.strip():
             raise DataError("name must be a non-empty string")
-        if not isinstance(self.config, core.DepHDPConfig):
+        if not isinstance(self.config, DepHDPConfig):
             raise TypeError(f"config must be a DepHDPConfig, got {type(self.config).__name__}")
         if self.target_eps is not None and not (math.isfinite(self.target_eps) and self.target_eps > 0):
             raise DataError(f"target_eps must be a positive finite number, got {self.target_eps!r}")
@@ -171,7 +171,6 @@ def _type_name(t: object) -> str:
 
 def scenario_from_dict(data: object) -> Scenario:
     """Validate and build one scenario; raises DataError naming the bad field."""
-    import mdp_core as core
 
     if not isinstance(data, dict):
         raise DataError(f"a scenario must be a JSON object, got {type(data).__name__}")
@@ -185,14 +184,14 @@ def scenario_from_dict(data: object) -> Scenario:
         if key in data and (not isinstance(data[key], kind) or (kind is int and isinstance(data[key], bool))):
             raise DataError(f"field {key!r} must be {_type_name(kind)}, got {type(data[key]).__name__}")
     cfg = dict(data["config"])
-    known = {f.name for f in dataclasses.fields(core.DepHDPConfig)}
+    known = {f.name for f in dataclasses.fields(DepHDPConfig)}
     bad = sorted(set(cfg) - known)
     if bad:
         raise DataError(f"config has unknown key(s) {bad}")
     if cfg.get("p") == "inf":
         cfg["p"] = math.inf
     try:
-        config = core.DepHDPConfig(**cfg)
+        config = DepHDPConfig(**cfg)
     except TypeError as exc:
         raise DataError(f"config: {exc}") from exc
     except DataError as exc:

@@ -4,6 +4,7 @@ per-worker set-up (HiGHS and BLAS single-threaded). See DESIGN.md "Sweeps at sca
 from __future__ import annotations
 
 import atexit
+import importlib
 import logging
 import threading
 from typing import Any
@@ -127,7 +128,8 @@ def default_client(*, n_workers: int | None = None) -> Any:
 
 
 def _warm_worker() -> None:
-    import mdp_core.sweep  # noqa: F401  (the task code and what it imports)
+    # load the task code and what it imports once per worker, before the first task arrives
+    importlib.import_module("mdp_core.sweep.engine")
 
     _single_threaded_highs()
 
