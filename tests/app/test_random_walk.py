@@ -15,7 +15,6 @@ long walk on demand.
 
 from __future__ import annotations
 
-import ast
 import datetime as dt
 import os
 import random
@@ -29,6 +28,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Widget
+
+from bench.pages import app_pages  # one parser of app.py's st.Page(...) calls
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app.py"
@@ -65,22 +66,6 @@ WEIGHTS = {
 TRACEBACK = re.compile(
     r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|^\s*[\w.]*(?:Error|Exception)\b"
 )
-
-
-def app_pages() -> list[str]:
-    """The page scripts registered in app.py (the first argument of every ``st.Page(...)`` call)."""
-    tree = ast.parse(APP.read_text(encoding="utf-8"))
-    pages = [
-        node.args[0].value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "Page"
-        and node.args
-        and isinstance(node.args[0], ast.Constant)
-        and isinstance(node.args[0].value, str)
-    ]
-    return sorted(dict.fromkeys(pages), key=pages.index)
 
 
 def tiny_osm() -> bytes:
