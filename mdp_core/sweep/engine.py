@@ -7,9 +7,9 @@ split ``repetitions`` times per method and scores each release with :func:`mdp_c
 Every privatisation draws from ``numpy.random.default_rng([seed, task index, repetition, method index])``:
 results do not depend on the number of workers or the order in which tasks finish.
 
-The encoded table (fitting and test split) is scattered to the cluster once per sweep. Tasks that share the
-expensive, cached group profiles (same task and tau_group) are steered to the same worker by loose worker
-restrictions (idle workers still steal them), so each worker builds few profiles.
+The encoded table (fitting and test split) is scattered to the cluster once per sweep. The expensive group
+profiles (stage 1) are built once per (task, tau_group) as their own Dask task and moved by Dask to the
+workers that need them; configurations that differ only in tau_dpn run as one task (:func:`_bundles`).
 """
 
 from __future__ import annotations
@@ -254,6 +254,23 @@ def run_configuration(
     return rows, meta
 
 
+def _bundles(configs: list[Configuration]) -> list[list[Configuration]]:
+    """Configurations that differ only in tau_dpn, one Dask task each: they share the budget's baseline
+    allocations (:data:`_PROCESS_CACHE`), which two workers would otherwise both compute, and a heart
+    configuration (~0.15 s) is short against Dask's per-task overhead."""
+    bundles: dict[tuple[str, float, float], list[Configuration]] = {}
+    for c in configs:
+        bundles.setdefault((c.task, c.tau_group, c.eps), []).append(c)
+    return list(bundles.values())
+
+
+def run_bundle(
+    data: SweepData, spec: SweepSpec, bundle: Sequence[Configuration], profiles: Any = None
+) -> list[tuple[list[dict], dict]]:
+    """:func:`run_configuration` for each configuration of ``bundle`` (one Dask task)."""
+    return [run_configuration(data, spec, c, profiles) for c in bundle]
+
+
 # --------------------------------------------------------------------------- engine
 
 
@@ -391,19 +408,19 @@ def _run_distributed(
             )
     futures = [
         client.submit(
-            run_configuration, shared, spec, c, stage1[_profile_key(c)], key=f"{token}-{c.index}", pure=False
+            run_bundle, shared, spec, bundle, stage1[_profile_key(bundle[0])], key=f"{token}-{k}", pure=False
         )
-        for c in configs
+        for k, bundle in enumerate(_bundles(configs))
     ]
     rows: list[dict] = []
     metas: list[dict] = []
-    n, done = len(futures), 0
+    n, done = len(configs), 0
     try:
         for fut in as_completed(futures, loop=client.loop):
-            r, meta = fut.result()
-            rows += r
-            metas.append(meta)
-            done += 1
+            for r, meta in fut.result():
+                rows += r
+                metas.append(meta)
+                done += 1
             report(progress, done / n, f"{done}/{n} configurations ({engine})")
         for skey, value in zip(built, client.gather(list(built.values())), strict=True):
             _remember_stage1(skey, value)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import mdp_core as core
 from mdp_core import DataError, make_task
+from mdp_core.dephdp.tasks import _row_ids
 
 
 @pytest.fixture(scope="module")
@@ -100,3 +103,20 @@ def test_entropy_loss_by_hand() -> None:
     tc_a, tc_b = 2 * h([0.5, 0.5]) - joint_a, 2 * h([0.75, 0.25]) - joint_b
     assert core.entropy_loss(a, b) == pytest.approx(2 * dh + abs(joint_a - joint_b) + abs(tc_a - tc_b))
     assert core.entropy_loss(a, a) == 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 40).flatmap(
+        lambda n: st.lists(
+            st.lists(st.integers(0, 2**40), min_size=n, max_size=n), min_size=1, max_size=6
+        )
+    )
+)
+def test_row_ids_group_records_exactly_like_unique_rows(columns: list[list[int]]) -> None:
+    # wide codes (up to 2^40 per column) force the dense re-numbering that keeps the radix inside int64
+    codes = np.array(columns, dtype=np.int64).T
+    ids = _row_ids(codes)
+    _, inverse = np.unique(codes, axis=0, return_inverse=True)
+    same_row = inverse.reshape(-1)[:, None] == inverse.reshape(-1)[None, :]
+    assert np.array_equal(ids[:, None] == ids[None, :], same_row)
