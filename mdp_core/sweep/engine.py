@@ -7,7 +7,7 @@ split ``repetitions`` times per method and scores each release with :func:`mdp_c
 Every privatisation draws from ``numpy.random.default_rng([seed, task index, repetition, method index])``:
 results do not depend on the number of workers or the order in which tasks finish.
 
-The encoded table (fitting and test split) is scattered to the cluster once per sweep. The expensive group
+The encoded table (fitting and test split) is broadcast to the workers once per sweep. The expensive group
 profiles (stage 1) are built once per (task, tau_group) as their own Dask task and moved by Dask to the
 workers that need them; configurations that differ only in tau_dpn run as one task (:func:`_bundles`).
 """
@@ -388,7 +388,9 @@ def _run_distributed(
     if client is None:
         client = default_client()
     engine = describe_engine(client)
-    shared = client.scatter(data, hash=False)
+    # a copy on every worker (adult: 8 MB each): scattered to one worker only, every task would depend on
+    # data held there and the scheduler placed the whole sweep on it (the others had to steal every task)
+    shared = client.scatter(data, hash=False, broadcast=True)
     token = f"sweep-{os.getpid()}-{time.time_ns()}"
     # stage 1 once per (task, tau_group): from this process's store when an earlier sweep built it (sent
     # once), else as its own task on the cluster; Dask moves it to the workers that need it
