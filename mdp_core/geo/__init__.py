@@ -35,6 +35,7 @@ from mdp_core.geo.extension import (
     extend_log_recursive,
     normalise_log,
     tree_extension,
+    tree_seed,
 )
 from mdp_core.geo.grid import GeoGrid, build_grid, tree_levels
 from mdp_core.geo.roads import (
@@ -99,5 +100,6 @@ __all__ = [
     "travel_loss",
     "tree_extension",
     "tree_levels",
+    "tree_seed",
     "verify_geo",
 ]

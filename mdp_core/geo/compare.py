@@ -17,8 +17,9 @@ from mdp_core._validation import Progress, check_eps, report
 from mdp_core.errors import DataError
 from mdp_core.geo.baselines import em_remap_geo, exponential_geo, lp_coarse
 from mdp_core.geo.bounds import GeoBound, geo_lower_bound
-from mdp_core.geo.extension import GeoMechanism, tree_extension
+from mdp_core.geo.extension import GeoMechanism, tree_extension, tree_seed
 from mdp_core.geo.roads import RoadNetwork, load_road_network
+from mdp_core.geo.seed_lp import SeedLPResult
 from mdp_core.geo.utility import GeoProblem, build_problem
 from mdp_core.geo.verify import verify_geo
 
@@ -65,13 +66,15 @@ def compare_methods(
     rng: np.random.Generator | None = None,
     bound: bool = False,
     bound_time_limit: float = 60.0,
+    seed: SeedLPResult | None = None,
     progress: Progress = None,
 ) -> GeoComparison:
     """Build each method on ``problem`` at ``eps`` (1/km), score it and verify it (neighbours + samples).
 
     With ``bound=True`` also the certified lower bound (``bound_time_limit`` seconds) and every method's
     gap ``utility / bound - 1``. ``worse_than_em_remap`` is filled whenever both a tree variant and
-    ``em_remap`` are among ``methods``.
+    ``em_remap`` are among ``methods``. The tree variants share one seed LP (``seed``: one solved before by
+    :func:`~mdp_core.geo.extension.tree_seed` for this problem and eps, else solved here once).
     """
     eps = check_eps(eps)
     unknown = set(methods) - set(METHODS)
@@ -83,9 +86,10 @@ def compare_methods(
     for k, name in enumerate(methods):
         report(progress, k / (len(methods) + 1), f"building {name}")
         if name in TREE_VARIANTS:
-            mechs[name] = tree_extension(problem, eps, variant=TREE_VARIANTS[name])
-            if name == "tree":
-                seconds.update(mechs[name].stages)
+            if seed is None:  # one seed LP for all variants
+                seed = tree_seed(problem, eps)
+                seconds["seed_lp"] = seed.seconds
+            mechs[name] = tree_extension(problem, eps, variant=TREE_VARIANTS[name], seed=seed)
         elif name == "em":
             mechs[name] = exponential_geo(problem, eps)
         elif name == "em_remap":

@@ -25,7 +25,14 @@ from scipy.special import logsumexp
 from mdp_core._validation import Progress, check_eps, report
 from mdp_core.errors import DataError
 from mdp_core.geo.grid import GeoGrid, tree_levels
-from mdp_core.geo.seed_lp import _envelope, axis_budget, seed_cost, solve_seed_lp
+from mdp_core.geo.seed_lp import (
+    SeedLPResult,
+    _axis_excess,
+    _envelope,
+    axis_budget,
+    seed_cost,
+    solve_seed_lp,
+)
 from mdp_core.geo.utility import GeoProblem, expected_travel_error
 
 #: The MLaEt variants of seed 004 (Sec. 6): A log-linear, M McShane-Whitney, O locally optimised.
@@ -39,6 +46,7 @@ __all__ = [
     "lattice_excess",
     "normalise_log",
     "tree_extension",
+    "tree_seed",
 ]
 
 
@@ -286,6 +294,7 @@ def tree_extension(
     lp_method: str = "colgen",
     variant: str = "A",
     sweeps: int = 30,
+    seed: SeedLPResult | None = None,
     progress: Progress = None,
 ) -> GeoMechanism:
     """MLaEt-A / -M / -O: seed LP on the seed grid, extension to every target, row normalisation.
@@ -322,6 +331,9 @@ def tree_extension(
         Metric on locations.
     lp_method : {"colgen", "full"}
         How the seed LP is solved (:func:`mdp_core.geo.seed_lp.solve_seed_lp`).
+    seed : SeedLPResult, optional
+        The seed LP already solved by :func:`tree_seed` for this problem, ``eps`` and ``p`` (the three
+        variants share it). Checked: its axis ratios must respect this budget, else ``DataError``.
 
     Returns
     -------
@@ -336,12 +348,10 @@ def tree_extension(
         raise DataError(f"sweeps must be a positive integer, got {sweeps!r}")
     start = time.perf_counter()
     grid = problem.grid
-    report(progress, 0.05, "projecting the loss on the seeds")
-    cost = seed_cost(grid, problem.prior, problem.loss)
-    t_cost = time.perf_counter()
-    result = solve_seed_lp(
-        cost, grid.seed_shape, grid.h0, axis_budget(eps, p), method=lp_method, progress=progress
-    )
+    if seed is None:
+        result = tree_seed(problem, eps, p=p, lp_method=lp_method, progress=progress)
+    else:
+        result = _checked_seed(seed, grid, axis_budget(eps, p))
     t_lp = time.perf_counter()
     report(progress, 0.9, "extending to the fine grid")
     with np.errstate(divide="ignore"):
@@ -371,7 +381,7 @@ def tree_extension(
         eps=eps,
         seconds=end - start,
         method="tree" if variant == "A" else f"tree_{variant.lower()}",
-        stages={"seed_cost": t_cost - start, "seed_lp": t_lp - t_cost, "extension": end - t_lp},
+        stages={"seed_lp": t_lp - start, "extension": end - t_lp},
         info={
             **info,
             "variant": variant,
@@ -381,3 +391,35 @@ def tree_extension(
             "message": result.message,
         },
     )
+
+
+def tree_seed(
+    problem: GeoProblem,
+    eps: float,
+    *,
+    p: float = 2.0,
+    lp_method: str = "colgen",
+    progress: Progress = None,
+) -> SeedLPResult:
+    """The seed LP of :func:`tree_extension` on ``problem`` at ``eps`` (1/km): the loss projected on the
+    seed grid (:func:`~mdp_core.geo.seed_lp.seed_cost`), solved with the per-axis budget of ``p``. Solve
+    it once and pass it as ``seed=`` to every variant."""
+    eps = check_eps(eps)
+    grid = problem.grid
+    report(progress, 0.05, "projecting the loss on the seeds")
+    cost = seed_cost(grid, problem.prior, problem.loss)
+    return solve_seed_lp(
+        cost, grid.seed_shape, grid.h0, axis_budget(eps, p), method=lp_method, progress=progress
+    )
+
+
+def _checked_seed(seed: SeedLPResult, grid: GeoGrid, eps_axis: float) -> SeedLPResult:
+    """``seed`` if it fits the grid and its axis ratios respect ``eps_axis`` (solved for this budget)."""
+    if not isinstance(seed, SeedLPResult):
+        raise TypeError(f"seed must be a SeedLPResult (see tree_seed), got {type(seed).__name__}")
+    n_seeds = grid.seed_shape[0] * grid.seed_shape[1]
+    if seed.z.shape != (n_seeds, len(grid.outputs)):
+        raise DataError(f"seed has shape {seed.z.shape}, this grid needs ({n_seeds}, {len(grid.outputs)})")
+    if _axis_excess(seed.z, grid.seed_shape, eps_axis * grid.h0) > 1e-12:
+        raise DataError("the seed mechanism breaks this budget's axis ratios: it was solved for another eps")
+    return seed

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from mdp_core import mdp_violation
 from mdp_core.errors import DataError
-from mdp_core.geo import build_problem, grid_road_network, tree_extension
+from mdp_core.geo import build_problem, grid_road_network, tree_extension, tree_seed
 from mdp_core.geo.extension import _box_argmin, _lattice_mcshane_whitney, lattice_excess
 from mdp_core.geo.utility import GeoProblem
 
@@ -82,3 +82,16 @@ def test_variant_arguments(small_problem: GeoProblem) -> None:
     with pytest.raises(DataError, match="sweeps"):
         tree_extension(small_problem, 1.0, variant="O", sweeps=0)
     assert tree_extension(small_problem, 1.0, variant="M").method == "tree_m"
+
+
+def test_variants_share_one_seed_lp(small_problem: GeoProblem) -> None:
+    """A seed solved once gives every variant exactly what its own solve gives; one of another eps is refused."""
+    seed = tree_seed(small_problem, 1.0)
+    for variant in ("A", "M", "O"):
+        own = tree_extension(small_problem, 1.0, variant=variant)
+        shared = tree_extension(small_problem, 1.0, variant=variant, seed=seed)
+        assert np.array_equal(own.matrix, shared.matrix)
+    with pytest.raises(DataError, match="solved for another eps"):
+        tree_extension(small_problem, 0.5, seed=tree_seed(small_problem, 2.0))
+    with pytest.raises(TypeError, match="seed must be a SeedLPResult"):
+        tree_extension(small_problem, 1.0, seed=seed.z)  # type: ignore[arg-type]

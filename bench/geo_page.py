@@ -1,0 +1,98 @@
+"""The geo page as a user drives it (issue 15 "Speed"), with AppTest: the embedded district and an uploaded
+15 km city (``../shared/data/baltimore.osm.pbf``, skipped when absent).
+
+Per step: ``run_s``, the seconds until the page's run returns (what the user waits for before the page
+answers: the map, or the roads with a progress bar while a build goes on in the background; target
+<= 3 s), and ``done_s``, the seconds until the build behind it is finished and the heatmap is final (the
+page polls). Steps at default settings: open the page (district) or upload the map (city), switch the
+mechanism, pick another true location, colour by expected error, each privacy level, the loss curve
+untouched; then depths 3 and 4 at the default level (depth 4 of the city: the < 60 s target).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from streamlit.testing.v1 import AppTest
+
+from bench.pages import _label_index
+
+ROOT = Path(__file__).resolve().parents[1]
+CITY = ROOT.parent / "shared" / "data" / "baltimore.osm.pbf"
+TIMEOUT = 600.0
+
+
+def _pending(at: AppTest) -> bool:
+    return bool(at.get("progress")) or any("is being built" in c.value for c in at.caption)
+
+
+def _timed(at: AppTest, action: Callable[[], Any]) -> tuple[float, float]:
+    """Seconds until the run returns and until no build is pending (the page's poller reruns)."""
+    start = time.perf_counter()
+    action()
+    at.run()
+    run_s = time.perf_counter() - start
+    while _pending(at) and time.perf_counter() - start < TIMEOUT:
+        time.sleep(0.2)
+        at.run()
+    if at.exception:
+        raise RuntimeError(f"the geo page raised: {[e.value for e in at.exception]}")
+    return run_s, time.perf_counter() - start
+
+
+def _widget(at: AppTest, kind: str, label: str) -> Any:
+    return next(w for w in getattr(at, kind) if w.label.startswith(label))
+
+
+def _steps(at: AppTest) -> list[tuple[str, Callable[[], Any]]]:
+    def setter(kind: str, label: str, value: Any) -> Callable[[], Any]:
+        return lambda: _widget(at, kind, label).set_value(value)
+
+    levels = _widget(at, "radio", "Privacy level").options
+    colour = _widget(at, "radio", "Colour the map by").options
+    steps = [
+        ("switch to EM", setter("selectbox", "Mechanism shown", "Exponential mechanism")),
+        ("other true location", lambda: _widget(at, "selectbox", "True location").select_index(3)),
+        ("colour by error", setter("radio", "Colour the map by", colour[1])),
+        ("colour by report", setter("radio", "Colour the map by", colour[0])),
+        ("back to tree", setter("selectbox", "Mechanism shown", "Tree extension (MLaEt-A)")),
+    ]
+    steps += [(f"level {v.split(':')[0]}", setter("radio", "Privacy level", v)) for v in levels[:3]]
+    steps.append(("back to default level", setter("radio", "Privacy level", levels[1])))
+    steps += [(f"depth {d}", setter("selectbox", "Depth", d)) for d in (3, 4)]
+    return steps
+
+
+def _map(name: str, open_map: Callable[[AppTest], tuple[float, float]]) -> list[dict]:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page("views/geo.py")
+    run_s, done_s = open_map(at)
+    first = "open" if name == "district" else "upload"
+    rows = [{"map": name, "step": first, "run_s": run_s, "done_s": done_s}]
+    for step, action in _steps(at):
+        run_s, done_s = _timed(at, action)
+        rows.append({"map": name, "step": step, "run_s": run_s, "done_s": done_s})
+    return rows
+
+
+def _open_district(at: AppTest) -> tuple[float, float]:
+    return _timed(at, lambda: None)
+
+
+def _upload_city(at: AppTest) -> tuple[float, float]:
+    _timed(at, lambda: None)  # the district first, as a user arrives
+    _timed(at, lambda: _widget(at, "radio", "City").set_value("Upload a map file"))
+    data = CITY.read_bytes()
+    return _timed(at, lambda: at.file_uploader(key="geo_upload").set_value((CITY.name, data, "x")))
+
+
+def run(quick: bool = False) -> list[dict]:
+    with _label_index():
+        rows = _map("district", _open_district)
+        if CITY.exists() and not quick:
+            rows += _map("city (Baltimore, 15 km)", _upload_city)
+    return rows
