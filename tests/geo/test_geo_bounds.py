@@ -23,6 +23,7 @@ from mdp_core.geo.bounds import (
     _privacy_rows,
     aggregate_cost,
     certified_bound,
+    knapsack_thresholds,
     relaxation_pairs,
     representatives,
 )
@@ -122,26 +123,49 @@ def test_pairs_include_axis_neighbours_and_bad_arguments(small_problem: GeoProbl
         geo_lower_bound(small_problem, 1.0, max_rows=10)
 
 
-def test_aggregate_cost_matches_a_direct_sum_and_bounds_a_mechanism() -> None:
-    """C, the constant and the key inequality c'P >= sum a + C'P[reps] (bounds.py "Aggregation")."""
+@pytest.mark.parametrize("thresholds", ["min", "random", "knapsack"])
+def test_aggregate_cost_matches_a_direct_sum_and_bounds_a_mechanism(thresholds: str) -> None:
+    """C, the constant and the key inequality c'P >= constant + C'P[reps] for any thresholds t_x
+    (bounds.py "Aggregation"), computed here loop by loop from the formula."""
     problem = tiny_problem(4, 3, seed=5, seed_n=3)
     eps = 1.0
     cost = problem.prior[:, None] * problem.loss
     pts = problem.targets_km
     reps = representatives(pts, 5)
-    agg, constant, owner = aggregate_cost(pts, cost, reps, eps)
-    expected = np.zeros_like(agg)
+    rng = np.random.default_rng(1)
+    t = {
+        "min": cost.min(axis=1),
+        "random": rng.uniform(cost.min(), cost.max(), len(pts)),
+        "knapsack": knapsack_thresholds(
+            pts, cost, reps, eps, rng.dirichlet(np.ones(cost.shape[1]), len(reps))
+        ),
+    }[thresholds]
+    agg, constant, owner = aggregate_cost(pts, cost, reps, eps, None if thresholds == "min" else t)
+    expected, expected_constant = np.zeros_like(agg), 0.0
     for x in range(len(pts)):
         dist = np.linalg.norm(pts[reps] - pts[x], axis=1)
         r = int(np.argmin(dist))
         assert owner[x] == r
-        expected[r] += np.exp(-eps * dist[r]) * (cost[x] - cost[x].min())
+        w, k = np.exp(-eps * dist[r]), 1.0 + np.exp(eps * dist[r])
+        expected[r] += w * cost[x] - (1 - w) * k * np.maximum(t[x] - cost[x], 0.0)
+        expected_constant += (1 - w) * t[x]
     np.testing.assert_allclose(agg, expected, rtol=1e-12, atol=1e-15)
-    assert constant == pytest.approx(sum(min(row) for row in cost.tolist()), rel=1e-12)
+    assert constant == pytest.approx(expected_constant, rel=1e-12)
     for mech in (tree_extension(problem, eps), exponential_geo(problem, eps)):
         assert verify_geo(mech, exhaustive=True).holds
         p = mech.matrix
         assert mech.utility_km(problem) >= constant + float(np.sum(agg * p[reps])) - 1e-12
+
+
+def test_knapsack_thresholds_fill_the_cheapest_outputs() -> None:
+    """t_x is the cost at which x's cheapest outputs, each filled up to k_x p[r(x), y], reach mass 1."""
+    pts = np.array([[0.0, 0.0], [0.5, 0.0]])
+    cost = np.array([[0.0, 1.0, 2.0, 3.0], [3.0, 2.0, 1.0, 0.0]])
+    p = np.array([[0.1, 0.2, 0.3, 0.4]])
+    t = knapsack_thresholds(pts, cost, np.array([0]), 1.0, p)
+    assert t[0] == 2.0  # k = 2 at the representative: 0.2 + 0.4 < 1 <= 0.2 + 0.4 + 0.6
+    k = 1.0 + np.exp(0.5)  # target 1: cheapest outputs 3, 2, ... with mass k * 0.4 = 1.06 >= 1 at once
+    assert k * 0.4 >= 1.0 and t[1] == 0.0
 
 
 def test_representatives_spread_and_cover() -> None:
