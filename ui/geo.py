@@ -34,6 +34,7 @@ from scipy.spatial import cKDTree
 import mdp_core.geo as cgeo
 from mdp_core._validation import Progress
 from mdp_core.geo import GeoComparison, GeoMechanism, GeoProblem, RoadNetwork
+from mdp_core.sweep import compare_over_eps
 from ui.store import store
 
 __all__ = [
@@ -484,12 +485,29 @@ def comparison_table(comps: dict[str, GeoComparison], bound: Any | None = None) 
     return table
 
 
-def curve_frame(config: GeoConfig, methods: list[str], progress: Progress = None) -> pd.DataFrame:
+def curve_frame(
+    config: GeoConfig, methods: list[str], progress: Progress = None, client: Any = False
+) -> pd.DataFrame:
     """Expected travel error (km) of ``methods`` over ``CURVE_EPS`` (long format), built through the store.
 
     Each point is the core's verified one-method comparison (:func:`mechanism`), so points already shown
-    on the map or in the table are reused, and the sweep's points serve the map later.
+    on the map or in the table are reused, and the sweep's points serve the map later. With a Dask
+    ``client`` (issue 13: the sweep engine) the missing points are built as parallel tasks by
+    :func:`mdp_core.sweep.compare_over_eps`, with the page's own seed and samples (the same numbers).
     """
+    missing = [(e, m) for e in CURVE_EPS for m in methods if stored_mechanism(config, e, m) is None]
+    if missing and client is not False:
+        built = compare_over_eps(
+            cached_problem(config),
+            sorted({e for e, _ in missing}),
+            methods=sorted({m for _, m in missing}),
+            verify_samples=PAGE_SAMPLES,
+            seed=config.seed + 1,
+            client=client,
+            progress=progress,
+        )
+        for (e, m), comp in built.items():
+            store()[mechanism_key(config, e, m)] = comp
     rows = []
     total = len(CURVE_EPS) * len(methods)
     for i, eps in enumerate(CURVE_EPS):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from mdp_core.errors import DataError
-from ui import geo
+from ui import geo, sweep
 from ui.state import get_state
 from ui.widgets import eps_slider
 
@@ -315,9 +315,26 @@ key = f"geo_curve_{mk}"
 if st.toggle(
     "Loss against ε (one build per method and ε)", value=bool(st.session_state.get(key, False)), key=key
 ):
+    engines = {label: kind for kind, label in sweep.ENGINES.items()}  # shown labels as options (AppTest)
+    label = st.radio(
+        "Run the ε sweep",
+        list(engines),
+        index=list(engines.values()).index("serial"),
+        horizontal=True,
+        key=f"geo_curve_engine_{mk}",
+    )
+    kind = engines[label]
+    try:
+        client, where, _ = sweep.engine(kind, start=True)
+    except Exception as exc:  # a cluster address that does not answer, a local cluster that cannot start
+        st.warning(f"The Dask engine is not available ({exc}); the sweep runs in this process.")
+        client, where, _ = sweep.engine("serial")
+    st.caption(f"Engine: {where}.")
     curve_slot = st.empty()
     bar = curve_slot.progress(0.0, text="Sweeping ε…")
     private = [m for m in shown if m != "lp_coarse"]
-    curve = geo.curve_frame(config, private, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
+    curve = geo.curve_frame(
+        config, private, progress=lambda f, m: bar.progress(min(f, 1.0), text=m), client=client
+    )
     curve_slot.empty()
     st.plotly_chart(geo.fig_loss_curve(curve), key="geo_curve_chart")

@@ -8,6 +8,7 @@ from mdp_core.sweep.cluster import close_default_client, default_client, describ
 from mdp_core.sweep.data import SweepData, prepare_data
 from mdp_core.sweep.engine import run_sweep
 from mdp_core.sweep.frontier import EpsChoice, frontier, smallest_eps
+from mdp_core.sweep.geo import compare_over_eps
 from mdp_core.sweep.spec import SPEC_VERSION, Configuration, SweepSpec
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "SweepData",
     "SweepSpec",
     "close_default_client",
+    "compare_over_eps",
     "default_client",
     "describe_engine",
     "frontier",

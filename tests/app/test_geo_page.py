@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import mdp_core.geo as cgeo
 from ui import geo
+from ui.store import store
 
 HELSINKI = Path(__file__).resolve().parents[2] / "data" / "helsinki.osm.bz2"
 BALTIMORE = Path(__file__).resolve().parents[3] / "shared" / "data" / "baltimore.osm.pbf"
@@ -415,3 +417,21 @@ def test_builder_shares_a_job_and_retries_a_failure() -> None:
     with pytest.raises(ValueError, match="no roads"):
         job.result(5)
     assert builder.request(bad, lambda progress: "fixed").result(5) == "fixed"  # a failed job is retried
+
+
+def test_loss_curve_on_the_sweep_engine_equals_the_page_own() -> None:
+    """The ε curve built as tasks on a Dask cluster has the page's own numbers and fills the store."""
+    from distributed import Client, LocalCluster
+
+    config = geo.GeoConfig(city="default", seed_n=5, depth=1, seed=3)
+    methods = ["tree", "em"]
+    store().clear()
+    own = geo.curve_frame(config, methods)
+    store().clear()
+    with (
+        LocalCluster(n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        on_engine = geo.curve_frame(config, methods, client=client)
+    pd.testing.assert_frame_equal(own, on_engine)
+    assert all(geo.stored_mechanism(config, e, m) is not None for e in geo.CURVE_EPS for m in methods)

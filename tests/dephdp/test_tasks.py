@@ -108,9 +108,7 @@ def test_entropy_loss_by_hand() -> None:
 @settings(max_examples=60, deadline=None)
 @given(
     st.integers(1, 40).flatmap(
-        lambda n: st.lists(
-            st.lists(st.integers(0, 2**40), min_size=n, max_size=n), min_size=1, max_size=6
-        )
+        lambda n: st.lists(st.lists(st.integers(0, 2**40), min_size=n, max_size=n), min_size=1, max_size=6)
     )
 )
 def test_row_ids_group_records_exactly_like_unique_rows(columns: list[list[int]]) -> None:

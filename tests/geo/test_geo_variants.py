@@ -85,7 +85,7 @@ def test_variant_arguments(small_problem: GeoProblem) -> None:
 
 
 def test_variants_share_one_seed_lp(small_problem: GeoProblem) -> None:
-    """A seed solved once gives every variant exactly what its own solve gives; one of another eps is refused."""
+    """A seed solved once gives every variant what its own solve gives; one of another eps is refused."""
     seed = tree_seed(small_problem, 1.0)
     for variant in ("A", "M", "O"):
         own = tree_extension(small_problem, 1.0, variant=variant)
