@@ -25,25 +25,9 @@ formula in float64 ourselves. The float rounding of that evaluation is below 64 
 absolute terms per entry; we subtract that margin (:data:`ROUNDING_MARGIN`) explicitly. So the bound holds
 exactly, and it is tight to the degree the duals are accurate.
 
-**Aggregation (city scale).** Above ``aggregate_above`` targets the LP is too large to solve in a minute
-(city depth 4: 9,000 targets x 117 outputs, 1 M variables; the axis-only relaxation under PDLP certified
-0.19 km against a best mechanism of 1.90). Then the bound is taken on R representative targets
-(farthest-point sampling, R = ``representatives``), with every target x attached to its nearest
-representative r(x) at distance d_x, ``w = exp(-eps d_x)``. For every eps-mDP P the rows of x and r(x) obey
-``w P[r, y] <= P[x, y] <= P[r, y] / w``, so ``P[x] = w P[r] + (1 - w) Q`` with Q a distribution and
-``Q <= k P[r]``, ``k = (1/w - w) / (1 - w) = 1 + exp(eps d_x)``. For any threshold t_x (weak duality of
-``min c_x'Q`` over those Q, multiplier t_x on ``sum Q = 1``)
-
-    c_x'P[x] >= w c_x'P[r] + (1 - w) (t_x - k sum_y (t_x - c[x, y])^+ P[r, y]),
-
-which is linear in P[r]: summed over x, ``c'P >= sum_x (1 - w) t_x + sum_r sum_y C[r, y] P[r, y]`` with
-``C[r, y] = sum_{x : r(x) = r} w c[x, y] - (1 - w) k (t_x - c[x, y])^+``. P restricted to the
-representatives is eps-mDP on them, so a certified bound of the R-target problem with cost C (the
-relaxation above) plus the constant is a bound: for ANY thresholds. ``t_x = min_y c[x, y]`` is the plain
-aggregation (it gives the part (1 - w) of x's row away at x's cheapest output; measured mean w 0.93 at eps
-0.5 with ~150 representatives over a 8 x 8 km city); the next rounds take the thresholds that are best
-for the previous round's representative rows (:func:`knapsack_thresholds`: x can at most put k times
-r's mass on its cheap outputs) and keep the best certified value. Never exact.
+**Aggregation (city scale).** Above ``aggregate_above`` targets the bound is taken on representatives
+(:mod:`mdp_core.geo.aggregation`): a certified bound of the representatives' problem with the aggregated
+cost, plus its constant, for any thresholds; the best of a few threshold rounds. Never exact.
 """
 
 from __future__ import annotations
@@ -58,6 +42,7 @@ from scipy.spatial import cKDTree
 
 from mdp_core._validation import Progress, check_eps, report
 from mdp_core.errors import DataError
+from mdp_core.geo.aggregation import aggregate_cost, knapsack_thresholds, representatives
 from mdp_core.geo.seed_lp import _highs
 from mdp_core.geo.utility import GeoProblem
 
@@ -175,85 +160,6 @@ def certified_bound(cost: np.ndarray, rows: np.ndarray, ratios: np.ndarray, nu: 
     per_row = reduced.min(axis=1)
     margin = ROUNDING_MARGIN * (scale.max(axis=1) + np.abs(per_row)).sum()
     return float(np.sum(per_row) - margin)
-
-
-def representatives(targets_km: np.ndarray, count: int) -> np.ndarray:
-    """``count`` target indices spread by farthest-point sampling (the first nearest the centre).
-
-    Each new representative is the target farthest from those chosen so far, so the covering radius is
-    within a factor 2 of the best possible with ``count`` points.
-    """
-    pts = np.asarray(targets_km, dtype=np.float64)
-    count = min(int(count), len(pts))
-    chosen = np.empty(count, dtype=np.int64)
-    chosen[0] = int(np.argmin(np.linalg.norm(pts - pts.mean(axis=0), axis=1)))
-    dist = np.linalg.norm(pts - pts[chosen[0]], axis=1)
-    for k in range(1, count):
-        chosen[k] = int(np.argmax(dist))
-        np.minimum(dist, np.linalg.norm(pts - pts[chosen[k]], axis=1), out=dist)
-    return np.sort(chosen)
-
-
-def aggregate_cost(
-    targets_km: np.ndarray,
-    cost: np.ndarray,
-    reps: np.ndarray,
-    eps: float,
-    thresholds: np.ndarray | None = None,
-) -> tuple[np.ndarray, float, np.ndarray]:
-    """The aggregated problem of the module docstring: (C, constant, owner).
-
-    Parameters
-    ----------
-    targets_km : ndarray, shape (n, 2)
-    cost : ndarray, shape (n, m)
-        ``c[x, y] = pi(x) L(x, y) >= 0``.
-    reps : ndarray of int, shape (R,)
-        Representative targets.
-    eps : float
-        Budget (1/km).
-    thresholds : ndarray, shape (n,), optional
-        ``t_x`` per target (any real numbers give a valid bound; default ``min_y c[x, y]``, the plain
-        aggregation; :func:`knapsack_thresholds` gives better ones).
-
-    Returns
-    -------
-    C : ndarray, shape (R, m)
-        ``C[r, y] = sum_{x : r(x) = r} w_x c[x, y] - (1 - w_x) k_x (t_x - c[x, y])^+`` with
-        ``w_x = exp(-eps d_x)`` and ``k_x = 1 + exp(eps d_x)``.
-    constant : float
-        ``sum_x (1 - w_x) t_x``.
-    owner : ndarray of int, shape (n,)
-        Position in ``reps`` of each target's nearest representative.
-    """
-    pts = np.asarray(targets_km, dtype=np.float64)
-    dist, owner = cKDTree(pts[reps]).query(pts)
-    t = cost.min(axis=1) if thresholds is None else np.asarray(thresholds, dtype=np.float64)
-    w, kappa = np.exp(-eps * dist), 1.0 + np.exp(eps * dist)
-    per_target = w[:, None] * cost - ((1.0 - w) * kappa)[:, None] * np.maximum(t[:, None] - cost, 0.0)
-    agg = np.zeros((len(reps), cost.shape[1]))
-    np.add.at(agg, owner, per_target)
-    return agg, float(np.sum((1.0 - w) * t)), owner
-
-
-def knapsack_thresholds(
-    targets_km: np.ndarray, cost: np.ndarray, reps: np.ndarray, eps: float, p_reps: np.ndarray
-) -> np.ndarray:
-    """The best ``t_x`` of :func:`aggregate_cost` if the representatives' rows were ``p_reps``.
-
-    For that ``p = p_reps[r(x)]`` the term of x is ``min c_x'Q`` over distributions Q <= k_x p (module
-    docstring): fill x's cheapest outputs up to ``k_x p_y`` until the mass reaches 1; the cost where it
-    does is the best threshold. Any thresholds are valid; these make the next bound tight near ``p_reps``.
-    """
-    pts = np.asarray(targets_km, dtype=np.float64)
-    dist, owner = cKDTree(pts[reps]).query(pts)
-    kappa = 1.0 + np.exp(eps * dist)
-    p = np.maximum(np.asarray(p_reps, dtype=np.float64), 0.0)
-    p /= np.maximum(p.sum(axis=1, keepdims=True), 1e-300)
-    order = np.argsort(cost, axis=1)
-    mass = np.cumsum(kappa[:, None] * np.take_along_axis(p[owner], order, axis=1), axis=1)
-    full = np.minimum((mass < 1.0 - 1e-12).sum(axis=1), cost.shape[1] - 1)
-    return np.take_along_axis(cost, order, axis=1)[np.arange(len(pts)), full]
 
 
 def _privacy_rows(pairs: np.ndarray, m: int) -> np.ndarray:

@@ -41,6 +41,7 @@ from mdp_core._highs import new_highs
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
 from mdp_core.geo.grid import GeoGrid
+from mdp_core.mechanisms import optimal_mechanism
 
 #: Relative tightening of the LP's ratio bound that leaves room for the exact repair.
 REPAIR_MARGIN = 1e-5
@@ -303,13 +304,11 @@ def _solve_grid_mdp(
     removes float rounding; the solver's own repair and verification (``mdp_violation <= 1e-9`` at that
     budget) come first. Returns None when the solver fails or its solution cannot be certified.
     """
-    import mdp_core  # public top level, at call time (no import cycle with mdp_core.geo)
-
     n_seeds, n_out = cost.shape
     # the uniform mechanism costs sum(C) / m >= the optimum: scale the LP so that it costs at most 1
     scale = float(cost.sum()) / n_out if cost.size and cost.sum() > 0 else 1.0
     report(progress, 0.2, f"seed LP: {n_seeds} seeds x {n_out} outputs")
-    res = mdp_core.optimal_mechanism(
+    res = optimal_mechanism(
         np.full(n_seeds, 1.0 / n_seeds),
         cost * (n_seeds / scale),
         grid_l1_distance(shape, h0),

@@ -155,6 +155,7 @@ def test_unknown_method_is_refused() -> None:
 
 def test_falls_back_to_the_ipm_loop_when_the_core_solver_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     import mdp_core
+    import mdp_core.geo.seed_lp as seed_lp_module
 
     shape, h0, eps_t = (3, 4), 0.7, 0.8
     cost = random_cost(np.random.default_rng(11), shape, m=5, zero_rows=1)
@@ -165,7 +166,7 @@ def test_falls_back_to_the_ipm_loop_when_the_core_solver_fails(monkeypatch: pyte
         nan = np.full(cost.shape, np.nan)
         return mdp_core.MechanismResult(nan, np.nan, False, "repair failed", "no", 0.0)
 
-    monkeypatch.setattr(mdp_core, "optimal_mechanism", failing)
+    monkeypatch.setattr(seed_lp_module, "optimal_mechanism", failing)
     res = solve_seed_lp(cost, shape, h0, eps_t, gap_tol=1e-9)
     assert len(calls) == 1
     assert "certified gap" in res.message and res.iterations >= 1
