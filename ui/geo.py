@@ -63,7 +63,6 @@ __all__ = [
     "curve_frame",
     "deck",
     "eps_meaning",
-    "expected_error_by_target",
     "fig_loss_curve",
     "geojson_bytes",
     "legend_html",
@@ -435,14 +434,6 @@ def sample_reports(mech: GeoMechanism, true_index: int, count: int, seed: int) -
     return rng.choice(len(row), size=count, p=row / row.sum())
 
 
-def expected_error_by_target(mech: GeoMechanism, problem: GeoProblem) -> np.ndarray:
-    """Expected travel error (km) per true location: ``sum_y M[x, y] L(x, y)``, shape (n,).
-
-    The prior-weighted mean of this vector is the mechanism's utility (``GeoMechanism.utility_km``).
-    """
-    return np.einsum("xy,xy->x", mech.matrix, problem.loss)
-
-
 # ---------------------------------------------------------------------------------------------------- tables
 
 
@@ -708,7 +699,7 @@ def deck(
     if mech is None:
         pass
     elif view.colour_by == "error":
-        values = expected_error_by_target(mech, problem)
+        values = mech.error_by_target_km(problem)
         vmax = float(values.max())
         colours = colour_scale(values, vmax).tolist()
         data = [

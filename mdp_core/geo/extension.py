@@ -85,6 +85,13 @@ class GeoMechanism:
         """Expected travel-distance error (km) on ``problem``'s prior and loss."""
         return expected_travel_error(self.matrix, problem.prior, problem.loss)
 
+    def error_by_target_km(self, problem: GeoProblem) -> np.ndarray:
+        """Expected travel error (km) of a user at each target, ``sum_y M[x, y] L(x, y)``, shape (n,):
+        where privacy is expensive. Its prior-weighted mean is :meth:`utility_km`."""
+        if self.matrix.shape != problem.loss.shape:
+            raise DataError(f"mechanism {self.matrix.shape} and loss {problem.loss.shape} do not match")
+        return np.einsum("xy,xy->x", self.matrix, problem.loss)
+
 
 def extend_log(log_seed: np.ndarray, grid: GeoGrid) -> np.ndarray:
     """Vectorised extension: ln f at every target = bilinear interpolation of ln z in its seed cell.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -251,3 +252,14 @@ def test_save_and_load_mechanism(small_problem, tmp_path: Path) -> None:  # type
     assert np.array_equal(back.targets_km, mech.targets_km)
     with pytest.raises(DataError, match="folder does not exist"):
         save_mechanism(mech, tmp_path / "nope" / "x.npz")
+
+
+def test_error_by_target_is_each_users_expected_travel_error(small_problem) -> None:  # type: ignore[no-untyped-def]
+    mech = tree_extension(small_problem, 1.0)
+    per_target = mech.error_by_target_km(small_problem)
+    rows = zip(mech.matrix.tolist(), small_problem.loss.tolist(), strict=True)
+    loop = [sum(p * loss for p, loss in zip(row, lrow, strict=True)) for row, lrow in rows]
+    np.testing.assert_allclose(per_target, loop, rtol=1e-12)
+    assert float(small_problem.prior @ per_target) == pytest.approx(mech.utility_km(small_problem), rel=1e-12)
+    with pytest.raises(DataError, match="do not match"):
+        dataclasses.replace(mech, matrix=mech.matrix[:-1]).error_by_target_km(small_problem)
