@@ -15,10 +15,10 @@ which is linear in P[r]: summed over x, ``c'P >= sum_x (1 - w) t_x + sum_r sum_y
 ``C[r, y] = sum_{x : r(x) = r} w c[x, y] - (1 - w) k (t_x - c[x, y])^+``. P restricted to the
 representatives is eps-mDP on them, so a certified bound of the R-target problem with cost C (the
 relaxation of :mod:`mdp_core.geo.bounds`) plus the constant is a bound: for ANY thresholds.
-``t_x = min_y c[x, y]`` is the plain aggregation (it gives the part (1 - w) of x's row away at x's cheapest output; measured mean w 0.93 at eps
-0.5 with ~150 representatives over a 8 x 8 km city); the next rounds take the thresholds that are best
-for the previous round's representative rows (:func:`knapsack_thresholds`: x can at most put k times
-r's mass on its cheap outputs) and keep the best certified value. Never exact.
+``t_x = min_y c[x, y]`` is the plain aggregation (it gives the part (1 - w) of x's row away at x's cheapest
+output; measured mean w 0.93 at eps 0.5 with ~150 representatives over a 8 x 8 km city); the next rounds take
+the thresholds that are best for the previous round's representative rows (:func:`knapsack_thresholds`: x can
+at most put k times r's mass on its cheap outputs) and keep the best certified value. Never exact.
 """
 
 from __future__ import annotations
