@@ -46,7 +46,7 @@ def _spec(dataset: str, quick: bool) -> SweepSpec:
     )
 
 
-ROUNDS = 2  #: each run is timed this many times from cold caches; the fastest counts (as timeit does)
+ROUNDS = 3  #: each run is timed this many times from cold caches; the fastest counts (as timeit does)
 
 
 def _warm_up(spec: SweepSpec, client: Any) -> None:
