@@ -298,14 +298,14 @@ if comp is not None:
     with d1:
         st.download_button(
             "Download the shown mechanism (.npz, with CRS, origin and metadata)",
-            geo.mechanism_npz(mech, config),
+            lambda: geo.mechanism_npz(mech, config),  # built on the click (0.1 s), not every rerun
             file_name=f"geo_{method}_eps{eps:.3g}.npz",
             key=f"geo_download_{mk}",
         )
     with d2:
         st.download_button(
             "Download targets and outputs (GeoJSON, WGS84 lon/lat)",
-            geo.geojson_bytes(mech, config),
+            lambda: geo.geojson_bytes(mech, config),
             file_name=f"geo_{method}_eps{eps:.3g}.geojson",
             mime="application/geo+json",
             key=f"geo_geojson_{mk}",
