@@ -46,6 +46,9 @@ from mdp_core.mechanisms import optimal_mechanism
 #: Relative tightening of the LP's ratio bound that leaves room for the exact repair.
 REPAIR_MARGIN = 1e-5
 
+#: Largest seed LP (seeds x outputs) solved in one IPM call when the column generation cannot certify.
+FULL_FALLBACK = 40_000
+
 #: Ways to solve the seed LP (:func:`solve_seed_lp`).
 METHODS = ("colgen", "ipm_colgen", "full")
 
@@ -224,10 +227,12 @@ def solve_seed_lp(
         result = _solve_grid_mdp(cost, shape, h0, eps_axis, start, progress)
         if result is not None:
             return result
-        # the core solver could not certify its solution (seen once at eps 3/km, violation 1.5e-8 after its
-        # repair): solve again with the older loop, whose repair is exact on the grid
-        report(progress, 0.3, "seed LP: retrying with the IPM column generation")
-        method = "ipm_colgen"
+        # the core solver could not certify its solution (seen at eps 3/km, violation 1.5e-8 after its
+        # repair, and on the 15 km city at eps ln 2 / 0.2 km, 1e-4): solve again by interior point, whose
+        # solution repair_seed makes exact on the grid. One IPM solve of the whole LP up to FULL_FALLBACK
+        # variables (city, 156 seeds x 117 outputs: 21 s), the IPM column generation loop above (44 s there)
+        report(progress, 0.3, "seed LP: solving again by interior point")
+        method = "full" if cost.size <= FULL_FALLBACK else "ipm_colgen"
     ratio = float(np.exp((1.0 - REPAIR_MARGIN) * eps_axis * h0))
     cone = _cone_rows(shape, ratio)
     if method == "full":

@@ -153,7 +153,11 @@ def test_unknown_method_is_refused() -> None:
         solve_seed_lp(np.ones((4, 2)), (2, 2), 1.0, 0.5, method="simplex")
 
 
-def test_falls_back_to_the_ipm_loop_when_the_core_solver_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("full_fallback", [40_000, 0])
+def test_falls_back_to_interior_point_when_the_core_solver_fails(
+    monkeypatch: pytest.MonkeyPatch, full_fallback: int
+) -> None:
+    """One IPM solve of the whole LP when it is small enough, the IPM column generation loop otherwise."""
     import mdp_core
     import mdp_core.geo.seed_lp as seed_lp_module
 
@@ -167,8 +171,10 @@ def test_falls_back_to_the_ipm_loop_when_the_core_solver_fails(monkeypatch: pyte
         return mdp_core.MechanismResult(nan, np.nan, False, "repair failed", "no", 0.0)
 
     monkeypatch.setattr(seed_lp_module, "optimal_mechanism", failing)
-    res = solve_seed_lp(cost, shape, h0, eps_t, gap_tol=1e-9)
-    assert len(calls) == 1
+    monkeypatch.setattr(seed_lp_module, "FULL_FALLBACK", full_fallback)
+    messages: list[str] = []
+    res = solve_seed_lp(cost, shape, h0, eps_t, gap_tol=1e-9, progress=lambda f, m: messages.append(m))
+    assert len(calls) == 1 and "seed LP: solving again by interior point" in messages
     assert "certified gap" in res.message and res.iterations >= 1
     tight = linprog_seed_lp(cost, shape, h0, (1.0 - REPAIR_MARGIN) * eps_t)
     assert res.objective == pytest.approx(tight, rel=1e-6)
