@@ -429,7 +429,13 @@ def test_loss_curve_on_the_sweep_engine_equals_the_page_own() -> None:
     own = geo.curve_frame(config, methods)
     store().clear()
     with (
-        LocalCluster(n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None) as cluster,
+        LocalCluster(
+            n_workers=2,
+            processes=False,
+            threads_per_worker=1,
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": ":0"},
+        ) as cluster,
         Client(cluster, set_as_default=False) as client,
     ):
         on_engine = geo.curve_frame(config, methods, client=client)

@@ -203,6 +203,7 @@ def test_default_client_honours_dask_scheduler_address() -> None:
             processes=False,
             threads_per_worker=1,
             dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": ":0"},  # no "port 8787 in use" when tests run in parallel
             silence_logs=logging.ERROR,
         ) as cluster,
         dask.config.set({"scheduler-address": cluster.scheduler_address}),
@@ -225,6 +226,7 @@ def test_start_default_client_starts_it_in_the_background_once() -> None:
             processes=False,
             threads_per_worker=1,
             dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": ":0"},  # no "port 8787 in use" when tests run in parallel
             silence_logs=logging.ERROR,
         ) as cluster,
         dask.config.set({"scheduler-address": cluster.scheduler_address}),
