@@ -52,8 +52,8 @@ def aggregate_cost(
     reps: np.ndarray,
     eps: float,
     thresholds: np.ndarray | None = None,
-) -> tuple[np.ndarray, float, np.ndarray]:
-    """The aggregated problem of the module docstring: (C, constant, owner).
+) -> tuple[np.ndarray, float, np.ndarray, float]:
+    """The aggregated problem of the module docstring: (C, constant, owner, magnitude).
 
     Parameters
     ----------
@@ -77,15 +77,21 @@ def aggregate_cost(
         ``sum_x (1 - w_x) t_x``.
     owner : ndarray of int, shape (n,)
         Position in ``reps`` of each target's nearest representative.
+    magnitude : float
+        Sum of the absolute values of every term added up in C and the constant (the float rounding of
+        those sums is below ``(n + 1) * machine epsilon * magnitude``).
     """
     pts = np.asarray(targets_km, dtype=np.float64)
     dist, owner = cKDTree(pts[reps]).query(pts)
     t = cost.min(axis=1) if thresholds is None else np.asarray(thresholds, dtype=np.float64)
     w, kappa = np.exp(-eps * dist), 1.0 + np.exp(eps * dist)
-    per_target = w[:, None] * cost - ((1.0 - w) * kappa)[:, None] * np.maximum(t[:, None] - cost, 0.0)
+    gain = w[:, None] * cost
+    penalty = ((1.0 - w) * kappa)[:, None] * np.maximum(t[:, None] - cost, 0.0)
     agg = np.zeros((len(reps), cost.shape[1]))
-    np.add.at(agg, owner, per_target)
-    return agg, float(np.sum((1.0 - w) * t)), owner
+    np.add.at(agg, owner, gain - penalty)
+    constant = (1.0 - w) * t
+    magnitude = float(np.abs(gain).sum() + penalty.sum() + np.abs(constant).sum())
+    return agg, float(constant.sum()), owner, magnitude
 
 
 def knapsack_thresholds(

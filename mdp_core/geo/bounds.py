@@ -334,9 +334,9 @@ def _aggregated_bound(
     reps = representatives(targets, count)
     best, thresholds, rows, relax = -np.inf, None, None, None
     for k in range(AGGREGATION_ROUNDS):
-        agg, constant, _ = aggregate_cost(targets, cost, reps, eps, thresholds)
-        # float rounding of the aggregation (sums of <= n terms) and of the constant
-        margin = (n + 64) * np.finfo(np.float64).eps * (abs(constant) + float(np.abs(agg).sum()))
+        agg, constant, _, magnitude = aggregate_cost(targets, cost, reps, eps, thresholds)
+        # float rounding of the aggregation and of the constant (sums of <= n terms of either sign)
+        margin = (n + 64) * np.finfo(np.float64).eps * magnitude
         # the first round may take half the time (it builds the rows the next rounds start from)
         left = deadline - time.perf_counter()
         round_deadline = time.perf_counter() + (left / 2 if k == 0 else left / (AGGREGATION_ROUNDS - k))

@@ -140,7 +140,7 @@ def test_aggregate_cost_matches_a_direct_sum_and_bounds_a_mechanism(thresholds: 
             pts, cost, reps, eps, rng.dirichlet(np.ones(cost.shape[1]), len(reps))
         ),
     }[thresholds]
-    agg, constant, owner = aggregate_cost(pts, cost, reps, eps, None if thresholds == "min" else t)
+    agg, constant, owner, magnitude = aggregate_cost(pts, cost, reps, eps, None if thresholds == "min" else t)
     expected, expected_constant = np.zeros_like(agg), 0.0
     for x in range(len(pts)):
         dist = np.linalg.norm(pts[reps] - pts[x], axis=1)
@@ -151,6 +151,7 @@ def test_aggregate_cost_matches_a_direct_sum_and_bounds_a_mechanism(thresholds: 
         expected_constant += (1 - w) * t[x]
     np.testing.assert_allclose(agg, expected, rtol=1e-12, atol=1e-15)
     assert constant == pytest.approx(expected_constant, rel=1e-12)
+    assert magnitude >= np.abs(agg).sum() + abs(constant) - 1e-12
     for mech in (tree_extension(problem, eps), exponential_geo(problem, eps)):
         assert verify_geo(mech, exhaustive=True).holds
         p = mech.matrix
