@@ -2,11 +2,11 @@
 15 km city (``../shared/data/baltimore.osm.pbf``, skipped when absent).
 
 Per step: ``run_s``, the seconds until the page's run returns (what the user waits for before the page
-answers: the map, or the roads with a progress bar while a build goes on in the background; target
-<= 3 s), and ``done_s``, the seconds until the build behind it is finished and the heatmap is final (the
-page polls every second). Steps at default settings: open the page (district) or upload the map (city), switch the
-mechanism, pick another true location, colour by expected error, each privacy level, the loss curve
-untouched; then depths 3 and 4 at the default level (depth 4 of the city: the < 60 s target).
+answers: the map, or the roads with a progress bar while a build goes on in the background; target <= 3 s),
+and ``done_s``, the seconds until the build behind it is finished and the heatmap is final (the page polls
+every second). Steps at default settings: open the page (district) or upload the map (city), switch the
+mechanism, pick another true location, colour by expected error, each privacy level, the loss curve untouched;
+then depths 3 and 4 at the default level (depth 4 of the city: the < 60 s target).
 """
 
 from __future__ import annotations
