@@ -9,6 +9,7 @@ import math
 import re
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -419,9 +420,9 @@ def test_builder_shares_a_job_and_retries_a_failure() -> None:
     assert builder.request(bad, lambda progress: "fixed").result(5) == "fixed"  # a failed job is retried
 
 
-def test_loss_curve_on_the_sweep_engine_equals_the_page_own() -> None:
+def test_loss_curve_on_the_sweep_engine_equals_the_page_own(local_cluster: Callable[..., Any]) -> None:
     """The ε curve built as tasks on a Dask cluster has the page's own numbers and fills the store."""
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     config = geo.GeoConfig(city="default", seed_n=5, depth=1, seed=3)
     methods = ["tree", "em"]
@@ -429,13 +430,7 @@ def test_loss_curve_on_the_sweep_engine_equals_the_page_own() -> None:
     own = geo.curve_frame(config, methods)
     store().clear()
     with (
-        LocalCluster(
-            n_workers=2,
-            processes=False,
-            threads_per_worker=1,
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard_address": ":0"},
-        ) as cluster,
+        local_cluster(2, processes=False) as cluster,
         Client(cluster, set_as_default=False) as client,
     ):
         on_engine = geo.curve_frame(config, methods, client=client)

@@ -4,20 +4,21 @@ the scheduler address in Dask's own setting, and a real `dask scheduler` + 2 `da
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import dask
 import numpy as np
 import pandas as pd
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client
 
 import mdp_core as core
 from mdp_core.sweep import SweepSpec, default_client, describe_engine, prepare_data, run_sweep
@@ -27,16 +28,6 @@ PY = Path(sys.executable)
 TIMINGS = ["configure_seconds", "seconds"]
 #: Tiny DepHDP settings so a configuration takes well under a second on heart.
 FAST = {"grid_points": 5, "opt_max_domain": 4, "calibration_pairs": 200, "max_contexts": 20}
-
-
-def _cluster(n: int, *, processes: bool) -> LocalCluster:
-    return LocalCluster(
-        n_workers=n,
-        processes=processes,
-        threads_per_worker=1,
-        dashboard_address=None,
-        silence_logs=logging.ERROR,
-    )
 
 
 def tiny(**kw: object) -> SweepSpec:
@@ -135,7 +126,9 @@ def test_a_serial_sweep_runs_blas_on_one_thread_like_the_workers() -> None:
     assert max(i["num_threads"] for i in threadpoolctl.threadpool_info()) == outside  # restored
 
 
-def test_identical_on_a_local_cluster_with_two_workers(serial_one: pd.DataFrame) -> None:
+def test_identical_on_a_local_cluster_with_two_workers(
+    serial_one: pd.DataFrame, local_cluster: Callable[..., Any]
+) -> None:
     from distributed import get_task_stream
 
     from mdp_core.sweep.engine import clear_sweep_caches
@@ -143,13 +136,7 @@ def test_identical_on_a_local_cluster_with_two_workers(serial_one: pd.DataFrame)
     seen: list[float] = []
     clear_sweep_caches()  # stage 1 is built on a worker, not taken from the serial run's store
     with (
-        LocalCluster(
-            n_workers=2,
-            processes=True,
-            threads_per_worker=1,
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        ) as cluster,
+        local_cluster(2, processes=True) as cluster,
         Client(cluster, set_as_default=False) as client,
     ):
         assert describe_engine(client) == "embedded LocalCluster: 2 workers, 2 threads"
@@ -167,7 +154,7 @@ def test_identical_on_a_local_cluster_with_two_workers(serial_one: pd.DataFrame)
     pd.testing.assert_frame_equal(fresh.drop(columns=TIMINGS), again.drop(columns=TIMINGS))
 
 
-def test_an_error_in_progress_cancels_the_remaining_tasks() -> None:
+def test_an_error_in_progress_cancels_the_remaining_tasks(local_cluster: Callable[..., Any]) -> None:
     spec = tiny(eps=[0.5, 1.0, 2.0, 4.0, 8.0, 16.0], task="record", methods=["DepHDP"])
 
     class StopSweepError(Exception):
@@ -178,13 +165,7 @@ def test_an_error_in_progress_cancels_the_remaining_tasks() -> None:
             raise StopSweepError(message)
 
     with (
-        LocalCluster(
-            n_workers=1,
-            processes=False,
-            threads_per_worker=1,
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        ) as cluster,
+        local_cluster(1, processes=False) as cluster,
         Client(cluster, set_as_default=False) as client,
     ):
         with pytest.raises(StopSweepError, match="1/6 configurations"):
@@ -196,16 +177,9 @@ def test_an_error_in_progress_cancels_the_remaining_tasks() -> None:
         assert len(client.who_has()) == 0  # scattered data and results released
 
 
-def test_default_client_honours_dask_scheduler_address() -> None:
+def test_default_client_honours_dask_scheduler_address(local_cluster: Callable[..., Any]) -> None:
     with (
-        LocalCluster(
-            n_workers=1,
-            processes=False,
-            threads_per_worker=1,
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard_address": ":0"},  # no "port 8787 in use" when tests run in parallel
-            silence_logs=logging.ERROR,
-        ) as cluster,
+        local_cluster(1, processes=False) as cluster,
         dask.config.set({"scheduler-address": cluster.scheduler_address}),
     ):
         client = default_client()
@@ -217,18 +191,11 @@ def test_default_client_honours_dask_scheduler_address() -> None:
             core.sweep.close_default_client()
 
 
-def test_start_default_client_starts_it_in_the_background_once() -> None:
+def test_start_default_client_starts_it_in_the_background_once(local_cluster: Callable[..., Any]) -> None:
     from mdp_core.sweep.cluster import start_default_client
 
     with (
-        LocalCluster(
-            n_workers=1,
-            processes=False,
-            threads_per_worker=1,
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard_address": ":0"},  # no "port 8787 in use" when tests run in parallel
-            silence_logs=logging.ERROR,
-        ) as cluster,
+        local_cluster(1, processes=False) as cluster,
         dask.config.set({"scheduler-address": cluster.scheduler_address}),
     ):
         try:

@@ -3,11 +3,12 @@ comparisons, in-process and on a (threaded) LocalCluster; bad input is refused w
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client
 
 from mdp_core.errors import DataError
 from mdp_core.geo import build_problem, compare_methods, grid_road_network
@@ -58,16 +59,9 @@ def test_in_process_equals_the_direct_comparisons(problem) -> None:  # type: ign
     assert seen == [0.0, 0.25, 0.5, 0.75, 1.0]
 
 
-def test_on_a_cluster_equals_the_direct_comparisons(problem) -> None:  # type: ignore[no-untyped-def]
+def test_on_a_cluster_equals_the_direct_comparisons(problem, local_cluster: Callable[..., Any]) -> None:  # type: ignore[no-untyped-def]
     with (
-        LocalCluster(
-            n_workers=2,
-            processes=False,
-            threads_per_worker=1,
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard_address": ":0"},
-            silence_logs=logging.ERROR,
-        ) as cluster,
+        local_cluster(2, processes=False) as cluster,
         Client(cluster, set_as_default=False) as client,
     ):
         got = compare_over_eps(problem, EPS, methods=METHODS, verify_samples=SAMPLES, seed=7, client=client)
