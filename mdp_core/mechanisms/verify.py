@@ -91,7 +91,8 @@ def repair_mechanism(
     ``ln s_x' - ln s_x`` (row sums ``s``), which is of the order of the solver's row violations (~1e-9 or
     less); envelope and normalisation are repeated until :func:`~mdp_core.mechanisms.mdp_violation` is
     ``<= 1e-12`` (each round removes only the mass that breaks a ratio, so the objective moves by about
-    the solver tolerance). A column with one exact zero becomes zero for every input.
+    the solver tolerance). Exact zeros in a column with positive entries are first raised to the least
+    value the other entries allow; an all-zero column stays zero.
 
     Parameters
     ----------
@@ -116,6 +117,15 @@ def repair_mechanism(
     with np.errstate(divide="ignore"):
         L = np.log(V)
     step = max(1, _BLOCK // (n * n))
+    # First raise every entry to the least value its column's other entries allow (the log-Lipschitz upper
+    # extension from below, max_x' L_x' - eps d(x, x')). A solver returns entries below its tolerance as
+    # exact zeros (e^{-eps d} ~ 1e-8 far from an output at large eps), and the envelope below would then
+    # empty the whole column (one zero forces zeros everywhere): the 15 km city's seed LP at eps ln 2 / 0.2
+    # lost rows that way. The raise adds about the solver's tolerance in mass.
+    for start in range(0, m, step):
+        block = L[:, start : start + step]
+        raised = (block[None, :, :] - eps * d[:, :, None]).max(axis=1)
+        L[:, start : start + step] = np.maximum(block, raised)
     viol = float("inf")
     rounds = 0
     while rounds < max_rounds:

@@ -167,6 +167,21 @@ def test_repair_makes_a_perturbed_solution_private() -> None:
     assert core.expected_loss(P, prior, loss) == pytest.approx(res.objective, abs=1e-4)
 
 
+def test_repair_keeps_columns_whose_far_entries_the_solver_rounded_to_zero() -> None:
+    """At large eps an output's far entries are e^{-eps d} ~ 1e-13: a solver returns them as exact zeros.
+    One zero forces the whole column to zero under the envelope alone (rows lost all their mass); the
+    repair raises them to the least value the column allows, certifies, and keeps the objective."""
+    n, eps = 30, 4.0
+    d = np.abs(np.subtract.outer(np.arange(n), np.arange(n))).astype(float)
+    em = core.exponential_mechanism(d, eps)  # eps/2-mDP per output column, every column positive
+    rounded = np.where(em < 1e-9, 0.0, em)
+    assert (rounded == 0).any(axis=0).all()  # every column has a zero
+    P, viol, _ = core.repair_mechanism(rounded, d, eps)
+    assert np.isfinite(P).all() and viol <= 1e-12
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(P, em, atol=1e-8)
+
+
 def test_limits_fail_softly() -> None:
     d = 1 - np.eye(4)
     res = core.optimal_mechanism(np.full(4, 0.25), np.ones((4, 4)), d, 1.0, max_inputs=3)
