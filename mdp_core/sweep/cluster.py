@@ -44,7 +44,7 @@ def _fast_allocation() -> None:
     libc.mallopt(m_trim_threshold, 64 * 2**20)
 
 
-def _single_threaded_highs() -> None:
+def _setup_worker() -> None:
     """Set up a worker process once: HiGHS's process-wide thread pool and the BLAS / OpenMP pools at one
     thread (HiGHS's default uses half the machine's cores per process, which oversubscribes a node running
     one worker per core; BLAS is pinned by Dask's nanny already (OMP/OPENBLAS/MKL_NUM_THREADS=1), but not
@@ -83,6 +83,12 @@ def _on_worker() -> bool:
         return False
 
 
+def _setup_if_on_worker() -> None:
+    """:func:`_setup_worker` when this process is a Dask worker (nothing in a serial sweep)."""
+    if _on_worker():
+        _setup_worker()
+
+
 _ENGINE = threading.Lock()
 
 
@@ -102,17 +108,18 @@ QUIET_WORKERS: dict[str, Any] = {
 }
 
 
-def local_cluster(n_workers: int | None = None) -> Any:
+def local_cluster(n_workers: int | None = None, *, processes: bool = True) -> Any:
     """The embedded engine: ``LocalCluster(processes=True, threads_per_worker=1)`` without a dashboard
     (its HTTP server on a free port, so no "port 8787 in use" warning), with :data:`QUIET_WORKERS`. Worker
-    processes get OMP/OpenBLAS/MKL threads = 1 from Dask's nanny, HiGHS one thread per worker (first task)."""
+    processes get OMP/OpenBLAS/MKL threads = 1 from Dask's nanny, HiGHS one thread per worker (first task).
+    ``processes=False``: thread workers in this process (tests)."""
     import dask
     from distributed import LocalCluster
 
     with dask.config.set(QUIET_WORKERS):
         return LocalCluster(
             n_workers=n_workers,
-            processes=True,
+            processes=processes,
             threads_per_worker=1,
             dashboard_address=None,
             scheduler_kwargs={"dashboard_address": ":0"},
@@ -153,7 +160,7 @@ def _warm_worker() -> None:
     # load the task code and what it imports once per worker, before the first task arrives
     importlib.import_module("mdp_core.sweep.engine")
 
-    _single_threaded_highs()
+    _setup_worker()
 
 
 def start_default_client() -> threading.Thread:

@@ -37,8 +37,8 @@ class SweepData:
     fit: Encoded
     test: Encoded
     labels: np.ndarray | None
-    attributes: tuple[str, ...] = ()
-    x_test: np.ndarray | None = None
+    attributes: tuple[str, ...]
+    x_test: np.ndarray
 
 
 def _target(spec: SweepSpec, columns: Sequence[str]) -> str | None:

@@ -33,17 +33,11 @@ from mdp_core.dephdp import (
     DepHDPProfiles,
     compose_mechanism,
     dephdp_profiles,
-    release_attributes,
     run_dephdp,
     task_utility,
 )
 from mdp_core.errors import DataError
-from mdp_core.sweep.cluster import (
-    _on_worker,
-    _single_threaded_highs,
-    default_client,
-    describe_engine,
-)
+from mdp_core.sweep.cluster import _setup_if_on_worker, default_client, describe_engine
 from mdp_core.sweep.data import _PREPARED, SweepData, prepare_data
 from mdp_core.sweep.spec import Configuration, SweepSpec
 
@@ -65,8 +59,7 @@ KEY_COLUMNS = ("task_index", "dataset", "task", "tau_group", "tau_dpn", "eps", "
 def build_profiles(data: SweepData, spec: SweepSpec, c: Configuration) -> DepHDPProfiles:
     """Stage 1 of DepHDP (groups, profiles, surrogate) for ``c``'s task and tau_group, through this
     process's bounded cache (a worker that built a group profile for an earlier sweep reuses it)."""
-    if _on_worker():
-        _single_threaded_highs()
+    _setup_if_on_worker()
     return dephdp_profiles(data.fit, spec.config(c), cache=_BoundedCache())
 
 
@@ -173,13 +166,6 @@ class _Releaser:
         return out
 
 
-def _privatize_codes(mech: Any, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """``mech.privatize`` (:class:`mdp_core.ComposedMechanism`) on the released attributes' code matrix
-    ``x`` (columns in ``mech.attributes`` order): the same draws, without a DataFrame per release (pandas'
-    column indexing was ~25 % of a heart configuration's time). One release; see :class:`_Releaser`."""
-    return _Releaser(x, mech.attributes, mech.groups, mech.sizes).release(mech, rng)
-
-
 def run_configuration(
     data: SweepData, spec: SweepSpec, c: Configuration, profiles: Any = None
 ) -> tuple[list[dict], dict]:
@@ -189,8 +175,7 @@ def run_configuration(
     per-process cache only holds values that are functions of their keys).
     ``profiles``: :func:`build_profiles` for this configuration (optional).
     """
-    if _on_worker():
-        _single_threaded_highs()
+    _setup_if_on_worker()
     t_start, cpu_start = time.perf_counter(), time.process_time()
     config = spec.config(c)
     cache = _BoundedCache()
@@ -198,7 +183,7 @@ def run_configuration(
         res = run_dephdp(data.fit, config, cache=cache)
     else:
         res = run_dephdp(data.fit, config, cache=cache, profiles=profiles)
-    attrs = data.attributes or tuple(release_attributes(data.fit))
+    attrs = data.attributes
     mechs = {"DepHDP": res.mechanism}
     K = len(res.profiles)
     for name, base in res.baselines.items():
@@ -208,9 +193,6 @@ def run_configuration(
         mechs[name] = compose_mechanism(res.profiles, [name.split("+")[1]] * K, idx, attrs, config.p)
     configure = time.perf_counter() - t_start
     x_test = data.x_test
-    if x_test is None or tuple(res.mechanism.attributes) != attrs:
-        attrs = tuple(res.mechanism.attributes)
-        x_test = data.test.codes[list(attrs)].to_numpy().astype(np.int64)
     rows: list[dict] = []
     mech0 = res.mechanism
     releaser = _Releaser(x_test, attrs, mech0.groups, mech0.sizes)

@@ -27,10 +27,9 @@ __all__ = ["compare_over_eps"]
 def _one(problem: Any, eps: float, method: str, verify_samples: int, seed: int) -> Any:
     from mdp_core.geo import compare_methods
 
-    from .cluster import _on_worker, _single_threaded_highs
+    from .cluster import _setup_if_on_worker
 
-    if _on_worker():
-        _single_threaded_highs()
+    _setup_if_on_worker()
     comp = compare_methods(
         problem,
         eps,

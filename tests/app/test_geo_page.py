@@ -9,7 +9,6 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import mdp_core.geo as cgeo
+from mdp_core.sweep.cluster import local_cluster
 from ui import geo
 from ui.store import store
 
@@ -420,7 +420,7 @@ def test_builder_shares_a_job_and_retries_a_failure() -> None:
     assert builder.request(bad, lambda progress: "fixed").result(5) == "fixed"  # a failed job is retried
 
 
-def test_loss_curve_on_the_sweep_engine_equals_the_page_own(local_cluster: Callable[..., Any]) -> None:
+def test_loss_curve_on_the_sweep_engine_equals_the_page_own() -> None:
     """The ε curve built as tasks on a Dask cluster has the page's own numbers and fills the store."""
     from distributed import Client
 

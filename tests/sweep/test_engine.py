@@ -10,9 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import dask
 import numpy as np
@@ -22,6 +20,7 @@ from distributed import Client
 
 import mdp_core as core
 from mdp_core.sweep import SweepSpec, default_client, describe_engine, prepare_data, run_sweep
+from mdp_core.sweep.cluster import local_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = Path(sys.executable)
@@ -79,7 +78,7 @@ def test_rows_are_tidy_and_seeded_by_task_index(serial: pd.DataFrame) -> None:
 
 
 def test_array_privatisation_draws_exactly_what_the_composed_mechanism_draws() -> None:
-    from mdp_core.sweep.engine import _privatize_codes
+    from mdp_core.sweep.engine import _Releaser
 
     spec = tiny(task="record", eps=[2.0])
     data = prepare_data(spec)
@@ -88,7 +87,9 @@ def test_array_privatisation_draws_exactly_what_the_composed_mechanism_draws() -
     assert len(mech.groups) > 1 and tuple(mech.attributes) == data.attributes
     for seed in range(3):
         want = mech.privatize(data.test.codes, np.random.default_rng(seed)).to_numpy()
-        got = _privatize_codes(mech, data.x_test, np.random.default_rng(seed))
+        got = _Releaser(data.x_test, mech.attributes, mech.groups, mech.sizes).release(
+            mech, np.random.default_rng(seed)
+        )
         np.testing.assert_array_equal(got, want)
     assert not np.array_equal(got, data.x_test)  # it did privatise (eps = 2 on heart changes records)
     np.testing.assert_array_equal(  # the input is left alone
@@ -126,9 +127,7 @@ def test_a_serial_sweep_runs_blas_on_one_thread_like_the_workers() -> None:
     assert max(i["num_threads"] for i in threadpoolctl.threadpool_info()) == outside  # restored
 
 
-def test_identical_on_a_local_cluster_with_two_workers(
-    serial_one: pd.DataFrame, local_cluster: Callable[..., Any]
-) -> None:
+def test_identical_on_a_local_cluster_with_two_workers(serial_one: pd.DataFrame) -> None:
     from distributed import get_task_stream
 
     from mdp_core.sweep.engine import clear_sweep_caches
@@ -154,7 +153,7 @@ def test_identical_on_a_local_cluster_with_two_workers(
     pd.testing.assert_frame_equal(fresh.drop(columns=TIMINGS), again.drop(columns=TIMINGS))
 
 
-def test_an_error_in_progress_cancels_the_remaining_tasks(local_cluster: Callable[..., Any]) -> None:
+def test_an_error_in_progress_cancels_the_remaining_tasks() -> None:
     spec = tiny(eps=[0.5, 1.0, 2.0, 4.0, 8.0, 16.0], task="record", methods=["DepHDP"])
 
     class StopSweepError(Exception):
@@ -177,7 +176,7 @@ def test_an_error_in_progress_cancels_the_remaining_tasks(local_cluster: Callabl
         assert len(client.who_has()) == 0  # scattered data and results released
 
 
-def test_default_client_honours_dask_scheduler_address(local_cluster: Callable[..., Any]) -> None:
+def test_default_client_honours_dask_scheduler_address() -> None:
     with (
         local_cluster(1, processes=False) as cluster,
         dask.config.set({"scheduler-address": cluster.scheduler_address}),
@@ -191,7 +190,7 @@ def test_default_client_honours_dask_scheduler_address(local_cluster: Callable[.
             core.sweep.close_default_client()
 
 
-def test_start_default_client_starts_it_in_the_background_once(local_cluster: Callable[..., Any]) -> None:
+def test_start_default_client_starts_it_in_the_background_once() -> None:
     from mdp_core.sweep.cluster import start_default_client
 
     with (

@@ -3,15 +3,13 @@ comparisons, in-process and on a (threaded) LocalCluster; bad input is refused w
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import numpy as np
 import pytest
 from distributed import Client
 
 from mdp_core.errors import DataError
 from mdp_core.geo import build_problem, compare_methods, grid_road_network
+from mdp_core.sweep.cluster import local_cluster
 from mdp_core.sweep.geo import compare_over_eps
 
 EPS = [0.5, 2.0]
@@ -59,7 +57,7 @@ def test_in_process_equals_the_direct_comparisons(problem) -> None:  # type: ign
     assert seen == [0.0, 0.25, 0.5, 0.75, 1.0]
 
 
-def test_on_a_cluster_equals_the_direct_comparisons(problem, local_cluster: Callable[..., Any]) -> None:  # type: ignore[no-untyped-def]
+def test_on_a_cluster_equals_the_direct_comparisons(problem) -> None:  # type: ignore[no-untyped-def]
     with (
         local_cluster(2, processes=False) as cluster,
         Client(cluster, set_as_default=False) as client,
