@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +18,7 @@ import streamlit as st
 import mdp_core as core
 from mdp_core.sweep import default_client, describe_engine, frontier
 from mdp_core.sweep.cluster import start_default_client
+from ui.store import store
 
 __all__ = [
     "ENGINES",
@@ -115,31 +115,9 @@ def estimate_seconds(spec: core.SweepSpec, n_rows: int, n_columns: int, workers:
     return stage1 / min(w, len(spec.tasks) * len(spec.tau_group)) + spec.n_configurations * per_config / w
 
 
-class _Store:
-    """Finished sweeps by (data fingerprint, spec JSON): survive reruns; a lock per writer."""
-
-    def __init__(self, size: int = 8) -> None:
-        self.size, self.lock, self.data = size, threading.Lock(), OrderedDict()
-
-    def get(self, key: tuple[str, str]) -> pd.DataFrame | None:
-        with self.lock:
-            return self.data.get(key)
-
-    def put(self, key: tuple[str, str], value: pd.DataFrame) -> None:
-        with self.lock:
-            self.data[key] = value
-            while len(self.data) > self.size:
-                self.data.popitem(last=False)
-
-
-@st.cache_resource
-def _store() -> _Store:
-    return _Store()
-
-
 def stored(spec: core.SweepSpec, encoded: core.Encoded) -> pd.DataFrame | None:
     """The results of ``spec`` on ``encoded`` if this app process has run it."""
-    return _store().get((encoded.fingerprint, spec.to_json()))
+    return store().get(_key(spec, encoded))
 
 
 def run(
@@ -148,8 +126,12 @@ def run(
     """Run (in the script thread; ``progress`` may draw) and store the sweep. Stopping the page raises out of
     ``progress``, which cancels the remaining tasks."""
     results = core.run_sweep(spec, client=client, progress=progress, encoded=encoded)
-    _store().put((encoded.fingerprint, spec.to_json()), results)
+    store()[_key(spec, encoded)] = results
     return results
+
+
+def _key(spec: core.SweepSpec, encoded: core.Encoded) -> tuple[str, str, str]:
+    return ("sweep", encoded.fingerprint, spec.to_json())
 
 
 def _ticks(lo: float, hi: float) -> list[float]:
