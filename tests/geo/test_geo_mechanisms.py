@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from scipy.optimize import linprog
 
 from mdp_core.errors import DataError
 from mdp_core.geo import (
@@ -28,12 +27,11 @@ from mdp_core.geo import (
     planar_laplace_utility,
     repair_seed,
     save_mechanism,
-    seed_cost,
     solve_seed_lp,
     tree_extension,
     verify_geo,
 )
-from mdp_core.geo.seed_lp import _axis_excess, _axis_pairs
+from mdp_core.geo.seed_lp import _axis_excess
 from mdp_core.mechanisms import mdp_violation
 
 
@@ -102,38 +100,6 @@ def test_repair_refuses_a_grossly_infeasible_matrix() -> None:
     z = np.array([[1.0, 0.0], [0.0, 1.0]])  # adjacent seeds with disjoint supports: no repair possible
     with pytest.raises(DataError, match="all-zero row"):
         repair_seed(z, (2, 1), 1.0, 0.5)
-
-
-def _linprog_seed(cost: np.ndarray, shape: tuple[int, int], h0: float, eps_axis: float) -> float:
-    """The seed LP written independently for scipy's linprog (var index s * m + y)."""
-    n_seeds, m = cost.shape
-    pairs = _axis_pairs(shape)
-    directed = np.concatenate([pairs, pairs[:, ::-1]])
-    ratio = np.exp(eps_axis * h0)
-    a_ub = np.zeros((len(directed) * m, n_seeds * m))
-    for k, (a, b) in enumerate(directed):
-        for y in range(m):
-            a_ub[k * m + y, a * m + y] = 1.0
-            a_ub[k * m + y, b * m + y] = -ratio
-    a_eq = np.kron(np.eye(n_seeds), np.ones((1, m)))
-    res = linprog(cost.ravel(), A_ub=a_ub, b_ub=np.zeros(len(a_ub)), A_eq=a_eq, b_eq=np.ones(n_seeds))
-    assert res.status == 0
-    return float(res.fun)
-
-
-@pytest.mark.parametrize("eps", [0.5, 4.0])
-def test_seed_lp_matches_linprog_and_full_solve(small_problem, eps: float) -> None:  # type: ignore[no-untyped-def]
-    grid = small_problem.grid
-    cost = seed_cost(grid, small_problem.prior, small_problem.loss)
-    eps_t = axis_budget(eps)
-    colgen = solve_seed_lp(cost, grid.seed_shape, grid.h0, eps_t, gap_tol=1e-7)
-    full = solve_seed_lp(cost, grid.seed_shape, grid.h0, eps_t, method="full")
-    reference = _linprog_seed(cost, grid.seed_shape, grid.h0, eps_t)
-    assert colgen.success and full.success
-    assert full.objective == pytest.approx(reference, rel=1e-4)
-    assert colgen.objective == pytest.approx(reference, rel=1e-4)
-    assert _axis_excess(colgen.z, grid.seed_shape, eps_t * grid.h0) <= 1e-12
-    assert colgen.columns <= cost.shape[1]
 
 
 def test_axis_budget_composition() -> None:

@@ -16,7 +16,7 @@ from scipy.spatial import cKDTree
 
 from mdp_core.errors import DataError
 from mdp_core.geo import axis_budget, lp_coarse, seed_cost, solve_seed_lp, tree_extension, verify_geo
-from mdp_core.geo.seed_lp import REPAIR_MARGIN, grid_l1_distance
+from mdp_core.geo.seed_lp import REPAIR_MARGIN, _axis_excess, grid_l1_distance
 from mdp_core.mechanisms import mdp_violation
 
 
@@ -146,6 +146,21 @@ def test_lp_coarse_reaches_the_linprog_optimum(small_problem) -> None:  # type: 
     achieved = float(small_problem.prior @ np.einsum("xy,xy->x", mech.matrix, small_problem.loss))
     assert achieved == pytest.approx(tight, rel=1e-7)
     np.testing.assert_allclose(mech.matrix.sum(axis=1), 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("eps", [0.5, 4.0])
+def test_seed_lp_matches_linprog_and_full_solve(small_problem, eps: float) -> None:  # type: ignore[no-untyped-def]
+    grid = small_problem.grid
+    cost = seed_cost(grid, small_problem.prior, small_problem.loss)
+    eps_t = axis_budget(eps)
+    colgen = solve_seed_lp(cost, grid.seed_shape, grid.h0, eps_t, gap_tol=1e-7)
+    full = solve_seed_lp(cost, grid.seed_shape, grid.h0, eps_t, method="full")
+    reference = linprog_seed_lp(cost, grid.seed_shape, grid.h0, eps_t)
+    assert colgen.success and full.success
+    assert full.objective == pytest.approx(reference, rel=1e-4)
+    assert colgen.objective == pytest.approx(reference, rel=1e-4)
+    assert _axis_excess(colgen.z, grid.seed_shape, eps_t * grid.h0) <= 1e-12
+    assert colgen.columns <= cost.shape[1]
 
 
 def test_unknown_method_is_refused() -> None:
