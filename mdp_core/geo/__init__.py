@@ -53,12 +53,14 @@ from mdp_core.geo.seed_lp import (
     seed_cost,
     solve_seed_lp,
 )
+from mdp_core.geo.spanner import SPANNER_MAX_TARGETS, spanner_mechanism, spanner_pairs, yao_pairs
 from mdp_core.geo.utility import GeoProblem, build_problem, expected_travel_error, travel_loss
 from mdp_core.geo.verify import GeoVerification, verify_geo
 
 __all__ = [
     "DEFAULT_CITY",
     "METHODS",
+    "SPANNER_MAX_TARGETS",
     "TREE_VARIANTS",
     "VARIANTS",
     "GeoBound",
@@ -97,9 +99,12 @@ __all__ = [
     "save_mechanism",
     "seed_cost",
     "solve_seed_lp",
+    "spanner_mechanism",
+    "spanner_pairs",
     "travel_loss",
     "tree_extension",
     "tree_levels",
     "tree_seed",
     "verify_geo",
+    "yao_pairs",
 ]

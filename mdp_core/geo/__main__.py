@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--bound-seconds", type=float, default=60.0, help="time for the lower bound (s)")
     bench.add_argument("--no-bound", action="store_true", help="skip the certified lower bound")
     bench.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {METHODS}")
+    bench.add_argument(
+        "--reference", action="store_true", help="also the spanner LP mechanism (near-optimal, slow)"
+    )
     bench.add_argument("--out", help="write the tree-extension mechanism to this .npz")
     bench.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = parser.parse_args(argv)
@@ -51,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             bound=not args.no_bound,
             bound_time_limit=args.bound_seconds,
             methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
+            reference=args.reference,
         )
         if args.out:
             first = next(iter(comp.mechanisms))

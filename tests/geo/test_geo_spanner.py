@@ -1,0 +1,114 @@
+"""spanner_mechanism: eps-mDP on all pairs (exhaustive check), never below the certified bound, near the
+optimum of an independent full LP; spanner_pairs: the dilation it reports is the true one."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_geo_bounds import full_lp, tiny_problem  # tests/geo is on sys.path (rootdir conftest layout)
+
+from mdp_core.errors import DataError
+from mdp_core.geo import (
+    compare_methods,
+    geo_lower_bound,
+    grid_road_network,
+    run_bench,
+    spanner_mechanism,
+    spanner_pairs,
+    verify_geo,
+    yao_pairs,
+)
+from mdp_core.mechanisms import mdp_violation
+
+
+def networkx_dilation(points: np.ndarray, pairs: np.ndarray) -> float:
+    """Independent reference: Dijkstra on networkx, max over pairs of path length / distance."""
+    graph = nx.Graph()
+    graph.add_nodes_from(range(len(points)))
+    for a, b in pairs.tolist():
+        graph.add_edge(a, b, weight=float(np.linalg.norm(points[a] - points[b])))
+    worst = 1.0
+    for a, lengths in nx.all_pairs_dijkstra_path_length(graph):
+        for b, length in lengths.items():
+            if b != a:
+                worst = max(worst, length / float(np.linalg.norm(points[a] - points[b])))
+    assert nx.is_connected(graph)
+    return worst
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 60), dilation=st.sampled_from([1.05, 1.2, 1.5]))
+def test_spanner_dilation_is_the_true_one_and_within_the_request(seed: int, n: int, dilation: float) -> None:
+    points = np.random.default_rng(seed).uniform(0, 5, size=(n, 2))
+    pairs, reached = spanner_pairs(points, dilation)
+    assert np.all(pairs[:, 0] < pairs[:, 1])
+    assert reached <= dilation
+    assert reached == pytest.approx(networkx_dilation(points, pairs), rel=1e-12)
+
+
+def test_yao_graph_joins_each_point_to_its_nearest_in_every_sector() -> None:
+    # a plus sign: with 4 sectors the centre's nearest point in each sector is the inner arm point
+    points = np.array([[0, 0], [1, 0], [2, 0], [-1, 0], [0, 1], [0, -1]], dtype=float)
+    pairs = {tuple(p) for p in yao_pairs(points, 4).tolist()}
+    assert {(0, 1), (0, 3), (0, 4), (0, 5), (1, 2)} <= pairs
+    assert (0, 2) not in pairs  # farther than point 1 in the same sector
+
+
+@pytest.mark.parametrize("eps", [0.5, 2.0])
+def test_spanner_mechanism_is_private_and_near_the_full_optimum(eps: float) -> None:
+    problem = tiny_problem(4, 3, seed=1, seed_n=3)
+    mech = spanner_mechanism(problem, eps, dilation=1.05)
+    dist = np.linalg.norm(problem.targets_km[:, None] - problem.targets_km[None], axis=2)
+    assert mdp_violation(mech.matrix, dist, eps) <= 1e-9
+    assert verify_geo(mech, exhaustive=True).holds
+    np.testing.assert_allclose(mech.matrix.sum(axis=1), 1.0, atol=1e-12)
+    optimum = full_lp(problem, eps)
+    utility = mech.utility_km(problem)
+    assert optimum - 1e-9 <= utility <= 1.05 * optimum
+    assert mech.method == "spanner" and mech.info["dilation"] <= 1.05
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), eps=st.sampled_from([0.3, 1.0, 3.0]))
+def test_spanner_mechanism_is_never_below_the_bound(seed: int, eps: float) -> None:
+    problem = tiny_problem(3 + seed % 3, 3, seed=seed % 11)
+    mech = spanner_mechanism(problem, eps)
+    bound = geo_lower_bound(problem, eps, time_limit=30)
+    assert bound.value <= mech.utility_km(problem) + 1e-12
+
+
+def test_spanner_refuses_bad_input() -> None:
+    problem = tiny_problem(4, 3, seed=1)
+    with pytest.raises(DataError, match="at most 5 targets"):
+        spanner_mechanism(problem, 1.0, max_targets=5)
+    with pytest.raises(DataError, match="dilation must be above 1"):
+        spanner_pairs(problem.targets_km, 1.0)
+    with pytest.raises(DataError, match="share a position"):
+        spanner_pairs(np.zeros((3, 2)), 1.1)
+    with pytest.raises(DataError, match="slack"):
+        spanner_mechanism(problem, 1.0, slack=0.0)
+
+
+def test_bench_record_carries_the_spanner_and_the_best_private_method() -> None:
+    network = grid_road_network(5, 4, spacing_km=0.3, rng=np.random.default_rng(4))
+    record, comp = run_bench(
+        network,
+        depth=1,
+        eps=1.0,
+        seed_n=3,
+        n_tasks=6,
+        verify_samples=2_000,
+        bound_time_limit=20,
+        reference=True,
+    )
+    assert comp.violation_ratio["spanner"] == 0.0
+    utility = record["utility_km"]
+    private = {k: u for k, u in utility.items() if k != "lp_coarse"}
+    assert record["best_private"] == min(private, key=private.__getitem__)
+    assert utility["spanner"] <= utility["em_remap"] + 1e-9  # near-optimal on the full domain
+    assert record["lower_bound"] <= utility["spanner"] + 1e-12
+    with pytest.raises(DataError, match="unknown methods"):
+        compare_methods(comp.problem, 1.0, methods=("nope",))
