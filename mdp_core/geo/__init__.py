@@ -38,6 +38,7 @@ from mdp_core.geo.extension import (
     tree_seed,
 )
 from mdp_core.geo.grid import GeoGrid, build_grid, tree_levels
+from mdp_core.geo.pairs import relaxation_pairs, spanner_pairs, yao_pairs
 from mdp_core.geo.roads import (
     DEFAULT_CITY,
     RoadNetwork,
@@ -53,7 +54,7 @@ from mdp_core.geo.seed_lp import (
     seed_cost,
     solve_seed_lp,
 )
-from mdp_core.geo.spanner import SPANNER_MAX_TARGETS, spanner_mechanism, spanner_pairs, yao_pairs
+from mdp_core.geo.spanner import SPANNER_MAX_TARGETS, spanner_mechanism
 from mdp_core.geo.utility import GeoProblem, build_problem, expected_travel_error, travel_loss
 from mdp_core.geo.verify import GeoVerification, verify_geo
 
@@ -93,6 +94,7 @@ __all__ = [
     "normalise_log",
     "peak_memory_mb",
     "planar_laplace_utility",
+    "relaxation_pairs",
     "remap_matrix",
     "repair_seed",
     "run_bench",

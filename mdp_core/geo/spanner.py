@@ -33,86 +33,20 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import shortest_path
 
 from mdp_core._validation import Progress, check_eps, report
 from mdp_core.errors import DataError
 from mdp_core.geo.bounds import _privacy_rows, _solve
 from mdp_core.geo.extension import GeoMechanism
+from mdp_core.geo.pairs import spanner_pairs
 from mdp_core.geo.utility import GeoProblem
 from mdp_core.mechanisms.verify import VIOLATION_TOL, mdp_violation, repair_mechanism
 
-__all__ = ["SPANNER_MAX_TARGETS", "spanner_mechanism", "spanner_pairs", "yao_pairs"]
+__all__ = ["SPANNER_MAX_TARGETS", "spanner_mechanism"]
 
 #: Largest target count :func:`spanner_mechanism` accepts by default (all-pairs distances and the repair
 #: are O(n^2 m): 1,251 targets of the 15 km city at depth 2 take ~1 min in all).
 SPANNER_MAX_TARGETS = 1_500
-
-_CHUNK = 512
-
-
-def yao_pairs(points_km: np.ndarray, cones: int = 12) -> np.ndarray:
-    """Undirected pairs (a < b) of the Yao graph: each point with its nearest point in each angular sector.
-
-    Parameters
-    ----------
-    points_km : ndarray, shape (n, 2)
-    cones : int
-        Equal sectors around each point (more sectors: smaller dilation, more edges).
-    """
-    pts = np.asarray(points_km, dtype=np.float64)
-    n = len(pts)
-    if cones < 3:
-        raise DataError(f"cones must be at least 3, got {cones}")
-    found = []
-    for lo in range(0, n, _CHUNK):
-        rows = np.arange(lo, min(lo + _CHUNK, n))
-        delta = pts[None, :, :] - pts[rows, None, :]
-        dist = np.hypot(delta[..., 0], delta[..., 1])
-        dist[np.arange(len(rows)), rows] = np.inf
-        sector = (np.floor((np.arctan2(delta[..., 1], delta[..., 0]) + np.pi) * cones / (2 * np.pi))).astype(
-            np.int64
-        ) % cones
-        for k in range(cones):
-            in_k = np.where(sector == k, dist, np.inf)
-            nearest = in_k.argmin(axis=1)
-            ok = np.isfinite(in_k[np.arange(len(rows)), nearest])
-            found.append(np.column_stack([rows[ok], nearest[ok]]))
-    if not found:
-        return np.empty((0, 2), dtype=np.int64)
-    return np.unique(np.sort(np.concatenate(found), axis=1), axis=0)
-
-
-def spanner_pairs(
-    points_km: np.ndarray, dilation: float = 1.1, *, cones: int = 12
-) -> tuple[np.ndarray, float]:
-    """Edges (a < b) of a ``dilation``-spanner of the points and its exact dilation ``max d_G / d``.
-
-    The Yao graph, then the shortest pairs whose path is longer than ``dilation`` times their distance,
-    a twentieth of them per round, until none is (module docstring).
-    """
-    pts = np.asarray(points_km, dtype=np.float64)
-    n = len(pts)
-    if not dilation > 1.0:
-        raise DataError(f"dilation must be above 1, got {dilation}")
-    if n < 2:
-        return np.empty((0, 2), dtype=np.int64), 1.0
-    dist = np.linalg.norm(pts[:, None, :] - pts[None, :, :], axis=2)
-    if np.any(dist[np.triu_indices(n, 1)] <= 0):
-        raise DataError("two targets share a position; the spanner needs distinct points")
-    pairs = yao_pairs(pts, cones)
-    safe = np.where(dist > 0, dist, 1.0)
-    while True:
-        weights = dist[pairs[:, 0], pairs[:, 1]]
-        graph = sp.coo_matrix((weights, (pairs[:, 0], pairs[:, 1])), shape=(n, n)).tocsr()
-        ratio = shortest_path(graph, directed=False) / safe
-        np.fill_diagonal(ratio, 1.0)
-        long = np.argwhere(np.triu(ratio > dilation, 1))
-        if len(long) == 0:
-            return pairs, float(ratio.max())
-        shortest = np.argsort(dist[long[:, 0], long[:, 1]])[: max(1, len(long) // 20)]
-        pairs = np.unique(np.concatenate([pairs, long[shortest]]), axis=0)
 
 
 def spanner_mechanism(

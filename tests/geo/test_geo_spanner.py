@@ -15,6 +15,7 @@ from mdp_core.geo import (
     compare_methods,
     geo_lower_bound,
     grid_road_network,
+    relaxation_pairs,
     run_bench,
     spanner_mechanism,
     spanner_pairs,
@@ -112,3 +113,12 @@ def test_bench_record_carries_the_spanner_and_the_best_private_method() -> None:
     assert record["lower_bound"] <= utility["spanner"] + 1e-12
     with pytest.raises(DataError, match="unknown methods"):
         compare_methods(comp.problem, 1.0, methods=("nope",))
+
+
+def test_relaxation_pairs_hold_the_yao_sectors_and_the_nearest_neighbours() -> None:
+    points = np.random.default_rng(7).uniform(0, 3, size=(40, 2))
+    plain = {tuple(p) for p in relaxation_pairs(points, 3, cones=0).tolist()}
+    with_sectors = {tuple(p) for p in relaxation_pairs(points, 3).tolist()}
+    yao = {tuple(p) for p in yao_pairs(points, 12).tolist()}
+    assert with_sectors == plain | yao
+    assert yao - plain  # the sectors add pairs the nearest neighbours miss
