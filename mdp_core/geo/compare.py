@@ -53,7 +53,8 @@ class GeoComparison:
     ``bound`` is the certified lower bound (:func:`mdp_core.geo.geo_lower_bound`) when computed; ``gap``
     is ``utility / bound - 1`` per method (how far above the best possible); ``worse_than_em_remap`` lists
     the tree variants whose utility exceeds EM + remap's on this map and eps (never hidden); ``problem``
-    is the problem they were built on (its network and grid give exports their projection and metadata).
+    is the problem they were built on (its network and grid give exports their projection and metadata);
+    ``failed`` maps a reference method that could not be built (too many targets, unrepairable LP) to why.
     """
 
     mechanisms: dict[str, GeoMechanism]
@@ -65,6 +66,7 @@ class GeoComparison:
     gap: dict[str, float] = field(default_factory=dict)
     worse_than_em_remap: tuple[str, ...] = ()
     problem: GeoProblem | None = None
+    failed: dict[str, str] = field(default_factory=dict)
 
 
 def peak_memory_mb() -> float:
@@ -98,6 +100,7 @@ def compare_methods(
     rng = np.random.default_rng(0) if rng is None else rng
     mechs: dict[str, GeoMechanism] = {}
     seconds: dict[str, float] = {}
+    failed: dict[str, str] = {}
     for k, name in enumerate(methods):
         report(progress, k / (len(methods) + 1), f"building {name}")
         if name in TREE_VARIANTS:
@@ -110,7 +113,11 @@ def compare_methods(
         elif name == "em_remap":
             mechs[name] = em_remap_geo(problem, eps, em=mechs.get("em"))
         elif name == "spanner":
-            mechs[name] = spanner_mechanism(problem, eps, time_limit=SPANNER_SECONDS)
+            try:
+                mechs[name] = spanner_mechanism(problem, eps, time_limit=SPANNER_SECONDS)
+            except DataError as exc:  # a reference only: say why, keep the other methods
+                failed[name] = str(exc)
+                continue
         else:
             mechs[name] = lp_coarse(problem, eps)
         seconds[name] = mechs[name].seconds
@@ -146,6 +153,7 @@ def compare_methods(
         gap=gap,
         worse_than_em_remap=worse,
         problem=problem,
+        failed=failed,
     )
 
 
@@ -206,6 +214,7 @@ def run_bench(
         "gap": {k: round(v, 6) for k, v in comp.gap.items()},
         "worse_than_em_remap": list(comp.worse_than_em_remap),
         "best_private": _best_private(comp),
+        "failed": comp.failed,
         "seed_lp": comp.mechanisms["tree"].info.get("message") if "tree" in comp.mechanisms else None,
         "peak_memory_mb": round(peak_memory_mb(), 1),
         "depth": depth,

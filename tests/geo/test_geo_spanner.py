@@ -122,3 +122,14 @@ def test_relaxation_pairs_hold_the_yao_sectors_and_the_nearest_neighbours() -> N
     yao = {tuple(p) for p in yao_pairs(points, 12).tolist()}
     assert with_sectors == plain | yao
     assert yao - plain  # the sectors add pairs the nearest neighbours miss
+
+
+def test_a_spanner_that_cannot_be_built_is_reported_not_fatal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mdp_core.geo.compare as compare
+
+    problem = tiny_problem(4, 3, seed=1)
+    small = lambda p, eps, **kw: spanner_mechanism(p, eps, max_targets=5, **kw)  # noqa: E731
+    monkeypatch.setattr(compare, "spanner_mechanism", small)
+    comp = compare_methods(problem, 1.0, methods=("em", "spanner"), verify_samples=500)
+    assert set(comp.utility_km) == {"em"}
+    assert comp.failed["spanner"].startswith("the spanner LP takes at most 5 targets")
