@@ -49,6 +49,7 @@ from mdp_core.geo.utility import GeoProblem
 
 __all__ = [
     "AGGREGATE_ABOVE",
+    "AGGREGATE_ABOVE_SHORT",
     "REPRESENTATIVES",
     "ROUNDING_MARGIN",
     "GeoBound",
@@ -62,11 +63,14 @@ __all__ = [
 
 #: Relaxations with at most this many privacy rows are solved by interior point (IPX), larger ones by PDLP.
 IPM_ROWS = 100_000
-#: Default target count above which the bound aggregates onto representatives (module docstring). Measured
-#: on the 15 km city at depth 2 (1,251 targets, 60 s): 0.960 km without aggregation vs 0.867 with it at
-#: eps 1.5, 1.765 vs 1.738 at eps 0.5; on the district (1,334) both 0.353-0.355; at depth 3 (3,469) PDLP
-#: does not converge in 60 s without it (0.819 vs 0.840).
+#: Default target count above which the bound aggregates onto representatives (module docstring), for
+#: time limits from 45 s on; below 45 s :data:`AGGREGATE_ABOVE_SHORT`. Measured at depth 2 (60 s): the
+#: 15 km city (1,251 targets) 0.960 km without aggregation vs 0.867 with it at eps 1.5, 1.765 vs 1.738 at
+#: eps 0.5; the district (1,334) 0.353 vs 0.355. In 20 s the district needs it (0.315 vs 0.353 at eps
+#: ln 2 / 0.5 km); at depth 3 (3,469) PDLP does not converge in 60 s without it (0.819 vs 0.840).
 AGGREGATE_ABOVE = 1_500
+#: Target count above which a bound of less than 45 s aggregates (the map page's 20 s bound).
+AGGREGATE_ABOVE_SHORT = 1_000
 #: Default number of representatives of an aggregated bound.
 REPRESENTATIVES = 150
 #: Relative rounding margin (machine epsilons) subtracted from the evaluated Lagrangian bound.
@@ -219,7 +223,8 @@ def geo_lower_bound(
         Largest relaxation (privacy rows, memory): beyond it only the axis neighbours are kept
         (``method`` then says ``k=0``); if even that is larger, DataError.
     aggregate_above : int, optional
-        Above this many targets (default :data:`AGGREGATE_ABOVE`) the bound is taken on
+        Above this many targets (default :data:`AGGREGATE_ABOVE`, :data:`AGGREGATE_ABOVE_SHORT` below 45 s)
+        the bound is taken on
         ``representatives_count`` representatives (module docstring, "Aggregation"); never exact then.
     representatives_count : int, optional
         Representatives of an aggregated bound. Default :data:`REPRESENTATIVES` below 45 s, twice that from
@@ -247,7 +252,8 @@ def geo_lower_bound(
     targets = problem.targets_km
     cost = problem.prior[:, None] * problem.loss
     n = len(targets)
-    aggregate_above = AGGREGATE_ABOVE if aggregate_above is None else int(aggregate_above)
+    if aggregate_above is None:
+        aggregate_above = AGGREGATE_ABOVE if time_limit >= 45 else AGGREGATE_ABOVE_SHORT
     fine_ij = problem.grid.fine_ij if len(problem.grid.fine_ij) == n else None
     if n > aggregate_above:
         return _aggregated_bound(

@@ -133,3 +133,16 @@ def test_a_spanner_that_cannot_be_built_is_reported_not_fatal(monkeypatch: pytes
     comp = compare_methods(problem, 1.0, methods=("em", "spanner"), verify_samples=500)
     assert set(comp.utility_km) == {"em"}
     assert comp.failed["spanner"].startswith("the spanner LP takes at most 5 targets")
+
+
+def test_short_bounds_aggregate_from_fewer_targets(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mdp_core.geo.bounds as bounds
+
+    problem = tiny_problem(4, 3, seed=1, seed_n=3)
+    n = len(problem.targets_km)
+    monkeypatch.setattr(bounds, "AGGREGATE_ABOVE", n)  # 45 s and more: not aggregated at n targets
+    monkeypatch.setattr(bounds, "AGGREGATE_ABOVE_SHORT", n - 1)  # under 45 s: aggregated
+    short = geo_lower_bound(problem, 1.0, time_limit=10, representatives_count=n // 2)
+    long = geo_lower_bound(problem, 1.0, time_limit=50)
+    assert short.method.startswith("aggregated") and not long.method.startswith("aggregated")
+    assert short.value <= long.value + 1e-9 <= full_lp(problem, 1.0) + 2e-9
