@@ -12,6 +12,7 @@ from mdp_core.geo.baselines import (
     planar_laplace_utility,
     remap_matrix,
 )
+from mdp_core.geo.bilinear import bilinear_mechanism
 from mdp_core.geo.bounds import GeoBound, geo_lower_bound
 from mdp_core.geo.compare import (
     METHODS,
@@ -73,6 +74,7 @@ __all__ = [
     "RoadNetwork",
     "SeedLPResult",
     "axis_budget",
+    "bilinear_mechanism",
     "bilinear_weights",
     "build_grid",
     "build_problem",

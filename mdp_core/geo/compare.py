@@ -16,6 +16,7 @@ import numpy as np
 from mdp_core._validation import Progress, check_eps, report
 from mdp_core.errors import DataError
 from mdp_core.geo.baselines import em_remap_geo, exponential_geo, lp_coarse
+from mdp_core.geo.bilinear import bilinear_mechanism
 from mdp_core.geo.bounds import GeoBound, geo_lower_bound
 from mdp_core.geo.extension import GeoMechanism, tree_extension, tree_seed
 from mdp_core.geo.roads import RoadNetwork, load_road_network
@@ -36,12 +37,15 @@ __all__ = [
 
 #: Method keys, in display order: the three MLaEt variants (A, M, O), EM, EM + remap, LP-A.
 METHODS = ("tree", "tree_m", "tree_o", "em", "em_remap", "lp_coarse")
-#: Methods compare_methods also builds on request, too slow for the map page: the LP on a spanner of the
-#: full target domain (:func:`~mdp_core.geo.spanner.spanner_mechanism`, up to SPANNER_MAX_TARGETS targets),
-#: the best eps-mDP mechanism we can build at city scale and the fairest yardstick for the lower bound.
-REFERENCE_METHODS = ("spanner",)
-#: Seconds of PDLP the spanner mechanism gets inside a comparison.
+#: Methods compare_methods also builds on request, too slow for the map page (a minute of LP each): the
+#: LP on a spanner of the full target domain (:func:`~mdp_core.geo.spanner.spanner_mechanism`, up to
+#: SPANNER_MAX_TARGETS targets) and the bilinear lattice LP
+#: (:func:`~mdp_core.geo.bilinear.bilinear_mechanism`, any depth): the best eps-mDP mechanisms we can
+#: build at city scale and the fairest yardsticks for the lower bound.
+REFERENCE_METHODS = ("spanner", "bilinear")
+#: Seconds of PDLP each reference mechanism gets inside a comparison.
 SPANNER_SECONDS = 60.0
+BILINEAR_SECONDS = 60.0
 #: The eps-mDP tree variants, each compared with EM + remap (a variant worse than it is reported).
 TREE_VARIANTS = {"tree": "A", "tree_m": "M", "tree_o": "O"}
 
@@ -112,9 +116,11 @@ def compare_methods(
             mechs[name] = exponential_geo(problem, eps)
         elif name == "em_remap":
             mechs[name] = em_remap_geo(problem, eps, em=mechs.get("em"))
-        elif name == "spanner":
+        elif name in REFERENCE_METHODS:
+            build = spanner_mechanism if name == "spanner" else bilinear_mechanism
+            seconds_lp = SPANNER_SECONDS if name == "spanner" else BILINEAR_SECONDS
             try:
-                mechs[name] = spanner_mechanism(problem, eps, time_limit=SPANNER_SECONDS)
+                mechs[name] = build(problem, eps, time_limit=seconds_lp)
             except DataError as exc:  # a reference only: say why, keep the other methods
                 failed[name] = str(exc)
                 continue
@@ -174,9 +180,9 @@ def run_bench(
 ) -> tuple[dict[str, Any], GeoComparison]:
     """Load, grid, build all methods, verify; return the CLI's JSON record and the comparison.
 
-    With ``reference=True`` the spanner LP mechanism joins ``methods`` when the grid has at most
-    :data:`~mdp_core.geo.spanner.SPANNER_MAX_TARGETS` targets. ``best_private`` in the record is the
-    verified eps-mDP method of least utility (LP-A is never private across targets).
+    With ``reference=True`` the bilinear lattice LP joins ``methods``, and the spanner LP mechanism too
+    when the grid has at most :data:`~mdp_core.geo.spanner.SPANNER_MAX_TARGETS` targets. ``best_private``
+    in the record is the verified eps-mDP method of least utility (LP-A is never private across targets).
     """
     start = time.perf_counter()
     network = city if isinstance(city, RoadNetwork) else load_road_network(city)
@@ -185,8 +191,10 @@ def run_bench(
         network, seed_n=seed_n, depth=depth, n_tasks=n_tasks, prior=prior, rng=np.random.default_rng(seed)
     )
     t_problem = time.perf_counter()
-    if reference and problem.grid.n_targets <= SPANNER_MAX_TARGETS:
-        methods = (*methods, *(m for m in REFERENCE_METHODS if m not in methods))
+    if reference:
+        small = problem.grid.n_targets <= SPANNER_MAX_TARGETS
+        extra = [m for m in REFERENCE_METHODS if m not in methods and (small or m != "spanner")]
+        methods = (*methods, *extra)
     comp = compare_methods(
         problem,
         eps,
