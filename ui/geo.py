@@ -33,18 +33,21 @@ from scipy.spatial import cKDTree
 
 import mdp_core.geo as cgeo
 from mdp_core._validation import Progress
+from mdp_core.errors import DataError
 from mdp_core.geo import GeoComparison, GeoMechanism, GeoProblem, RoadNetwork
 from mdp_core.sweep import compare_over_eps
 from ui.store import store
 
 __all__ = [
     "ATTRIBUTION",
+    "BILINEAR_SECONDS",
     "BOUND_SECONDS",
     "CUSTOM",
     "DEFAULT_LEVEL",
     "LEVEL_RADIUS_KM",
     "MAP_HEIGHT",
     "NO_BASE_MAP",
+    "PAGE_METHODS",
     "POLL_SECONDS",
     "UPLOAD_TYPES",
     "WAIT_SECONDS",
@@ -76,10 +79,12 @@ __all__ = [
     "nearest_target",
     "remember",
     "remembered",
+    "request_curve",
     "request_mechanism",
     "sample_reports",
     "store",
     "store_upload",
+    "stored_curve",
     "stored_mechanism",
     "time_left",
     "wait",
@@ -105,6 +110,10 @@ MAX_CANDIDATES = 300
 PAGE_SAMPLES = 50_000
 #: Time budget (s) of the lower bound on the page (behind a button, with a progress bar).
 BOUND_SECONDS = 20.0
+#: Seconds of PDLP the bilinear lattice LP gets on the page (the bench gives it 60).
+BILINEAR_SECONDS = 10.0
+#: Methods the page offers: the core's, then the bilinear lattice LP (opt-in: ~10 s per build).
+PAGE_METHODS = (*cgeo.METHODS, "bilinear")
 #: Seconds a page run waits for a queued build before drawing a preview and polling: a build that takes
 #: longer than this shows the roads and a progress bar first, so every run answers within a second
 #: (issue 11: p95 <= 1 s per rerun; a depth change builds for 1.0-1.2 s on the district).
@@ -124,6 +133,7 @@ _LABELS = {
     "em": "Exponential mechanism",
     "em_remap": "EM + Bayesian remap",
     "lp_coarse": "LP on seed grid (LP-A, not private)",
+    "bilinear": "Bilinear lattice LP (ε-mDP everywhere)",
 }
 _COLOURS = {
     "tree": "#d62728",
@@ -132,12 +142,13 @@ _COLOURS = {
     "em": "#1f77b4",
     "em_remap": "#2ca02c",
     "lp_coarse": "#9467bd",
+    "bilinear": "#17becf",
 }
 
 
 def method_labels() -> dict[str, str]:
-    """Method key -> label, in the core's display order (``mdp_core.geo.METHODS``)."""
-    return {key: _LABELS.get(key, key) for key in cgeo.METHODS}
+    """Method key -> label, in the page's display order (``PAGE_METHODS``)."""
+    return {key: _LABELS.get(key, key) for key in PAGE_METHODS}
 
 
 # -------------------------------------------------------------------------------------------- privacy levels
@@ -300,15 +311,19 @@ def _build(config: GeoConfig, eps: float, method: str, progress: Progress) -> Ge
             ("geo-seed", config, round(float(eps), 12)),
             lambda: cgeo.tree_seed(cached_problem(config), eps, progress=progress),
         )
-    return cgeo.compare_methods(
+    comp = cgeo.compare_methods(
         cached_problem(config),
         eps,
         methods=(method,),
         verify_samples=PAGE_SAMPLES,
         rng=np.random.default_rng(config.seed + 1),
         seed=seed,
+        reference_seconds=BILINEAR_SECONDS,
         progress=progress,
     )
+    if method in comp.failed:  # the page shows the reason where the map would be
+        raise DataError(comp.failed[method])
+    return comp
 
 
 class Builder:
@@ -508,6 +523,22 @@ def curve_frame(
             comp = mechanism(config, eps, method)
             rows.append({"eps": eps, "method": method, "utility_km": comp.utility_km[method]})
     return pd.DataFrame(rows)
+
+
+def request_curve(config: GeoConfig, methods: list[str]) -> list[Future[GeoComparison]]:
+    """Queue (or find) every point of the loss curve on the background builder (the page never waits)."""
+    return [request_mechanism(config, eps, method) for eps in CURVE_EPS for method in methods]
+
+
+def stored_curve(config: GeoConfig, methods: list[str]) -> pd.DataFrame:
+    """The loss curve's points already built (long format, ``CURVE_EPS`` order; missing points left out)."""
+    rows = [
+        {"eps": eps, "method": method, "utility_km": comp.utility_km[method]}
+        for eps in CURVE_EPS
+        for method in methods
+        if (comp := stored_mechanism(config, eps, method)) is not None
+    ]
+    return pd.DataFrame(rows, columns=["eps", "method", "utility_km"])
 
 
 def fig_loss_curve(curve: pd.DataFrame) -> go.Figure:

@@ -13,8 +13,9 @@ st.title("Geo mechanisms on a city map")
 st.caption(
     "A location mechanism is optimised on a coarse seed grid and extended level by level to a fine grid over "
     "the roads (tree-based extension), then compared with the exponential mechanism, EM + Bayesian "
-    "remapping and an LP on the seed grid only. Utility: expected error in travel distance to task points "
-    "(km). ε is per km: two places d km apart are e^(ε·d)-indistinguishable."
+    "remapping, an LP on the seed grid only and (on request) a lattice LP that is ε-mDP everywhere. "
+    "Utility: expected error in travel distance to task points (km). ε is per km: two places d km apart "
+    "are e^(ε·d)-indistinguishable."
 )
 
 # ---- the map -------------------------------------------------------------------------------------------
@@ -222,7 +223,7 @@ else:
 
 # ---- comparison -----------------------------------------------------------------------------------------
 st.subheader("Comparison")
-t1, t2 = st.columns(2)
+t1, t2, t3 = st.columns(3)
 with t1:
     key = f"geo_variants_{mk}"
     with_variants = st.toggle(
@@ -237,7 +238,16 @@ with t2:
         value=bool(geo.remembered(key, "lpa", False)),
         key=key,
     )
+with t3:
+    key = f"geo_bilinear_{mk}"
+    with_bilinear = st.toggle(
+        f"Include the bilinear lattice LP (ε-mDP everywhere, often the closest to the bound; up to "
+        f"{geo.BILINEAR_SECONDS:.0f} s of LP per build)",
+        value=bool(geo.remembered(key, "bilinear", False)),
+        key=key,
+    )
 optional = {"tree_m": with_variants, "tree_o": with_variants, "lp_coarse": with_lpa}
+optional["bilinear"] = with_bilinear
 shown = [m for m in labels if optional.get(m, True) or m == method]
 slot = st.empty()
 jobs = {m: geo.request_mechanism(config, eps, m) for m in shown}
@@ -269,7 +279,7 @@ if pending:
 
     with slot.container():
         poll_table()
-geo.remember(lpa=with_lpa, variants=with_variants)
+geo.remember(lpa=with_lpa, variants=with_variants, bilinear=with_bilinear)
 bound = geo.cached_bound(config, eps) if geo.bound_available() else None
 bound_slot = st.empty()
 if (
@@ -331,10 +341,30 @@ if st.toggle(
         client, where, _ = sweep.engine("serial")
     st.caption(f"Engine: {where}.")
     curve_slot = st.empty()
-    bar = curve_slot.progress(0.0, text="Sweeping ε…")
-    private = [m for m in shown if m != "lp_coarse"]
-    curve = geo.curve_frame(
-        config, private, progress=lambda f, m: bar.progress(min(f, 1.0), text=m), client=client
-    )
-    curve_slot.empty()
+    private = [m for m in shown if m not in ("lp_coarse", "bilinear")]  # one LP per ε: not swept
+    if kind == "serial":  # on the background builder, like the table: a page run never waits for the sweep
+        points = geo.request_curve(config, private)
+        geo.wait(points, left())
+        built = sum(p.done() for p in points)
+        if built < len(points):
+
+            @st.fragment(run_every=geo.POLL_SECONDS)
+            def poll_curve() -> None:
+                now = sum(p.done() for p in points)
+                st.progress(now / len(points), text=f"Sweeping ε: {now} of {len(points)} points built")
+                if now > built:  # more points: redraw the curve with them
+                    st.rerun()
+
+            with curve_slot.container():
+                poll_curve()
+        failed = sum(p.done() and p.exception() is not None for p in points)
+        if failed:
+            st.warning(f"{failed} point(s) of the curve could not be built; the curve leaves them out.")
+        curve = geo.stored_curve(config, private)
+    else:
+        bar = curve_slot.progress(0.0, text="Sweeping ε…")
+        curve = geo.curve_frame(
+            config, private, progress=lambda f, m: bar.progress(min(f, 1.0), text=m), client=client
+        )
+        curve_slot.empty()
     st.plotly_chart(geo.fig_loss_curve(curve), key="geo_curve_chart")

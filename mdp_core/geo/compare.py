@@ -88,6 +88,7 @@ def compare_methods(
     bound: bool = False,
     bound_time_limit: float = 60.0,
     seed: SeedLPResult | None = None,
+    reference_seconds: float | None = None,
     progress: Progress = None,
 ) -> GeoComparison:
     """Build each method on ``problem`` at ``eps`` (1/km), score it and verify it (neighbours + samples).
@@ -96,6 +97,7 @@ def compare_methods(
     gap ``utility / bound - 1``. ``worse_than_em_remap`` is filled whenever both a tree variant and
     ``em_remap`` are among ``methods``. The tree variants share one seed LP (``seed``: one solved before by
     :func:`~mdp_core.geo.extension.tree_seed` for this problem and eps, else solved here once).
+    ``reference_seconds`` replaces the reference methods' PDLP time (SPANNER_SECONDS, BILINEAR_SECONDS).
     """
     eps = check_eps(eps)
     unknown = set(methods) - set(METHODS) - set(REFERENCE_METHODS)
@@ -120,7 +122,7 @@ def compare_methods(
             build = spanner_mechanism if name == "spanner" else bilinear_mechanism
             seconds_lp = SPANNER_SECONDS if name == "spanner" else BILINEAR_SECONDS
             try:
-                mechs[name] = build(problem, eps, time_limit=seconds_lp)
+                mechs[name] = build(problem, eps, time_limit=reference_seconds or seconds_lp)
             except DataError as exc:  # a reference only: say why, keep the other methods
                 failed[name] = str(exc)
                 continue

@@ -17,7 +17,9 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import mdp_core.errors as cgeo_errors
 import mdp_core.geo as cgeo
+from mdp_core.mechanisms import mdp_violation
 from mdp_core.sweep.cluster import local_cluster
 from ui import geo
 from ui.store import store
@@ -339,6 +341,50 @@ def test_bound_column(app: AppTest) -> None:
     notes = " ".join(c.value for c in at.caption)
     assert f"{bound.value:.3f} km" in notes
     _assert_agreement(at)
+
+
+BILINEAR = "Bilinear lattice LP (ε-mDP everywhere)"
+
+
+def test_bilinear_lattice_lp_on_request(app: AppTest) -> None:
+    """Off by default; toggled on it joins the table, verified; shown, the heatmap is its row and the
+    mechanism is eps-mDP on all target pairs (exhaustive check, independent of the page's sampled one)."""
+    at = _run(app.switch_page("views/geo.py"))
+    assert BILINEAR not in list(at.dataframe[0].value["method"])
+    _widget(at, "toggle", "Include the bilinear lattice LP").set_value(True)
+    _run(at)
+    table = at.dataframe[0].value
+    row = table[table["method"] == BILINEAR]
+    assert row["private (checked)"].item() == "yes" and row["violation ratio"].item() == 0.0
+    _widget(at, "selectbox", "Mechanism shown").set_value(BILINEAR)
+    _run(at)
+    assert not at.exception, [e.value for e in at.exception]
+    eps = geo.level_eps("Medium")
+    comp = geo.stored_mechanism(_config(), eps, "bilinear")
+    assert comp is not None
+    mech, problem = comp.mechanisms["bilinear"], geo.cached_problem(_config())
+    assert mech.info["corner_excess"] <= 0.0
+    dist = np.linalg.norm(problem.targets_km[:, None] - problem.targets_km[None], axis=2)
+    assert mdp_violation(mech.matrix, dist, eps) <= 1e-9
+    cand_xy, labels = geo.candidates("default")
+    point = cand_xy[labels.index(_widget(at, "selectbox", "True location").value)]
+    x = int(np.argmin(np.hypot(*(problem.targets_km - point).T)))
+    heat = np.array([cell["p"] for cell in _layer(at, "geo_heat")["data"]])
+    np.testing.assert_allclose(heat, mech.matrix[x], rtol=0, atol=1e-12)
+    assert row["expected travel error (km)"].item() == pytest.approx(mech.utility_km(problem), rel=1e-12)
+
+
+def test_bilinear_failure_is_said_not_raised(app: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fails(*args: Any, **kwargs: Any) -> Any:
+        raise cgeo_errors.DataError("the bilinear LP failed: HiGHS status 'Infeasible'")
+
+    monkeypatch.setattr("mdp_core.geo.compare.bilinear_mechanism", fails)
+    at = _run(app.switch_page("views/geo.py"))
+    _widget(at, "slider", "Seed cells").set_value(5)  # a configuration no other test has built
+    _widget(at, "selectbox", "Mechanism shown").set_value(BILINEAR)
+    _run(at)
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Infeasible" in e.value for e in at.error)
 
 
 def test_downloads_carry_the_map(app: AppTest) -> None:
