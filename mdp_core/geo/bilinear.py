@@ -42,11 +42,11 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
-from mdp_core._validation import Progress, check_eps, report
+from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.seed_lp import _highs
-from mdp_core.geo.utility import GeoProblem
+from mdp_core.geo.utility import GeoProblem, check_lp_inputs
 
 __all__ = ["AUTO_EPS_SPACING", "BILINEAR_MAX_VARIABLES", "bilinear_mechanism", "corner_excess"]
 
@@ -260,11 +260,7 @@ def bilinear_mechanism(
         ``method="bilinear"``; ``info`` holds the level, spacing (km), lattice points, LP status and
         objective, repair rounds, the uniform mix weight (0 when the raise sufficed) and the corner excess.
     """
-    if not isinstance(problem, GeoProblem):
-        raise TypeError(f"problem must be a GeoProblem, got {type(problem).__name__}")
-    eps = check_eps(eps)
-    if not (np.isfinite(time_limit) and time_limit > 0):
-        raise DataError(f"time_limit must be positive seconds, got {time_limit!r}")
+    eps = check_lp_inputs(problem, eps, time_limit)
     if not 0.0 < margin < 0.5:
         raise DataError(f"margin must be in (0, 0.5), got {margin!r}")
     depth = problem.grid.depth

@@ -40,12 +40,12 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
-from mdp_core._validation import Progress, check_eps, report
+from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
 from mdp_core.geo.aggregation import aggregate_cost, knapsack_thresholds, representatives
 from mdp_core.geo.pairs import relaxation_pairs
 from mdp_core.geo.seed_lp import _highs
-from mdp_core.geo.utility import GeoProblem
+from mdp_core.geo.utility import GeoProblem, check_lp_inputs
 
 __all__ = [
     "AGGREGATE_ABOVE",
@@ -236,13 +236,9 @@ def geo_lower_bound(
     GeoBound
         ``value`` is certified by weak duality (module docstring), never by the solver's objective.
     """
-    if not isinstance(problem, GeoProblem):
-        raise TypeError(f"problem must be a GeoProblem, got {type(problem).__name__}")
-    eps = check_eps(eps)
+    eps = check_lp_inputs(problem, eps, time_limit)
     if not isinstance(neighbours, int | np.integer) or neighbours < 0:
         raise DataError(f"neighbours must be a non-negative integer, got {neighbours!r}")
-    if not (np.isfinite(time_limit) and time_limit > 0):
-        raise DataError(f"time_limit must be positive seconds, got {time_limit!r}")
     if representatives_count is None:
         representatives_count = REPRESENTATIVES if time_limit < 45 else 2 * REPRESENTATIVES
     if not isinstance(representatives_count, int | np.integer) or representatives_count < 2:

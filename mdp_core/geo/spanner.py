@@ -34,12 +34,12 @@ import time
 
 import numpy as np
 
-from mdp_core._validation import Progress, check_eps, report
+from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
 from mdp_core.geo.bounds import _privacy_rows, _solve
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.pairs import spanner_pairs
-from mdp_core.geo.utility import GeoProblem
+from mdp_core.geo.utility import GeoProblem, check_lp_inputs
 from mdp_core.mechanisms.verify import VIOLATION_TOL, repair_mechanism
 
 __all__ = ["SPANNER_MAX_TARGETS", "spanner_mechanism"]
@@ -83,11 +83,7 @@ def spanner_mechanism(
         ``method="spanner"``; ``info`` holds the dilation, edges, LP status and objective, and the
         verified violation (``<= 1e-9``).
     """
-    if not isinstance(problem, GeoProblem):
-        raise TypeError(f"problem must be a GeoProblem, got {type(problem).__name__}")
-    eps = check_eps(eps)
-    if not (np.isfinite(time_limit) and time_limit > 0):
-        raise DataError(f"time_limit must be positive seconds, got {time_limit!r}")
+    eps = check_lp_inputs(problem, eps, time_limit)
     if not 0.0 < slack < 0.5:
         raise DataError(f"slack must be in (0, 0.5), got {slack!r}")
     targets, cost = problem.targets_km, problem.prior[:, None] * problem.loss

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mdp_core._validation import check_prior
+from mdp_core._validation import check_eps, check_prior
 from mdp_core.errors import DataError
 from mdp_core.geo.grid import GeoGrid, build_grid
 from mdp_core.geo.roads import RoadNetwork
 
-__all__ = ["GeoProblem", "build_problem", "expected_travel_error", "travel_loss"]
+__all__ = ["GeoProblem", "build_problem", "check_lp_inputs", "expected_travel_error", "travel_loss"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,3 +147,16 @@ def build_problem(
         target_nodes=target_nodes,
         output_nodes=output_nodes,
     )
+
+
+def check_lp_inputs(problem: GeoProblem, eps: float, time_limit: float) -> float:
+    """The checked eps (1/km) of an LP built on ``problem`` within ``time_limit`` seconds.
+
+    Raises TypeError when ``problem`` is not a GeoProblem, DataError for a bad eps or time limit.
+    """
+    if not isinstance(problem, GeoProblem):
+        raise TypeError(f"problem must be a GeoProblem, got {type(problem).__name__}")
+    eps = check_eps(eps)
+    if not (np.isfinite(time_limit) and time_limit > 0):
+        raise DataError(f"time_limit must be positive seconds, got {time_limit!r}")
+    return eps
