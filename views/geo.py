@@ -227,24 +227,28 @@ t1, t2, t3 = st.columns(3)
 with t1:
     key = f"geo_variants_{mk}"
     with_variants = st.toggle(
-        "Include the tree variants MLaEt-M and MLaEt-O (one more seed LP each)",
+        "Tree variants MLaEt-M and MLaEt-O",
         value=bool(geo.remembered(key, "variants", False)),
         key=key,
+        help="Two more tree extensions (seed 004, Sec. 6); one more seed LP each.",
     )
 with t2:
     key = f"geo_lpa_{mk}"
     with_lpa = st.toggle(
-        "Include the LP on the seed grid (LP-A: a non-private reference, slow at large ε)",
+        "LP on the seed grid (LP-A, not private)",
         value=bool(geo.remembered(key, "lpa", False)),
         key=key,
+        help="A non-private reference from seed 004: reports through the nearest seed; slow at large ε.",
     )
 with t3:
     key = f"geo_bilinear_{mk}"
     with_bilinear = st.toggle(
-        f"Include the bilinear lattice LP (ε-mDP everywhere, often the closest to the bound; up to "
-        f"{geo.BILINEAR_SECONDS:.0f} s of LP per build)",
+        "Bilinear lattice LP (ε-mDP everywhere)",
         value=bool(geo.remembered(key, "bilinear", False)),
         key=key,
+        help="LP-A made private: the LP over mechanisms interpolated bilinearly from a lattice, with rows "
+        "that bound the gradient at every cell corner, so it is ε-mDP between any two places. Often the "
+        f"closest to the lower bound; up to {geo.BILINEAR_SECONDS:.0f} s of LP per build, in the background.",
     )
 optional = {"tree_m": with_variants, "tree_o": with_variants, "lp_coarse": with_lpa}
 optional["bilinear"] = with_bilinear
