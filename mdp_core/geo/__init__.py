@@ -22,6 +22,7 @@ from mdp_core.geo.compare import (
     peak_memory_mb,
     run_bench,
 )
+from mdp_core.geo.cosets import coset_lower_bound
 from mdp_core.geo.export import (
     export_geojson,
     km_to_lonlat,
@@ -79,6 +80,7 @@ __all__ = [
     "build_grid",
     "build_problem",
     "compare_methods",
+    "coset_lower_bound",
     "em_remap_geo",
     "expected_travel_error",
     "exponential_geo",

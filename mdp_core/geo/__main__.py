@@ -32,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--seed", type=int, default=0, help="random seed (task points, sampled pairs)")
     bench.add_argument("--bound-seconds", type=float, default=60.0, help="time for the lower bound (s)")
     bench.add_argument("--no-bound", action="store_true", help="skip the certified lower bound")
+    bench.add_argument(
+        "--bound-cosets", type=int, default=0, help="bound from the K x K cosets of the grid (K^2 x the time)"
+    )
     bench.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {METHODS}")
     bench.add_argument(
         "--reference", action="store_true", help="also the bilinear and spanner LP mechanisms (slow)"
@@ -55,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             bound=not args.no_bound,
             bound_time_limit=args.bound_seconds,
+            bound_cosets=args.bound_cosets,
             methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
             reference=args.reference,
         )

@@ -18,6 +18,7 @@ from mdp_core.errors import DataError
 from mdp_core.geo.baselines import em_remap_geo, exponential_geo, lp_coarse
 from mdp_core.geo.bilinear import bilinear_mechanism
 from mdp_core.geo.bounds import GeoBound, geo_lower_bound
+from mdp_core.geo.cosets import coset_lower_bound
 from mdp_core.geo.extension import GeoMechanism, tree_extension, tree_seed
 from mdp_core.geo.roads import RoadNetwork, load_road_network
 from mdp_core.geo.seed_lp import SeedLPResult
@@ -87,6 +88,7 @@ def compare_methods(
     rng: np.random.Generator | None = None,
     bound: bool = False,
     bound_time_limit: float = 60.0,
+    bound_cosets: int = 0,
     seed: SeedLPResult | None = None,
     reference_seconds: float | None = None,
     progress: Progress = None,
@@ -98,6 +100,8 @@ def compare_methods(
     ``em_remap`` are among ``methods``. The tree variants share one seed LP (``seed``: one solved before by
     :func:`~mdp_core.geo.extension.tree_seed` for this problem and eps, else solved here once).
     ``reference_seconds`` replaces the reference methods' PDLP time (SPANNER_SECONDS, BILINEAR_SECONDS).
+    ``bound_cosets=k > 0`` takes the bound from the k x k cosets of the fine grid instead
+    (:func:`~mdp_core.geo.cosets.coset_lower_bound`, ``bound_time_limit`` seconds per coset).
     """
     eps = check_eps(eps)
     unknown = set(methods) - set(METHODS) - set(REFERENCE_METHODS)
@@ -139,7 +143,11 @@ def compare_methods(
     if bound:
         report(progress, len(methods) / (len(methods) + 1), "lower bound")
         try:
-            lower = geo_lower_bound(problem, eps, time_limit=bound_time_limit)
+            lower = (
+                coset_lower_bound(problem, eps, step=bound_cosets, time_limit=bound_time_limit)
+                if bound_cosets
+                else geo_lower_bound(problem, eps, time_limit=bound_time_limit)
+            )
         except DataError:  # too large for the bound's memory cap: reported as no bound
             lower = None
         if lower is not None:
@@ -177,6 +185,7 @@ def run_bench(
     seed: int = 0,
     bound: bool = True,
     bound_time_limit: float = 60.0,
+    bound_cosets: int = 0,
     methods: tuple[str, ...] = METHODS,
     reference: bool = False,
 ) -> tuple[dict[str, Any], GeoComparison]:
@@ -205,6 +214,7 @@ def run_bench(
         rng=np.random.default_rng(seed + 1),
         bound=bound,
         bound_time_limit=bound_time_limit,
+        bound_cosets=bound_cosets,
     )
     seconds = {"load": t_load - start, "grid_and_loss": t_problem - t_load, **comp.seconds}
     seconds["total"] = time.perf_counter() - start
