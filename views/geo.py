@@ -223,35 +223,34 @@ else:
 
 # ---- comparison -----------------------------------------------------------------------------------------
 st.subheader("Comparison")
-t1, t2, t3 = st.columns(3)
-with t1:
-    key = f"geo_variants_{mk}"
-    with_variants = st.toggle(
+extras = {  # toggle name -> (label, help): optional rows of the table
+    "variants": (
         "Tree variants MLaEt-M and MLaEt-O",
-        value=bool(geo.remembered(key, "variants", False)),
-        key=key,
-        help="Two more tree extensions (seed 004, Sec. 6); one more seed LP each.",
-    )
-with t2:
-    key = f"geo_lpa_{mk}"
-    with_lpa = st.toggle(
+        "Two more tree extensions (seed 004, Sec. 6); one more seed LP each.",
+    ),
+    "lpa": (
         "LP on the seed grid (LP-A, not private)",
-        value=bool(geo.remembered(key, "lpa", False)),
-        key=key,
-        help="A non-private reference from seed 004: reports through the nearest seed; slow at large ε.",
-    )
-with t3:
-    key = f"geo_bilinear_{mk}"
-    with_bilinear = st.toggle(
+        "A non-private reference from seed 004: reports through the nearest seed; slow at large ε.",
+    ),
+    "bilinear": (
         "Bilinear lattice LP (ε-mDP everywhere)",
-        value=bool(geo.remembered(key, "bilinear", False)),
-        key=key,
-        help="LP-A made private: the LP over mechanisms interpolated bilinearly from a lattice, with rows "
-        "that bound the gradient at every cell corner, so it is ε-mDP between any two places. Often the "
-        f"closest to the lower bound; up to {geo.BILINEAR_SECONDS:.0f} s of LP per build, in the background.",
-    )
-optional = {"tree_m": with_variants, "tree_o": with_variants, "lp_coarse": with_lpa}
-optional["bilinear"] = with_bilinear
+        "LP-A made private: the LP over mechanisms interpolated bilinearly from a lattice, with rows that "
+        "bound the gradient at every cell corner, so it is ε-mDP between any two places. Often the closest "
+        f"to the lower bound; up to {geo.BILINEAR_SECONDS:.0f} s of LP per build, in the background.",
+    ),
+}
+included: dict[str, bool] = {}
+for column, (name, (label, help_text)) in zip(st.columns(len(extras)), extras.items(), strict=True):
+    with column:
+        key = f"geo_{name}_{mk}"
+        value = bool(geo.remembered(key, name, False))
+        included[name] = st.toggle(label, value=value, key=key, help=help_text)
+optional = {
+    "tree_m": included["variants"],
+    "tree_o": included["variants"],
+    "lp_coarse": included["lpa"],
+    "bilinear": included["bilinear"],
+}
 shown = [m for m in labels if optional.get(m, True) or m == method]
 slot = st.empty()
 jobs = {m: geo.request_mechanism(config, eps, m) for m in shown}
@@ -283,7 +282,7 @@ if pending:
 
     with slot.container():
         poll_table()
-geo.remember(lpa=with_lpa, variants=with_variants, bilinear=with_bilinear)
+geo.remember(**included)
 bound = geo.cached_bound(config, eps) if geo.bound_available() else None
 bound_slot = st.empty()
 if (
