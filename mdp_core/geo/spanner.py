@@ -1,17 +1,19 @@
-"""A near-optimal mechanism on the full target domain: the LP on a geometric spanner.
+"""A near-optimal mechanism on the full target domain: the LP on a geometric spanner, raised to eps-mDP.
 
 Bordenabe, Chatzikokolakis and Palamidessi (CCS 2014, "Optimal geo-indistinguishable mechanisms for
-location privacy"): let ``G`` be a graph on the targets whose path metric ``d_G`` is within a factor ``t``
-of the Euclidean metric, ``d <= d_G <= t d`` (a t-spanner). A mechanism that meets
+location privacy") keep the privacy rows of the edges of a t-spanner ``G`` of the targets only
+(``d <= d_G <= t d``):
 
-    P[a, y] <= exp(eps' d(a, b)) P[b, y]        for the edges (a, b) of G only, every output y,
+    P[a, y] <= exp(eps' d(a, b)) P[b, y]        for the edges (a, b) of G only, every output y;
 
-meets the product of those rows along every path, so ``P[a, y] <= exp(eps' d_G(a, b)) P[b, y]
-<= exp(eps' t d(a, b)) P[b, y]`` for every pair: with ``eps' = (1 - slack) eps / t`` it is eps-mDP, with
-room left for the solver's tolerance. The LP keeps ``2 |E| m`` privacy rows instead of ``n (n - 1) m``.
-Its optimum is the optimum at ``eps / t`` restricted to G, so with ``t`` near 1 it is close to the
-optimum of all eps-mDP mechanisms on these outputs (which :func:`~mdp_core.geo.geo_lower_bound` bounds
-from below).
+products along paths then give every pair the ratio ``exp(eps' t d)``, so ``eps' = eps / t`` is private
+as it stands. Dividing eps by t costs utility everywhere, although only the pairs whose shortest path in
+G is longer than their distance are at risk. So the LP here runs at ``eps' = (1 - slack) eps`` (2 |E| m
+privacy rows instead of n (n - 1) m), and :func:`~mdp_core.mechanisms.raise_repair` fixes the pairs it
+left out: it raises each column to its least log-Lipschitz majorant at ``eps'`` and normalises the rows,
+until :func:`~mdp_core.mechanisms.mdp_violation` is within 1e-12 on ALL pairs (a mix with the uniform
+mechanism at the least sufficient weight if rounds do not settle it). The spanner's dilation no longer
+decides privacy, only how little the raise has to add.
 
 **The spanner.** The Yao graph (each target joined to its nearest target in each of ``cones`` equal
 angular sectors), then, until the exact dilation ``max d_G / d`` over all pairs (all-pairs shortest paths)
@@ -19,13 +21,11 @@ is at most ``dilation``, the shortest pairs above it join G (a few per round: on
 paths). Holes in the target set (cells without roads) are where the Yao graph alone stretches most.
 
 **Solving and the guarantee.** HiGHS PDLP (first order: it stops at ``time_limit`` with row sums off by up
-to ~1e-2); :func:`~mdp_core.mechanisms.repair_mechanism` then makes the matrix exactly eps-mDP for the
-full Euclidean metric (per-column lower envelope at eps, row normalisation; the ``slack`` absorbs what
-normalising moves) and :func:`~mdp_core.mechanisms.mdp_violation` confirms it on ALL pairs before it is
-returned. The solver's accuracy only costs utility, never privacy.
+to ~1e-2); the raise makes any such matrix exactly eps-mDP, and the returned ``violation`` is the exact
+check over all pairs. The solver's accuracy only costs utility, never privacy.
 
-Measured on the 15 km city (Baltimore, depth 1, 406 targets x 117 outputs, t = 1.09, 2,302 edges): eps 0.5
-/ km 1.948 km after 20 s of PDLP (1.940 after 60 s), MLaEt-O 2.190; eps 1.5 / km 1.122 km vs 1.689.
+Measured on the 15 km city (Baltimore, depth 1, 406 targets x 117 outputs, t = 1.09, 2,302 edges, 30 s
+of PDLP): see :func:`spanner_mechanism`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from mdp_core.geo.bounds import _privacy_rows, _solve
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.pairs import spanner_pairs
 from mdp_core.geo.utility import GeoProblem, check_lp_inputs
-from mdp_core.mechanisms.verify import VIOLATION_TOL, repair_mechanism
+from mdp_core.mechanisms.verify import VIOLATION_TOL, raise_repair
 
 __all__ = ["SPANNER_MAX_TARGETS", "spanner_mechanism"]
 
@@ -68,12 +68,11 @@ def spanner_mechanism(
     eps : float
         Privacy budget in 1/km.
     dilation : float
-        Largest ``d_G / d`` of the spanner; the LP runs at ``(1 - slack) eps / t`` with ``t`` the exact
-        dilation reached (<= ``dilation``).
+        Largest ``d_G / d`` of the spanner (fewer rows against more for the raise to fix).
     time_limit : float
         Seconds of PDLP (the rest, spanner and repair, comes on top).
     slack : float
-        Relative budget kept back for the repair (module docstring).
+        Relative budget kept back for the repair: the LP runs at ``(1 - slack) eps``.
     max_targets : int
         Refuse larger problems (DataError): the repair and the check are O(n^2 m).
 
@@ -97,30 +96,20 @@ def spanner_mechanism(
     pairs, reached = spanner_pairs(targets, dilation)
     t_spanner = time.perf_counter()
     rows = _privacy_rows(pairs, m)
-    eps_lp = (1.0 - slack) * eps / reached
+    eps_lp = (1.0 - slack) * eps
     ratios = np.exp(eps_lp * np.linalg.norm(targets[rows[:, 0]] - targets[rows[:, 1]], axis=1))
     dist = np.linalg.norm(targets[:, None, :] - targets[None, :, :], axis=2)
-    # PDLP stops wherever the time limit finds it; when its row sums are too far from 1 for the repair to
-    # converge (seen once at depth 1 of the city after 30 s: sums 0.97-1.08), one longer solve follows
-    for attempt, seconds in enumerate((time_limit, 2.0 * time_limit)):
-        report(
-            progress, 0.1 + 0.4 * attempt, f"spanner LP: {len(rows):,} privacy rows, up to {seconds:.0f} s"
-        )
-        t_solve = time.perf_counter()
-        raw, _, objective, status = _solve(cost, rows, ratios, t_solve + seconds)
-        if status not in {"Optimal", "Time limit reached"}:
-            raise DataError(f"the spanner LP failed: HiGHS status {status!r}")
-        t_lp = time.perf_counter()
-        report(progress, 0.4 + 0.4 * attempt, "spanner LP: repairing to exact eps-mDP on all pairs")
-        # the repair returns the matrix's exact mdp_violation over all pairs: the check, done once
-        matrix, violation, rounds = repair_mechanism(np.maximum(raw, 0.0), dist, eps)
-        if violation <= VIOLATION_TOL:
-            break
-    else:
-        raise DataError(
-            f"the spanner LP's solution could not be repaired to eps-mDP (excess {violation:.3g} after "
-            f"{2.0 * time_limit:.0f} s of PDLP); give it a longer time_limit"
-        )
+    report(progress, 0.1, f"spanner LP: {len(rows):,} privacy rows, up to {time_limit:.0f} s")
+    t_solve = time.perf_counter()
+    raw, _, objective, status = _solve(cost, rows, ratios, t_solve + time_limit)
+    if status not in {"Optimal", "Time limit reached"}:
+        raise DataError(f"the spanner LP failed: HiGHS status {status!r}")
+    t_lp = time.perf_counter()
+    report(progress, 0.8, "spanner LP: raising to exact eps-mDP on all pairs")
+    # the repair returns the matrix's exact mdp_violation over all pairs: the check, done once
+    matrix, violation, rounds = raise_repair(raw, dist, eps, slack=slack)
+    if violation > VIOLATION_TOL:  # float rounding beyond the mix's margin: never return it unproven
+        raise DataError(f"the spanner LP's solution could not be made eps-mDP (excess {violation:.3g})")
     end = time.perf_counter()
     report(progress, 1.0, "spanner LP: done")
     return GeoMechanism(
@@ -136,7 +125,6 @@ def spanner_mechanism(
             "edges": len(pairs),
             "lp_eps": eps_lp,
             "lp_status": status,
-            "lp_attempts": attempt + 1,
             "lp_objective": objective,
             "repair_rounds": rounds,
             "violation": violation,

@@ -11,7 +11,7 @@ from mdp_core.mechanisms.finite import (
     sample,
 )
 from mdp_core.mechanisms.lp import MechanismResult, chain_free_pairs, optimal_mechanism, optimal_mechanisms
-from mdp_core.mechanisms.verify import VIOLATION_TOL, mdp_violation, repair_mechanism
+from mdp_core.mechanisms.verify import VIOLATION_TOL, mdp_violation, raise_repair, repair_mechanism
 
 __all__ = [
     "METHODS",
@@ -25,6 +25,7 @@ __all__ = [
     "mdp_violation",
     "optimal_mechanism",
     "optimal_mechanisms",
+    "raise_repair",
     "remap_outputs",
     "repair_mechanism",
     "sample",

@@ -2,7 +2,9 @@
 
 :func:`mdp_violation` is the exact check every mechanism the product shows or exports passes
 (``<= VIOLATION_TOL``); :func:`repair_mechanism` turns an almost-feasible LP solution into an exactly
-private one (log-Lipschitz lower envelope, ENGINEERING.md "LP tolerances versus ratio constraints").
+private one (log-Lipschitz lower envelope, ENGINEERING.md "LP tolerances versus ratio constraints");
+:func:`raise_repair` does it for a solution computed at a budget a little below eps on a subset of pairs
+(raising entries, never lowering them).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from mdp_core._validation import (
 )
 from mdp_core.errors import DataError
 
-__all__ = ["VIOLATION_TOL", "mdp_violation", "repair_mechanism"]
+__all__ = ["VIOLATION_TOL", "mdp_violation", "raise_repair", "repair_mechanism"]
 
 
 # Elements per temporary block in the chunked O(n^2 m) / O(n m^2) loops (~64 MB of float64).
@@ -122,10 +124,7 @@ def repair_mechanism(
     # exact zeros (e^{-eps d} ~ 1e-8 far from an output at large eps), and the envelope below would then
     # empty the whole column (one zero forces zeros everywhere): the 15 km city's seed LP at eps ln 2 / 0.2
     # lost rows that way. The raise adds about the solver's tolerance in mass.
-    for start in range(0, m, step):
-        block = L[:, start : start + step]
-        raised = (block[None, :, :] - eps * d[:, :, None]).max(axis=1)
-        L[:, start : start + step] = np.maximum(block, raised)
+    L = _upper_extension(L, d, eps)
     viol = float("inf")
     rounds = 0
     while rounds < max_rounds:
@@ -147,3 +146,100 @@ def repair_mechanism(
         if viol <= 1e-12:
             break
     return np.exp(L), viol, rounds
+
+
+def _upper_extension(L: np.ndarray, d: np.ndarray, eps: float) -> np.ndarray:
+    """Per column, the least log-Lipschitz majorant ``max_x' L[x', y] - eps d(x, x')`` (>= L; -inf stays)."""
+    n, m = L.shape
+    out = np.empty_like(L)
+    step = max(1, _BLOCK // (n * n))
+    for start in range(0, m, step):
+        block = L[:, start : start + step]
+        out[:, start : start + step] = (block[None, :, :] - eps * d[:, :, None]).max(axis=1)
+    return out
+
+
+def _least_uniform_mix(P: np.ndarray, d: np.ndarray, eps: float) -> float:
+    """Least ``beta`` with ``(1 - beta) P + beta / m`` eps-mDP (rows of P sum to 1; module docstring).
+
+    Per pair and output, ``(1 - b)(P[a] - r P[b]) <= b (r - 1) / m`` with ``r = exp(eps d(a, b))``, so
+    ``b / (1 - b) >= m * excess / (r - 1)``: the largest such ratio over all pairs gives beta.
+    """
+    n, m = P.shape
+    worst = 0.0
+    step = max(1, _BLOCK // (n * m))
+    for start in range(0, n, step):
+        r = np.exp(eps * d[start : start + step])  # (c, n)
+        excess = (P[start : start + step, None, :] - r[:, :, None] * P[None, :, :]).max(axis=2)
+        idx = np.arange(r.shape[0])
+        excess[idx, start + idx] = 0.0  # a == b
+        positive = excess > 0
+        if np.any(positive):
+            worst = max(
+                worst, float((m * excess[positive] / np.expm1(eps * d[start : start + step][positive])).max())
+            )
+    return worst / (1.0 + worst)
+
+
+def raise_repair(
+    Z: ArrayLike, dist_in: ArrayLike, eps: float, *, slack: float = 0.003, max_rounds: int = 12
+) -> tuple[np.ndarray, float, int]:
+    """Make an LP solution that kept only some pairs, at budget ``(1 - slack) eps``, exactly eps-mDP.
+
+    Each round raises every column to its least log-Lipschitz majorant at ``(1 - slack) eps`` (the pairs
+    the LP left out break their ratios by low entries far from the output; raising them costs less
+    utility than lowering the entries near it: 1.077 against 1.122 km on the 15 km city at depth 1, eps
+    1.5 / km), then normalises the rows, which moves a ratio by the spread of the row sums; the ``slack``
+    absorbs that once the sums settle (4-7 rounds at eps 1.5 / km). Where they settle slowly (small eps
+    times short distances: 0.002 left after 15 rounds at depth 2, eps 0.5 / km) :func:`repair_mechanism`
+    finishes the job by lowering, at a cost of ~1e-5 km there; if even that fails, the matrix is mixed with
+    the uniform mechanism at the least weight that is private (:func:`_least_uniform_mix`, exact in real
+    arithmetic, with a 1e-9 relative margin for rounding).
+
+    Parameters
+    ----------
+    Z : array (|X|, |Y|)
+        Non-negative solver output (any positive row sums).
+    dist_in : array (|X|, |X|)
+        Input metric.
+    eps : float
+        Budget.
+    slack : float
+        Relative budget the LP kept back, in (0, 0.5).
+    max_rounds : int
+        Raise/normalise rounds before the lowering repair takes over.
+
+    Returns
+    -------
+    (P, violation, rounds)
+        Row-stochastic matrix, its exact :func:`mdp_violation` (the caller compares it with
+        :data:`VIOLATION_TOL`) and the rounds used (raise rounds plus lowering rounds, plus one for a mix).
+    """
+    V = np.clip(as_float_array(Z, "Z", ndim=2), 0.0, None)
+    d = check_distance_matrix(dist_in, "dist_in", check_triangle=False)
+    eps = check_eps(eps)
+    if not 0.0 < slack < 0.5:
+        raise DataError(f"slack must be in (0, 0.5), got {slack!r}")
+    if not isinstance(max_rounds, int | np.integer) or max_rounds < 1:
+        raise DataError(f"max_rounds must be a positive integer, got {max_rounds!r}")
+    if d.shape[0] != V.shape[0]:
+        raise DataError(f"dist_in must be {V.shape[0]} x {V.shape[0]}, got {d.shape}")
+    if np.any(V.sum(axis=1) <= 0):
+        raise DataError("every row of Z needs positive mass")
+    with np.errstate(divide="ignore"):
+        L = np.log(V)
+    for rounds in range(1, max_rounds + 1):
+        L = _upper_extension(L, d, (1.0 - slack) * eps)
+        top = L.max(axis=1, keepdims=True)
+        L -= top + np.log(np.exp(L - top).sum(axis=1, keepdims=True))  # normalise rows in log space
+        P = np.exp(L)
+        viol = mdp_violation(P, d, eps)
+        if viol <= 1e-12:
+            return P, viol, rounds
+    P, viol, lowering = repair_mechanism(P, d, eps)
+    rounds = max_rounds + lowering
+    if viol <= 1e-12:
+        return P, viol, rounds
+    beta = min(1.0, _least_uniform_mix(P, d, eps) * (1.0 + 1e-9))
+    P = (1.0 - beta) * P + beta / P.shape[1]
+    return P, mdp_violation(P, d, eps), rounds + 1

@@ -1,5 +1,5 @@
-"""spanner_mechanism: eps-mDP on all pairs (exhaustive check), never below the certified bound, near the
-optimum of an independent full LP; spanner_pairs: the dilation it reports is the true one."""
+"""spanner_mechanism: eps-mDP on all pairs (exhaustive check), never below the certified bound, within 1 %
+of an independent full LP's optimum; spanner_pairs: the dilation it reports is the true one."""
 
 from __future__ import annotations
 
@@ -59,17 +59,20 @@ def test_yao_graph_joins_each_point_to_its_nearest_in_every_sector() -> None:
 
 
 @pytest.mark.parametrize("eps", [0.5, 2.0])
-def test_spanner_mechanism_is_private_and_near_the_full_optimum(eps: float) -> None:
+@pytest.mark.parametrize("dilation", [1.05, 1.5])
+def test_spanner_mechanism_is_private_and_near_the_full_optimum(eps: float, dilation: float) -> None:
+    # the LP runs at (1 - slack) eps and the raise fixes the pairs it left out, so even a loose spanner
+    # lands within 1 % of the full optimum (dividing eps by t = 1.5 would not)
     problem = tiny_problem(4, 3, seed=1, seed_n=3)
-    mech = spanner_mechanism(problem, eps, dilation=1.05)
+    mech = spanner_mechanism(problem, eps, dilation=dilation)
     dist = np.linalg.norm(problem.targets_km[:, None] - problem.targets_km[None], axis=2)
     assert mdp_violation(mech.matrix, dist, eps) <= 1e-9
     assert verify_geo(mech, exhaustive=True).holds
     np.testing.assert_allclose(mech.matrix.sum(axis=1), 1.0, atol=1e-12)
     optimum = full_lp(problem, eps)
     utility = mech.utility_km(problem)
-    assert optimum - 1e-9 <= utility <= 1.05 * optimum
-    assert mech.method == "spanner" and mech.info["dilation"] <= 1.05
+    assert optimum - 1e-9 <= utility <= 1.01 * optimum
+    assert mech.method == "spanner" and mech.info["dilation"] <= dilation
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
