@@ -184,7 +184,7 @@ def _least_uniform_mix(P: np.ndarray, d: np.ndarray, eps: float) -> float:
 def raise_repair(
     Z: ArrayLike, dist_in: ArrayLike, eps: float, *, slack: float = 0.003, max_rounds: int = 12
 ) -> tuple[np.ndarray, float, int]:
-    """Make an LP solution that kept only some pairs, at budget ``(1 - slack) eps``, exactly eps-mDP.
+    """Make an LP solution that kept only some pairs (at budget eps or a little below) exactly eps-mDP.
 
     Each round raises every column to its least log-Lipschitz majorant at ``(1 - slack) eps`` (the pairs
     the LP left out break their ratios by low entries far from the output; raising them costs less

@@ -30,12 +30,13 @@ from mdp_core.geo.bounds import (
 from mdp_core.geo.utility import GeoProblem
 
 
-def full_lp(problem: GeoProblem, eps: float) -> float:
-    """Independent reference: every ordered pair, every output, scipy's HiGHS; its optimum (km)."""
+def full_lp(problem: GeoProblem, eps: float, pairs: np.ndarray | None = None) -> float:
+    """Independent reference: every ordered pair (or both directions of ``pairs`` only: a relaxation),
+    every output, scipy's HiGHS; its optimum (km)."""
     cost = problem.prior[:, None] * problem.loss
     n, m = cost.shape
     pts = problem.targets_km
-    a, b = np.nonzero(~np.eye(n, dtype=bool))
+    a, b = np.nonzero(~np.eye(n, dtype=bool)) if pairs is None else np.concatenate([pairs, pairs[:, ::-1]]).T
     ratio = np.exp(eps * np.linalg.norm(pts[a] - pts[b], axis=1))
     k = len(a)
     rows = np.repeat(np.arange(k * m), 2)

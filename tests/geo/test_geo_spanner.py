@@ -1,5 +1,6 @@
 """spanner_mechanism: eps-mDP on all pairs (exhaustive check), never below the certified bound, within 1 %
-of an independent full LP's optimum; spanner_pairs: the dilation it reports is the true one."""
+of an independent full LP's optimum; its own certificate is the spanner relaxation's optimum (independent
+linprog) and never above the full optimum; spanner_pairs: the dilation it reports is the true one."""
 
 from __future__ import annotations
 
@@ -84,6 +85,18 @@ def test_spanner_mechanism_is_never_below_the_bound(seed: int, eps: float) -> No
     assert bound.value <= mech.utility_km(problem) + 1e-12
 
 
+@pytest.mark.parametrize(("eps", "dilation"), [(0.5, 1.05), (2.0, 1.05), (2.0, 1.5)])
+def test_spanner_certificate_is_the_relaxation_optimum_and_below_the_full_optimum(
+    eps: float, dilation: float
+) -> None:
+    problem = tiny_problem(4, 3, seed=3, seed_n=3)
+    mech = spanner_mechanism(problem, eps, dilation=dilation)
+    pairs, _ = spanner_pairs(problem.targets_km, dilation)
+    certificate = mech.info["lower_bound_km"]
+    assert certificate == pytest.approx(full_lp(problem, eps, pairs), rel=1e-6)
+    assert certificate <= full_lp(problem, eps) + 1e-12 <= mech.utility_km(problem) + 1e-12
+
+
 def test_spanner_refuses_bad_input() -> None:
     problem = tiny_problem(4, 3, seed=1)
     with pytest.raises(DataError, match="at most 5 targets"):
@@ -114,6 +127,11 @@ def test_bench_record_carries_the_spanner_and_the_best_private_method() -> None:
     assert record["best_private"] == min(private, key=private.__getitem__)
     assert utility["spanner"] <= utility["em_remap"] + 1e-9  # near-optimal on the full domain
     assert record["lower_bound"] <= utility["spanner"] + 1e-12
+    # the comparison's bound is the tighter of the relaxation's and the spanner LP's own certificate
+    relaxation = geo_lower_bound(comp.problem, 1.0, time_limit=20).value
+    certificate = comp.mechanisms["spanner"].info["lower_bound_km"]
+    assert comp.bound is not None
+    assert comp.bound.value == pytest.approx(max(relaxation, certificate), rel=1e-9)
     with pytest.raises(DataError, match="unknown methods"):
         compare_methods(comp.problem, 1.0, methods=("nope",))
 
