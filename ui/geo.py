@@ -40,13 +40,13 @@ from ui.store import store
 
 __all__ = [
     "ATTRIBUTION",
-    "BILINEAR_SECONDS",
     "BOUND_SECONDS",
     "CUSTOM",
     "DEFAULT_LEVEL",
     "LEVEL_RADIUS_KM",
     "MAP_HEIGHT",
     "NO_BASE_MAP",
+    "PAGE_BILINEAR_SECONDS",
     "PAGE_METHODS",
     "POLL_SECONDS",
     "UPLOAD_TYPES",
@@ -111,7 +111,7 @@ PAGE_SAMPLES = 50_000
 #: Time budget (s) of the lower bound on the page (behind a button, with a progress bar).
 BOUND_SECONDS = 20.0
 #: Seconds of PDLP the bilinear lattice LP gets on the page (the bench gives it 60).
-BILINEAR_SECONDS = 10.0
+PAGE_BILINEAR_SECONDS = 10.0
 #: Methods the page offers: the core's, then the bilinear lattice LP (opt-in: ~10 s per build).
 PAGE_METHODS = (*cgeo.METHODS, "bilinear")
 #: Seconds a page run waits for a queued build before drawing a preview and polling: a build that takes
@@ -318,7 +318,7 @@ def _build(config: GeoConfig, eps: float, method: str, progress: Progress) -> Ge
         verify_samples=PAGE_SAMPLES,
         rng=np.random.default_rng(config.seed + 1),
         seed=seed,
-        reference_seconds=BILINEAR_SECONDS,
+        reference_seconds=PAGE_BILINEAR_SECONDS,
         progress=progress,
     )
     if method in comp.failed:  # the page shows the reason where the map would be

@@ -236,7 +236,7 @@ extras = {  # toggle name -> (label, help): optional rows of the table
         "Bilinear lattice LP (ε-mDP everywhere)",
         "LP-A made private: the LP over mechanisms interpolated bilinearly from a lattice, with rows that "
         "bound the gradient at every cell corner, so it is ε-mDP between any two places. Often the closest "
-        f"to the lower bound; up to {geo.BILINEAR_SECONDS:.0f} s of LP per build, in the background.",
+        f"to the lower bound; up to {geo.PAGE_BILINEAR_SECONDS:.0f} s of LP per build, in the background.",
     ),
 }
 included: dict[str, bool] = {}
