@@ -52,6 +52,7 @@ def _one(
     row["bound_km"] = rec["lower_bound"]
     row["bound_exact"] = rec["bound_exact"]
     row["bound_by"] = _bound_by(rec["bound_method"] or "")
+    row["spanner_bound_km"] = rec["spanner_lower_bound"]
     compared = ("tree", "tree_m", "tree_o", "em_remap", "spanner", "bilinear")
     row.update({f"gap_{m}": gap.get(m) for m in compared})
     row["best"] = rec["best_private"]

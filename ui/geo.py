@@ -46,14 +46,16 @@ __all__ = [
     "LEVEL_RADIUS_KM",
     "MAP_HEIGHT",
     "NO_BASE_MAP",
-    "PAGE_BILINEAR_SECONDS",
+    "PAGE_LP_SECONDS",
     "PAGE_METHODS",
     "POLL_SECONDS",
+    "SPANNER_MAX_TARGETS",
     "UPLOAD_TYPES",
     "WAIT_SECONDS",
     "Builder",
     "GeoConfig",
     "GeoView",
+    "best_bound",
     "bound_available",
     "builder",
     "cached_bound",
@@ -110,10 +112,12 @@ MAX_CANDIDATES = 300
 PAGE_SAMPLES = 50_000
 #: Time budget (s) of the lower bound on the page (behind a button, with a progress bar).
 BOUND_SECONDS = 20.0
-#: Seconds of PDLP the bilinear lattice LP gets on the page (the bench gives it 60).
-PAGE_BILINEAR_SECONDS = 10.0
-#: Methods the page offers: the core's, then the bilinear lattice LP (opt-in: ~10 s per build).
-PAGE_METHODS = (*cgeo.METHODS, "bilinear")
+#: Seconds of PDLP each reference LP gets on the page (the bench gives them 60).
+PAGE_LP_SECONDS = {"bilinear": 10.0, "spanner": 20.0}
+#: Largest map (targets) the spanner LP takes.
+SPANNER_MAX_TARGETS = cgeo.SPANNER_MAX_TARGETS
+#: Methods the page offers: the core's, then the reference LPs (opt-in: 10-60 s per build).
+PAGE_METHODS = (*cgeo.METHODS, "bilinear", "spanner")
 #: Seconds a page run waits for a queued build before drawing a preview and polling: a build that takes
 #: longer than this shows the roads and a progress bar first, so every run answers within a second
 #: (issue 11: p95 <= 1 s per rerun; a depth change builds for 1.0-1.2 s on the district).
@@ -134,6 +138,7 @@ _LABELS = {
     "em_remap": "EM + Bayesian remap",
     "lp_coarse": "LP on seed grid (LP-A, not private)",
     "bilinear": "Bilinear lattice LP (ε-mDP everywhere)",
+    "spanner": "Spanner LP (near-optimal)",
 }
 _COLOURS = {
     "tree": "#d62728",
@@ -143,6 +148,7 @@ _COLOURS = {
     "em_remap": "#2ca02c",
     "lp_coarse": "#9467bd",
     "bilinear": "#17becf",
+    "spanner": "#e377c2",
 }
 
 
@@ -318,7 +324,7 @@ def _build(config: GeoConfig, eps: float, method: str, progress: Progress) -> Ge
         verify_samples=PAGE_SAMPLES,
         rng=np.random.default_rng(config.seed + 1),
         seed=seed,
-        reference_seconds=PAGE_BILINEAR_SECONDS,
+        reference_seconds=PAGE_LP_SECONDS.get(method),
         progress=progress,
     )
     if method in comp.failed:  # the page shows the reason where the map would be
@@ -440,6 +446,12 @@ def compute_bound(config: GeoConfig, eps: float, progress: Progress = None) -> A
         return cgeo.geo_lower_bound(cached_problem(config), eps, time_limit=BOUND_SECONDS, progress=progress)
 
     return store().get_or_compute(("bound", config, round(float(eps), 12)), run)
+
+
+def best_bound(bound: Any | None, comps: dict[str, GeoComparison]) -> Any | None:
+    """The tighter of the page's bound (or none) and the certificate of the spanner LP, when built."""
+    spanner = comps.get("spanner")
+    return cgeo.tighter_bound(bound, None if spanner is None else spanner.mechanisms["spanner"])
 
 
 def sample_reports(mech: GeoMechanism, true_index: int, count: int, seed: int) -> np.ndarray:

@@ -21,6 +21,7 @@ from mdp_core.geo.compare import (
     compare_methods,
     peak_memory_mb,
     run_bench,
+    tighter_bound,
 )
 from mdp_core.geo.cosets import coset_lower_bound
 from mdp_core.geo.export import (
@@ -107,6 +108,7 @@ __all__ = [
     "solve_seed_lp",
     "spanner_mechanism",
     "spanner_pairs",
+    "tighter_bound",
     "travel_loss",
     "tree_extension",
     "tree_levels",

@@ -387,6 +387,38 @@ def test_bilinear_failure_is_said_not_raised(app: AppTest, monkeypatch: pytest.M
     assert any("Infeasible" in e.value for e in at.error)
 
 
+SPANNER = "Spanner LP (near-optimal)"
+
+
+def test_spanner_lp_on_request_certifies_the_bound(app: AppTest) -> None:
+    """Toggled on (depth 1: 385 targets), the spanner LP joins the table, verified eps-mDP on all target
+    pairs; its multipliers become the table's bound without the bound button, never above a private row."""
+    at = _run(app.switch_page("views/geo.py"))
+    _widget(at, "selectbox", "Depth").set_value(1)
+    at = _run(at)
+    assert SPANNER not in list(at.dataframe[0].value["method"])
+    assert "gap to bound" not in at.dataframe[0].value  # no bound yet
+    _widget(at, "toggle", "Spanner LP").set_value(True)
+    at = _run(at)
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[0].value
+    row = table[table["method"] == SPANNER]
+    assert row["private (checked)"].item() == "yes" and row["violation ratio"].item() == 0.0
+    eps = geo.level_eps("Medium")
+    config = geo.GeoConfig(city="default", seed_n=12, depth=1, seed=0)
+    comp = geo.stored_mechanism(config, eps, "spanner")
+    assert comp is not None
+    mech, problem = comp.mechanisms["spanner"], geo.cached_problem(config)
+    dist = np.linalg.norm(problem.targets_km[:, None] - problem.targets_km[None], axis=2)
+    assert mdp_violation(mech.matrix, dist, eps) <= 1e-9
+    certificate = mech.info["lower_bound_km"]
+    private = table[table["private (checked)"] == "yes"]
+    assert (private["expected travel error (km)"] >= certificate - 1e-12).all()
+    gap = row["expected travel error (km)"].item() / certificate - 1.0
+    assert row["gap to bound"].item() == pytest.approx(gap, rel=1e-12)
+    assert any("multipliers of the spanner LP" in c.value for c in at.caption)
+
+
 def test_downloads_carry_the_map(app: AppTest) -> None:
     """GeoJSON points fall inside the network's lon/lat box; the .npz carries eps, CRS and metadata."""
     at = _run(app.switch_page("views/geo.py"))

@@ -132,6 +132,7 @@ def test_bench_record_carries_the_spanner_and_the_best_private_method() -> None:
     certificate = comp.mechanisms["spanner"].info["lower_bound_km"]
     assert comp.bound is not None
     assert comp.bound.value == pytest.approx(max(relaxation, certificate), rel=1e-9)
+    assert record["spanner_lower_bound"] == pytest.approx(certificate, abs=1e-6)
     with pytest.raises(DataError, match="unknown methods"):
         compare_methods(comp.problem, 1.0, methods=("nope",))
 
