@@ -22,7 +22,6 @@ from mdp_core.errors import DataError
 __all__ = ["VIOLATION_TOL", "mdp_violation", "raise_repair", "repair_mechanism"]
 
 
-# Elements per temporary block in the chunked O(n^2 m) / O(n m^2) loops (~64 MB of float64).
 #: A mechanism is accepted when ``mdp_violation(P, dist_in, eps) <= VIOLATION_TOL`` (DESIGN.md).
 VIOLATION_TOL = 1e-9
 
