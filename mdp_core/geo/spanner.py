@@ -65,6 +65,12 @@ def spanner_mechanism(
 ) -> GeoMechanism:
     """The LP-optimal mechanism on a spanner of the targets, raised and verified eps-mDP on all pairs.
 
+    Measured (``bench geo``, 60 task points, 12 seed cells, 60 s of PDLP, eps 0.5 / 1 / 1.5 per km): on
+    the 15 km city this mechanism is within 1.1 / 2.0 / 2.3 % of the certified bound at depth 1 (406
+    targets) and 3.8 / 4.6 / 5.9 % at depth 2 (1,251), against 16-67 % for MLaEt-O; at depth 2 the
+    spanner LP at ``eps / t`` had been 10.7-13.7 % above the relaxation bound of the time. Its own
+    certificate was the tighter bound in 6 of the 12 district and city configurations at depths 1-2.
+
     Parameters
     ----------
     problem : GeoProblem
