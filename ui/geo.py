@@ -66,6 +66,7 @@ __all__ = [
     "comparison_table",
     "compute_bound",
     "curve_frame",
+    "curve_key",
     "deck",
     "eps_meaning",
     "fig_loss_curve",
@@ -537,9 +538,26 @@ def curve_frame(
     return pd.DataFrame(rows)
 
 
-def request_curve(config: GeoConfig, methods: list[str]) -> list[Future[GeoComparison]]:
-    """Queue (or find) every point of the loss curve on the background builder (the page never waits)."""
-    return [request_mechanism(config, eps, method) for eps in CURVE_EPS for method in methods]
+def request_curve(config: GeoConfig, methods: list[str], client: Any = False) -> list[Future[Any]]:
+    """Queue (or find) the loss curve on the background builder (the page never waits for it).
+
+    In this process: one future per point. On a Dask ``client``: one future for the whole sweep, whose
+    tasks run on the cluster (a page run would otherwise wait for all of them: a random walk found a
+    rerun of over 60 s at depth 4); its progress is :meth:`Builder.progress` of :func:`curve_key`.
+    """
+    if client is False:
+        return [request_mechanism(config, eps, method) for eps in CURVE_EPS for method in methods]
+    return [
+        builder().request(
+            curve_key(config, methods),
+            lambda progress: curve_frame(config, methods, progress=progress, client=client),
+        )
+    ]
+
+
+def curve_key(config: GeoConfig, methods: list[str]) -> tuple[object, ...]:
+    """Store and builder key of a loss curve swept on a Dask cluster."""
+    return ("geo-curve", config, tuple(methods))
 
 
 def stored_curve(config: GeoConfig, methods: list[str]) -> pd.DataFrame:

@@ -358,29 +358,30 @@ if st.toggle(
     st.caption(f"Engine: {where}.")
     curve_slot = st.empty()
     private = [m for m in shown if m not in ("lp_coarse", "bilinear", "spanner")]  # one LP per ε: not swept
-    if kind == "serial":  # on the background builder, like the table: a page run never waits for the sweep
-        points = geo.request_curve(config, private)
-        geo.wait(points, left())
-        built = sum(p.done() for p in points)
-        if built < len(points):
+    # on the background builder, like the table (the points here, or one sweep on the cluster): a page
+    # run never waits for the sweep
+    points = geo.request_curve(config, private, client=False if kind == "serial" else client)
+    geo.wait(points, left())
+    built = sum(p.done() for p in points)
+    if built < len(points):
 
-            @st.fragment(run_every=geo.POLL_SECONDS)
-            def poll_curve() -> None:
-                now = sum(p.done() for p in points)
+        @st.fragment(run_every=geo.POLL_SECONDS)
+        def poll_curve() -> None:
+            now = sum(p.done() for p in points)
+            if kind == "serial":
                 st.progress(now / len(points), text=f"Sweeping ε: {now} of {len(points)} points built")
-                if now > built:  # more points: redraw the curve with them
-                    st.rerun()
+            else:
+                fraction, message = geo.builder().progress(geo.curve_key(config, private))
+                st.progress(fraction, text=f"Sweeping ε on the cluster: {message}")
+            if now > built:  # more points: redraw the curve with them
+                st.rerun()
 
-            with curve_slot.container():
-                poll_curve()
-        failed = sum(p.done() and p.exception() is not None for p in points)
-        if failed:
-            st.warning(f"{failed} point(s) of the curve could not be built; the curve leaves them out.")
-        curve = geo.stored_curve(config, private)
-    else:
-        bar = curve_slot.progress(0.0, text="Sweeping ε…")
-        curve = geo.curve_frame(
-            config, private, progress=lambda f, m: bar.progress(min(f, 1.0), text=m), client=client
-        )
-        curve_slot.empty()
+        with curve_slot.container():
+            poll_curve()
+    failed = [p.exception() for p in points if p.done() and p.exception() is not None]
+    if failed and kind != "serial":
+        st.warning(f"The sweep on the cluster failed ({failed[0]}); the curve shows the points built before.")
+    elif failed:
+        st.warning(f"{len(failed)} point(s) of the curve could not be built; the curve leaves them out.")
+    curve = geo.stored_curve(config, private)
     st.plotly_chart(geo.fig_loss_curve(curve), key="geo_curve_chart")

@@ -512,5 +512,11 @@ def test_loss_curve_on_the_sweep_engine_equals_the_page_own() -> None:
         Client(cluster, set_as_default=False) as client,
     ):
         on_engine = geo.curve_frame(config, methods, client=client)
+        store().clear()
+        # the page's way: one background job for the whole sweep, so a page run never waits for it
+        (job,) = geo.request_curve(config, methods, client=client)
+        in_background = job.result(timeout=300)
     pd.testing.assert_frame_equal(own, on_engine)
+    pd.testing.assert_frame_equal(own, in_background)
+    pd.testing.assert_frame_equal(own, geo.stored_curve(config, methods))
     assert all(geo.stored_mechanism(config, e, m) is not None for e in geo.CURVE_EPS for m in methods)
