@@ -40,7 +40,7 @@ import numpy as np
 
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
-from mdp_core.geo.bounds import _privacy_rows, _solve, certified_bound
+from mdp_core.geo.bounds import GeoBound, _privacy_rows, _solve, certified_bound
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.pairs import spanner_pairs
 from mdp_core.geo.utility import GeoProblem, check_lp_inputs
@@ -90,8 +90,8 @@ def spanner_mechanism(
     -------
     GeoMechanism
         ``method="spanner"``; ``info`` holds the dilation, edges, LP status and objective, the verified
-        violation (``<= 1e-9``) and ``lower_bound_km``, the LP's certified lower bound on the utility of
-        every eps-mDP mechanism with these outputs (module docstring).
+        violation (``<= 1e-9``) and ``lower_bound``, the LP's certified lower bound (a ``GeoBound``) on
+        the utility of every eps-mDP mechanism with these outputs (module docstring).
     """
     eps = check_lp_inputs(problem, eps, time_limit)
     if not 0.0 < slack < 0.5:
@@ -114,8 +114,15 @@ def spanner_mechanism(
     raw, nu, objective, status = _solve(cost, rows, ratios, t_solve + time_limit)
     if status not in {"Optimal", "Time limit reached"}:
         raise DataError(f"the spanner LP failed: HiGHS status {status!r}")
-    lower = max(certified_bound(cost, rows, ratios, nu), 0.0)
     t_lp = time.perf_counter()
+    lower = GeoBound(
+        value=max(certified_bound(cost, rows, ratios, nu), 0.0),
+        exact=False,
+        method=f"multipliers of the spanner LP (dilation {reached:.3f}, {len(pairs):,} edges)",
+        seconds=t_lp - t_solve,
+        rows=len(rows),
+        lp_objective=objective,
+    )
     report(progress, 0.8, "spanner LP: raising to exact eps-mDP on all pairs")
     # the repair returns the matrix's exact mdp_violation over all pairs: the check, done once
     matrix, violation, rounds = raise_repair(raw, dist, eps, slack=slack)
@@ -134,7 +141,7 @@ def spanner_mechanism(
         info={
             "dilation": reached,
             "edges": len(pairs),
-            "lower_bound_km": lower,
+            "lower_bound": lower,
             "lp_status": status,
             "lp_objective": objective,
             "repair_rounds": rounds,
