@@ -41,6 +41,8 @@ from mdp_core.geo.extension import (
     tree_seed,
 )
 from mdp_core.geo.grid import GeoGrid, build_grid, tree_levels
+from mdp_core.geo.ipm import GeoLPSolution, solve_geo_lp
+from mdp_core.geo.optimal import OPTIMAL_MAX_TARGETS, optimal_geo_mechanism
 from mdp_core.geo.pairs import relaxation_pairs, spanner_pairs, yao_pairs
 from mdp_core.geo.roads import (
     DEFAULT_CITY,
@@ -64,12 +66,14 @@ from mdp_core.geo.verify import GeoVerification, verify_geo
 __all__ = [
     "DEFAULT_CITY",
     "METHODS",
+    "OPTIMAL_MAX_TARGETS",
     "SPANNER_MAX_TARGETS",
     "TREE_VARIANTS",
     "VARIANTS",
     "GeoBound",
     "GeoComparison",
     "GeoGrid",
+    "GeoLPSolution",
     "GeoMechanism",
     "GeoProblem",
     "GeoVerification",
@@ -97,6 +101,7 @@ __all__ = [
     "mechanism_metadata",
     "network_from_graph",
     "normalise_log",
+    "optimal_geo_mechanism",
     "peak_memory_mb",
     "planar_laplace_utility",
     "relaxation_pairs",
@@ -105,6 +110,7 @@ __all__ = [
     "run_bench",
     "save_mechanism",
     "seed_cost",
+    "solve_geo_lp",
     "solve_seed_lp",
     "spanner_mechanism",
     "spanner_pairs",

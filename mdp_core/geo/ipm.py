@@ -1,0 +1,327 @@
+"""An interior-point solver for the geo LP that uses its block structure (one dense block per output).
+
+The LP of :mod:`mdp_core.geo.bounds` on any set of privacy rows (a, b, y),
+
+    min  c'P   s.t.  P[a, y] - r_ab P[b, y] <= 0  (the rows),   sum_y P[x, y] = 1,   P >= 0,
+
+couples the variables of one output y only through its privacy rows, and the outputs only through the row
+sums. So in a primal-dual Newton step the matrix ``G' D G + W / P`` is block diagonal, one n x n block per
+output, and the row sums leave an n x n Schur complement ``S = sum_y H_y^-1``: m Cholesky factorisations
+and inverses of n x n matrices per iteration (0.45 s for 117 blocks of 406 at depth 1 of the 15 km city,
+about 100 iterations per LP), where a general solver sees 0.5-0.9 M sparse rows (HiGHS IPX and simplex did
+not finish the 1.1-spanner relaxation of that problem in 3.5 min; PDLP stops at ~1e-3 relative accuracy).
+
+Mehrotra predictor-corrector with separate primal and dual steps. Each row is scaled to unit norm
+(``(P[a] - r P[b]) / sqrt(1 + r^2)``: ``r`` reaches e^20 across a city) and the Newton systems get one step
+of iterative refinement. A warm start (row generation) mixes the last solution with 2 % of the uniform
+mechanism and pushes every complementarity pair off the boundary (measured: 10 % fewer iterations). The
+result is data: the solution, the multipliers of the unscaled rows (any
+``nu >= 0`` certifies a bound through :func:`~mdp_core.geo.bounds.certified_bound`, so their accuracy only
+costs tightness, never validity) and the convergence record.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import lapack
+from threadpoolctl import threadpool_limits
+
+from mdp_core._validation import Progress, report
+from mdp_core.errors import DataError
+
+__all__ = ["GeoLPSolution", "solve_geo_lp"]
+
+#: Weight of the uniform mechanism in a warm start, and its complementarity relative to the objective.
+_WARM_MIX = 0.02
+_WARM_MU = 1e-4
+#: Fraction of the step to the boundary taken (keeps iterates interior).
+_STEP = 0.995
+
+
+@dataclass(frozen=True)
+class GeoLPSolution:
+    """Outcome of :func:`solve_geo_lp`.
+
+    Attributes
+    ----------
+    p : ndarray, shape (n, m)
+        Primal solution (meets the rows and row sums to ~1e-12; not private by itself for left-out pairs).
+    nu : ndarray, shape (r,)
+        Multipliers of the (unscaled) privacy rows, ``>= 0``.
+    objective : float
+        ``c'p``.
+    dual_objective : float
+        The dual objective ``sum_x y_x`` (a bound only when dual-feasible: use ``certified_bound``).
+    iterations : int
+    converged : bool
+        Relative duality gap below ``tol`` and residuals below ``tol`` at return.
+    gap : float
+        Relative duality gap ``|c'p - sum y| / (1 + |c'p|)`` at return.
+    y : ndarray, shape (n,)
+        Multipliers of the row sums (with ``p`` and ``nu``, what a warm start needs).
+    """
+
+    p: np.ndarray
+    nu: np.ndarray
+    objective: float
+    dual_objective: float
+    iterations: int
+    converged: bool
+    gap: float
+    y: np.ndarray | None = None
+
+
+@dataclass
+class _Structure:
+    """Index arrays of the rows in the variables and in the stacked Hessian blocks (built once)."""
+
+    n: int
+    m: int
+    va: np.ndarray  # variable index of P[a, y]
+    vb: np.ndarray  # variable index of P[b, y]
+    ra: np.ndarray  # scaled coefficients: row = ra P[a] - rb P[b]
+    rb: np.ndarray
+    hess_index: np.ndarray  # where each row's four Hessian terms go in the (m, n, n) stack, then the diagonal
+
+    @classmethod
+    def build(cls, n: int, m: int, rows: np.ndarray, ratios: np.ndarray) -> _Structure:
+        a, b, y = rows[:, 0], rows[:, 1], rows[:, 2]
+        norm = np.sqrt(1.0 + ratios * ratios)
+        block = y * n * n
+        x = np.arange(n * m)
+        diag = (x % m) * n * n + (x // m) * (n + 1)
+        diagonal, across = [block + a * (n + 1), block + b * (n + 1)], [block + a * n + b, block + b * n + a]
+        index = np.concatenate(diagonal + across)
+        return cls(
+            n=n,
+            m=m,
+            va=a * m + y,
+            vb=b * m + y,
+            ra=1.0 / norm,
+            rb=ratios / norm,
+            hess_index=np.concatenate([index, diag]),
+        )
+
+    def g(self, v: np.ndarray) -> np.ndarray:
+        """The scaled rows applied to a variable vector."""
+        return self.ra * v[self.va] - self.rb * v[self.vb]
+
+    def gt(self, u: np.ndarray) -> np.ndarray:
+        """The scaled rows' transpose applied to a row vector."""
+        size = self.n * self.m
+        return np.bincount(self.va, self.ra * u, size) - np.bincount(self.vb, self.rb * u, size)
+
+    def row_sums(self, v: np.ndarray) -> np.ndarray:
+        return v.reshape(self.n, self.m).sum(axis=1)
+
+
+class _Newton:
+    """The factorised Newton system of one iteration (blocks and Schur complement)."""
+
+    def __init__(self, st: _Structure, d: np.ndarray, diag: np.ndarray) -> None:
+        n, m = st.n, st.m
+        weights = np.concatenate([d * st.ra**2, d * st.rb**2, -d * st.ra * st.rb, -d * st.ra * st.rb, diag])
+        blocks = np.bincount(st.hess_index, weights, m * n * n).reshape(m, n, n)
+        self.st, self.d, self.diag = st, d, diag
+        failed = _invert_blocks(blocks)
+        if failed is not None:
+            raise np.linalg.LinAlgError(f"block {failed} is not positive definite")
+        self.inverse = blocks
+        self.schur = blocks.sum(axis=0)
+
+    def _blocks_solve(self, rhs: np.ndarray) -> np.ndarray:
+        """H^-1 rhs for rhs of shape (n*m,), all blocks at once."""
+        cols = rhs.reshape(self.st.n, self.st.m).T[:, :, None]  # (m, n, 1)
+        return np.matmul(self.inverse, cols)[:, :, 0].T.ravel()
+
+    def _reduced(self, f: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        hf = self._blocks_solve(f)
+        dy = np.linalg.solve(self.schur, g - self.st.row_sums(hf))
+        dx = hf + self._blocks_solve(np.repeat(dy, self.st.m))
+        return dx, dy
+
+    def solve(self, f: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``H dx - A'dy = f, A dx = g`` with one step of iterative refinement (H applied through G)."""
+        dx, dy = self._reduced(f, g)
+        st = self.st
+        r1 = f - (st.gt(self.d * st.g(dx)) + self.diag * dx - np.repeat(dy, st.m))
+        ex, ey = self._reduced(r1, g - st.row_sums(dx))
+        return dx + ex, dy + ey
+
+
+def _invert_blocks(blocks: np.ndarray) -> int | None:
+    """Replace every ``blocks[k]`` by its inverse (Cholesky, then potri); the first that fails, or None.
+
+    The explicit inverses serve the Schur complement and make each later solve one batched product (the
+    refinement step in :meth:`_Newton.solve` recovers the accuracy a triangular solve would keep)."""
+    for k in range(len(blocks)):
+        factor, info = lapack.dpotrf(blocks[k], lower=1)
+        if info != 0:
+            return int(k)
+        inverse, info = lapack.dpotri(factor, lower=1, overwrite_c=1)
+        if info != 0:
+            return int(k)
+        lower = np.tril(inverse)
+        blocks[k] = lower + np.tril(lower, -1).T  # potri fills the lower triangle only
+    return None
+
+
+def _warm_point(st: _Structure, c: np.ndarray, start: GeoLPSolution, y: np.ndarray) -> tuple[np.ndarray, ...]:
+    """An interior point near ``start``: its mechanism mixed with a little of the uniform one (strictly
+    inside every kept row), its multipliers (the new rows' from the complementarity target), all pushed
+    off the boundary to the same complementarity."""
+    m = st.m
+    x = (1.0 - _WARM_MIX) * start.p.ravel() + _WARM_MIX / m
+    s_raw = -st.g(x)
+    kept = len(start.nu)
+    mu = _WARM_MU * float(c @ x) / (len(s_raw) + len(x))
+    s = np.maximum(s_raw, np.sqrt(mu))
+    lam = np.empty(len(s))
+    lam[:kept] = start.nu / st.ra[:kept]  # the scaled rows' multipliers
+    lam[kept:] = mu / s[kept:]
+    lam = np.maximum(lam, mu / s)
+    w = np.maximum(c - np.repeat(y, m) + st.gt(lam), mu / x)
+    return x, s, lam, w, y.copy()
+
+
+def _direction(
+    newton: _Newton,
+    point: tuple[np.ndarray, ...],
+    residuals: tuple[np.ndarray, ...],
+    rc_s: np.ndarray,
+    rc_x: np.ndarray,
+) -> tuple[np.ndarray, ...]:
+    """The Newton step (dx, dy, ds, dlam, dw) for complementarity right-hand sides ``rc_s``, ``rc_x``."""
+    x, s, lam, w = point
+    rp, rg, rd = residuals
+    st, d = newton.st, newton.d
+    f = -rd + st.gt(rc_s / s - d * rg) - rc_x / x
+    dx, dy = newton.solve(f, -rp)
+    ds = -rg - st.g(dx)
+    return dx, dy, ds, (-rc_s - lam * ds) / s, (-rc_x - w * dx) / x
+
+
+def _max_step(v: np.ndarray, dv: np.ndarray) -> float:
+    neg = dv < 0
+    return float(min(1.0, (-v[neg] / dv[neg]).min())) if neg.any() else 1.0
+
+
+def solve_geo_lp(
+    cost: np.ndarray,
+    rows: np.ndarray,
+    ratios: np.ndarray,
+    *,
+    tol: float = 1e-8,
+    max_iter: int = 200,
+    deadline: float | None = None,
+    start: GeoLPSolution | None = None,
+    progress: Progress = None,
+) -> GeoLPSolution:
+    """Solve the geo LP on the privacy rows ``rows`` by the block interior-point method (module docstring).
+
+    Parameters
+    ----------
+    cost : ndarray, shape (n, m)
+        ``c[x, y] = pi(x) L(x, y)``.
+    rows : ndarray of int, shape (r, 3)
+        Privacy rows (a, b, y): ``P[a, y] <= ratio * P[b, y]``, ``a != b``.
+    ratios : ndarray, shape (r,)
+        ``exp(eps d(a, b)) > 1`` per row.
+    tol : float
+        Relative duality gap and residuals at which to stop.
+    max_iter : int
+    deadline : float, optional
+        ``time.perf_counter()`` value after which to return the current iterate (``converged=False``).
+    start : GeoLPSolution, optional
+        A solution of the same LP on the first ``len(start.nu)`` of ``rows`` (row generation): the solve
+        starts near it instead of at the uniform mechanism.
+
+    Returns
+    -------
+    GeoLPSolution
+    """
+    cost = np.asarray(cost, dtype=np.float64)
+    n, m = cost.shape
+    rows = np.asarray(rows, dtype=np.int64)
+    ratios = np.asarray(ratios, dtype=np.float64)
+    if rows.ndim != 2 or rows.shape[1] != 3 or len(rows) != len(ratios):
+        raise DataError("rows must be (r, 3) with one ratio per row")
+    if np.any(rows[:, 0] == rows[:, 1]) or np.any(ratios <= 1.0):
+        raise DataError("every privacy row needs two distinct targets at positive distance")
+    st = _Structure.build(n, m, rows, ratios)
+    with threadpool_limits(limits=1):  # BLAS threads on blocks this small: 78 s against 52 s at city depth 1
+        return _interior_point(st, cost.ravel(), tol, max_iter, deadline, start, progress)
+
+
+def _interior_point(
+    st: _Structure,
+    c: np.ndarray,
+    tol: float,
+    max_iter: int,
+    deadline: float | None,
+    start: GeoLPSolution | None,
+    progress: Progress,
+) -> GeoLPSolution:
+    """Mehrotra predictor-corrector from the uniform mechanism or near ``start`` (module docstring)."""
+    n, m = st.n, st.m
+    if start is None or start.y is None:
+        x = np.full(n * m, 1.0 / m)  # the uniform mechanism: interior for every row
+        s = -st.g(x)
+        mu0 = float(np.abs(c).mean()) + 1e-12
+        lam, w, y = mu0 / s, np.full(n * m, mu0 * m), np.zeros(n)
+    else:
+        x, s, lam, w, y = _warm_point(st, c, start, start.y)
+    count = len(s) + len(x)
+    gap, converged, iterations = 1.0, False, 0
+    best_estimate, best_lam = -np.inf, lam
+    for iterations in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
+        rp = st.row_sums(x) - 1.0
+        rg = st.g(x) + s
+        rd = c - np.repeat(y, m) + st.gt(lam) - w
+        objective, dual = float(c @ x), float(y.sum())
+        # any lam >= 0 certifies sum_x min_y (c + G'lam)[x, y]; keep the best multipliers seen
+        estimate = float((c + st.gt(lam)).reshape(n, m).min(axis=1).sum())
+        if estimate > best_estimate:
+            best_estimate, best_lam = estimate, lam
+        gap = abs(objective - dual) / (1.0 + abs(objective))
+        scale = 1.0 + float(np.abs(c).max())
+        if gap <= tol and np.abs(rp).max() <= tol and np.abs(rd).max() <= tol * scale:
+            converged = True
+            break
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        done = min(0.99, np.log10(max(gap, 1e-12)) / np.log10(tol))
+        report(progress, done, f"interior point: gap {gap:.1e}")
+        mu = (float(lam @ s) + float(w @ x)) / count
+        d = lam / s
+        try:
+            newton = _Newton(st, d, w / x)
+        except np.linalg.LinAlgError:
+            break  # the blocks lost definiteness at the end of the path: keep the last iterate
+        point, residuals = (x, s, lam, w), (rp, rg, rd)
+        dx, dy, ds, dlam, dw = _direction(newton, point, residuals, lam * s, w * x)
+        ap = min(_max_step(x, dx), _max_step(s, ds))
+        ad = min(_max_step(lam, dlam), _max_step(w, dw))
+        mu_aff = (float((lam + ad * dlam) @ (s + ap * ds)) + float((w + ad * dw) @ (x + ap * dx))) / count
+        sigma = (mu_aff / mu) ** 3
+        rc_s, rc_x = lam * s + ds * dlam - sigma * mu, w * x + dx * dw - sigma * mu  # Mehrotra's corrector
+        dx, dy, ds, dlam, dw = _direction(newton, point, residuals, rc_s, rc_x)
+        ap = min(_max_step(x, dx), _max_step(s, ds))
+        ad = min(_max_step(lam, dlam), _max_step(w, dw))
+        ap, ad = _STEP * ap, _STEP * ad
+        x, s = x + ap * dx, s + ap * ds
+        lam, w, y = lam + ad * dlam, w + ad * dw, y + ad * dy
+    nu = np.maximum(best_lam, 0.0) * st.ra  # multipliers of the unscaled rows
+    return GeoLPSolution(
+        p=x.reshape(n, m),
+        nu=nu,
+        objective=float(c @ x),
+        dual_objective=float(y.sum()),
+        iterations=iterations,
+        converged=converged,
+        gap=gap,
+        y=y,
+    )

@@ -1,0 +1,168 @@
+"""The exact optimum by row generation over the block interior point.
+
+solve_geo_lp equals scipy's HiGHS on the same rows and its multipliers certify that value;
+optimal_geo_mechanism equals an independent full LP (every ordered pair), is eps-mDP on all pairs
+(exhaustive mdp_violation), brackets the optimum from both sides, and no verified mechanism is better.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+from scipy.sparse import csr_matrix
+from test_geo_bounds import full_lp, tiny_problem  # tests/geo is on sys.path (rootdir conftest layout)
+
+from mdp_core.errors import DataError
+from mdp_core.geo import (
+    compare,
+    compare_methods,
+    em_remap_geo,
+    exponential_geo,
+    grid_road_network,
+    optimal_geo_mechanism,
+    run_bench,
+    solve_geo_lp,
+    spanner_mechanism,
+    spanner_pairs,
+    tree_extension,
+    verify_geo,
+)
+from mdp_core.geo.bounds import _privacy_rows, certified_bound
+from mdp_core.mechanisms import mdp_violation
+
+
+def lp_rows(problem, eps: float, dilation: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    cost = problem.prior[:, None] * problem.loss
+    pts = problem.targets_km
+    rows = _privacy_rows(spanner_pairs(pts, dilation)[0], cost.shape[1])
+    ratios = np.exp(eps * np.linalg.norm(pts[rows[:, 0]] - pts[rows[:, 1]], axis=1))
+    return cost, rows, ratios
+
+
+def linprog_on_rows(cost: np.ndarray, rows: np.ndarray, ratios: np.ndarray) -> float:
+    """Independent reference: the same LP with scipy's HiGHS (rows built here, not by the module)."""
+    n, m = cost.shape
+    r = len(rows)
+    cols = np.concatenate([rows[:, 0] * m + rows[:, 2], rows[:, 1] * m + rows[:, 2]])
+    a_ub = csr_matrix((np.concatenate([np.ones(r), -ratios]), (np.tile(np.arange(r), 2), cols)), (r, n * m))
+    a_eq = csr_matrix((np.ones(n * m), (np.repeat(np.arange(n), m), np.arange(n * m))), (n, n * m))
+    res = linprog(cost.ravel(), A_ub=a_ub, b_ub=np.zeros(r), A_eq=a_eq, b_eq=np.ones(n), method="highs")
+    assert res.status == 0, res.message
+    return float(res.fun)
+
+
+@pytest.mark.parametrize(("eps", "dilation"), [(0.5, 1.1), (2.0, 1.1), (1.0, 1.5)])
+def test_interior_point_equals_highs_on_the_same_rows(eps: float, dilation: float) -> None:
+    problem = tiny_problem(5, 4, seed=2, seed_n=3)
+    cost, rows, ratios = lp_rows(problem, eps, dilation)
+    reference = linprog_on_rows(cost, rows, ratios)
+    sol = solve_geo_lp(cost, rows, ratios, tol=1e-10)
+    assert sol.objective == pytest.approx(reference, rel=1e-6)  # HiGHS's own tolerances are 1e-7
+    certificate = certified_bound(cost, rows, ratios, sol.nu)
+    assert reference * (1 - 1e-6) <= certificate <= reference * (1 + 1e-7) <= sol.objective * (1 + 2e-7)
+    np.testing.assert_allclose(sol.p.sum(axis=1), 1.0, atol=1e-10)
+    assert np.all(sol.p > 0) and np.all(sol.nu >= 0)
+    excess = sol.p[rows[:, 0], rows[:, 2]] - ratios * sol.p[rows[:, 1], rows[:, 2]]
+    assert excess.max() <= 1e-9  # the kept rows hold
+
+
+def test_a_warm_start_reaches_the_same_optimum_with_added_rows() -> None:
+    problem = tiny_problem(5, 4, seed=4, seed_n=3)
+    cost, rows, ratios = lp_rows(problem, 1.0, 1.5)
+    first = solve_geo_lp(cost, rows, ratios, tol=1e-3)
+    pts = problem.targets_km
+    extra = _privacy_rows(spanner_pairs(pts, 1.05)[0], cost.shape[1])
+    more = np.concatenate([rows, extra])
+    more_ratios = np.exp(1.0 * np.linalg.norm(pts[more[:, 0]] - pts[more[:, 1]], axis=1))
+    warm = solve_geo_lp(cost, more, more_ratios, tol=1e-9, start=first)
+    assert warm.objective == pytest.approx(linprog_on_rows(cost, more, more_ratios), rel=1e-6)
+    assert warm.objective >= first.objective * (1 - 1e-3)  # more rows: never a lower optimum
+
+
+@pytest.mark.parametrize(("eps", "seed_n"), [(0.5, 2), (2.0, 3), (1.0, 3)])
+def test_optimal_mechanism_is_the_full_lp_optimum_and_private(eps: float, seed_n: int) -> None:
+    problem = tiny_problem(4, 3, seed=1, seed_n=seed_n)
+    mech = optimal_geo_mechanism(problem, eps, dilation=1.5)  # a loose spanner: rows must be generated
+    optimum = full_lp(problem, eps)
+    utility = mech.utility_km(problem)
+    bound = mech.info["lower_bound"]
+    assert bound.exact and utility <= bound.value * (1 + 1e-5)
+    assert bound.value <= optimum + 1e-12
+    assert utility == pytest.approx(optimum, rel=1e-5)
+    dist = np.linalg.norm(problem.targets_km[:, None] - problem.targets_km[None], axis=2)
+    assert mdp_violation(mech.matrix, dist, eps) <= 1e-9
+    np.testing.assert_allclose(mech.matrix.sum(axis=1), 1.0, atol=1e-12)
+    assert mech.method == "optimal" and mech.info["rounds"] >= 2
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), eps=st.sampled_from([0.3, 1.0, 3.0]), nx_=st.integers(3, 5))
+def test_no_verified_mechanism_beats_the_optimum(seed: int, eps: float, nx_: int) -> None:
+    problem = tiny_problem(nx_, 3, seed=seed, seed_n=3)
+    mech = optimal_geo_mechanism(problem, eps)
+    bound = mech.info["lower_bound"].value
+    assert verify_geo(mech, exhaustive=True).holds
+    best = mech.utility_km(problem)
+    assert bound <= best
+    em = exponential_geo(problem, eps)
+    others = [
+        tree_extension(problem, eps),
+        em,
+        em_remap_geo(problem, eps, em=em),
+        spanner_mechanism(problem, eps),
+    ]
+    for other in others:
+        assert verify_geo(other, exhaustive=True).holds
+        assert bound <= other.utility_km(problem) + 1e-12
+        assert best <= other.utility_km(problem) * (1 + 1e-5)
+
+
+def test_out_of_time_still_returns_a_private_mechanism_and_a_bound() -> None:
+    problem = tiny_problem(5, 4, seed=3, seed_n=3)
+    mech = optimal_geo_mechanism(problem, 1.0, time_limit=1e-3)
+    dist = np.linalg.norm(problem.targets_km[:, None] - problem.targets_km[None], axis=2)
+    assert mdp_violation(mech.matrix, dist, 1.0) <= 1e-9
+    assert mech.info["lower_bound"].value <= full_lp(problem, 1.0) + 1e-12
+    assert mech.info["rounds"] == 1
+
+
+def test_bad_inputs_are_refused_with_a_reason() -> None:
+    problem = tiny_problem(4, 3, seed=1)
+    with pytest.raises(DataError, match="at most 5 targets"):
+        optimal_geo_mechanism(problem, 1.0, max_targets=5)
+    with pytest.raises(DataError, match="max_rounds"):
+        optimal_geo_mechanism(problem, 1.0, max_rounds=0)
+    with pytest.raises(DataError, match="time_limit"):
+        optimal_geo_mechanism(problem, 1.0, time_limit=0)
+    cost, rows, ratios = lp_rows(problem, 1.0, 1.1)
+    with pytest.raises(DataError, match="distinct targets"):
+        solve_geo_lp(cost, np.array([[0, 0, 0]]), np.array([2.0]))
+    with pytest.raises(DataError, match="one ratio per row"):
+        solve_geo_lp(cost, rows, ratios[:-1])
+
+
+def test_comparison_takes_the_exact_optimum_as_its_bound() -> None:
+    problem = tiny_problem(4, 3, seed=5, seed_n=3)
+    methods = ("tree", "tree_o", "em", "em_remap", "optimal")
+    comp = compare_methods(problem, 1.0, methods=methods, bound=True)
+    optimum = comp.mechanisms["optimal"]
+    assert comp.bound is optimum.info["lower_bound"] and comp.bound.exact
+    assert comp.bound.method.startswith("exact optimum")
+    assert comp.violation_ratio["optimal"] == 0.0
+    assert 0.0 <= comp.gap["optimal"] <= 1e-5
+    assert all(comp.gap[k] >= comp.gap["optimal"] - 1e-9 for k in methods)
+    assert comp.utility_km["optimal"] == pytest.approx(full_lp(problem, 1.0), rel=1e-5)
+
+
+def test_bench_record_carries_the_optimum_and_refuses_large_grids(monkeypatch: pytest.MonkeyPatch) -> None:
+    net = grid_road_network(4, 3, spacing_km=0.3, rng=np.random.default_rng(1))
+    record, comp = run_bench(net, depth=1, eps=1.0, seed_n=3, n_tasks=6, verify_samples=2_000, optimal=True)
+    certificate = comp.mechanisms["optimal"].info["lower_bound"].value
+    assert record["lower_bound"] == pytest.approx(certificate, abs=1e-6)
+    assert record["bound_exact"] is True and record["best_private"] == "optimal"
+    monkeypatch.setattr(compare, "OPTIMAL_MAX_TARGETS", 3)
+    with pytest.raises(DataError, match="at most 3 targets"):
+        run_bench(net, depth=1, eps=1.0, seed_n=3, n_tasks=6, optimal=True)
