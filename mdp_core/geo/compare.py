@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import resource
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -20,6 +21,7 @@ from mdp_core.geo.bilinear import bilinear_mechanism
 from mdp_core.geo.bounds import GeoBound, geo_lower_bound
 from mdp_core.geo.cosets import coset_lower_bound
 from mdp_core.geo.extension import GeoMechanism, tree_extension, tree_seed
+from mdp_core.geo.optimal import OPTIMAL_MAX_TARGETS, optimal_geo_mechanism
 from mdp_core.geo.roads import RoadNetwork, load_road_network
 from mdp_core.geo.seed_lp import SeedLPResult
 from mdp_core.geo.spanner import SPANNER_MAX_TARGETS, spanner_mechanism
@@ -43,11 +45,14 @@ METHODS = ("tree", "tree_m", "tree_o", "em", "em_remap", "lp_coarse")
 #: LP on a spanner of the full target domain (:func:`~mdp_core.geo.spanner.spanner_mechanism`, up to
 #: SPANNER_MAX_TARGETS targets) and the bilinear lattice LP
 #: (:func:`~mdp_core.geo.bilinear.bilinear_mechanism`, any depth): the best eps-mDP mechanisms we can
-#: build at city scale and the fairest yardsticks for the lower bound.
-REFERENCE_METHODS = ("spanner", "bilinear")
-#: Seconds of PDLP each reference mechanism gets inside a comparison.
+#: build at city scale and the fairest yardsticks for the lower bound; and the exact optimum
+#: (:func:`~mdp_core.geo.optimal.optimal_geo_mechanism`, up to OPTIMAL_MAX_TARGETS targets: minutes).
+REFERENCE_METHODS = ("spanner", "bilinear", "optimal")
+#: Seconds of PDLP each reference mechanism gets inside a comparison (the optimum: its whole time limit).
 SPANNER_SECONDS = 60.0
 BILINEAR_SECONDS = 60.0
+OPTIMAL_SECONDS = 900.0
+_REFERENCE_SECONDS = {"spanner": SPANNER_SECONDS, "bilinear": BILINEAR_SECONDS, "optimal": OPTIMAL_SECONDS}
 #: The eps-mDP tree variants, each compared with EM + remap (a variant worse than it is reported).
 TREE_VARIANTS = {"tree": "A", "tree_m": "M", "tree_o": "O"}
 
@@ -125,8 +130,12 @@ def compare_methods(
         elif name == "em_remap":
             mechs[name] = em_remap_geo(problem, eps, em=mechs.get("em"))
         elif name in REFERENCE_METHODS:
-            build = spanner_mechanism if name == "spanner" else bilinear_mechanism
-            seconds_lp = SPANNER_SECONDS if name == "spanner" else BILINEAR_SECONDS
+            builders: dict[str, Callable[..., GeoMechanism]] = {  # looked up per call (tests patch them)
+                "spanner": spanner_mechanism,
+                "bilinear": bilinear_mechanism,
+                "optimal": optimal_geo_mechanism,
+            }
+            build, seconds_lp = builders[name], _REFERENCE_SECONDS[name]
             try:
                 mechs[name] = build(problem, eps, time_limit=reference_seconds or seconds_lp)
             except DataError as exc:  # a reference only: say why, keep the other methods
@@ -144,15 +153,17 @@ def compare_methods(
     gap: dict[str, float] = {}
     if bound:
         report(progress, len(methods) / (len(methods) + 1), "lower bound")
+        optimum = tighter_bound(None, mechs.get("optimal"))
         try:
-            lower = (
-                coset_lower_bound(problem, eps, step=bound_cosets, time_limit=bound_time_limit)
-                if bound_cosets
-                else geo_lower_bound(problem, eps, time_limit=bound_time_limit)
-            )
+            if optimum is not None and optimum.exact:  # nothing tighter to find
+                lower = None
+            elif bound_cosets:
+                lower = coset_lower_bound(problem, eps, step=bound_cosets, time_limit=bound_time_limit)
+            else:
+                lower = geo_lower_bound(problem, eps, time_limit=bound_time_limit)
         except DataError:  # too large for the bound's memory cap: reported as no bound
             lower = None
-        lower = tighter_bound(lower, mechs.get("spanner"))
+        lower = tighter_bound(lower, mechs.get("spanner"), mechs.get("optimal"))
         if lower is not None:
             seconds["bound"] = lower.seconds
             gap = {
@@ -176,17 +187,21 @@ def compare_methods(
     )
 
 
-def tighter_bound(lower: GeoBound | None, spanner: GeoMechanism | None) -> GeoBound | None:
-    """The tighter of ``lower`` (or none) and the spanner LP's own certificate (both by weak duality).
+def tighter_bound(lower: GeoBound | None, *mechanisms: GeoMechanism | None) -> GeoBound | None:
+    """The tightest of ``lower`` (or none) and the certificates that LP mechanisms carry in
+    ``info["lower_bound"]`` (the spanner LP's and the exact optimum's; all by weak duality).
 
     The spanner LP runs at eps on a subset of the privacy rows, so its multipliers certify a bound too
     (:mod:`mdp_core.geo.spanner`); with dilation 1.1 and 60 s each it was the tighter one in 6 of the 12
-    configurations of ``bench geo`` at depths 1-2 (district and 15 km city, eps 0.5-1.5 / km).
+    configurations of ``bench geo`` at depths 1-2 (district and 15 km city, eps 0.5-1.5 / km). The exact
+    optimum's (:mod:`mdp_core.geo.optimal`) is within 1e-5 of the best mechanism when ``exact``.
     """
-    certificate = None if spanner is None else cast(GeoBound, spanner.info["lower_bound"])
-    if certificate is None or (lower is not None and lower.value >= certificate.value):
-        return lower
-    return certificate
+    best = lower
+    for mech in mechanisms:
+        certificate = None if mech is None else cast("GeoBound | None", mech.info.get("lower_bound"))
+        if certificate is not None and (best is None or certificate.value > best.value):
+            best = certificate
+    return best
 
 
 def run_bench(
@@ -204,6 +219,7 @@ def run_bench(
     bound_cosets: int = 0,
     methods: tuple[str, ...] = METHODS,
     reference: bool = False,
+    optimal: bool = False,
 ) -> tuple[dict[str, Any], GeoComparison]:
     """Load, grid, build all methods, verify; return the CLI's JSON record and the comparison.
 
@@ -211,7 +227,9 @@ def run_bench(
     when the grid has at most :data:`~mdp_core.geo.spanner.SPANNER_MAX_TARGETS` targets. ``best_private``
     in the record is the verified eps-mDP method of least utility (LP-A is never private across targets);
     ``spanner_lower_bound`` the spanner LP's own certificate when it was built (``lower_bound`` is the
-    tighter of it and the relaxation's).
+    tighter of it and the relaxation's). With ``optimal=True`` the exact optimum joins too (at most
+    :data:`~mdp_core.geo.optimal.OPTIMAL_MAX_TARGETS` targets, else DataError); its certificate is then the
+    bound, exact when within 1e-5 of its utility.
     """
     start = time.perf_counter()
     network = city if isinstance(city, RoadNetwork) else load_road_network(city)
@@ -222,8 +240,15 @@ def run_bench(
     t_problem = time.perf_counter()
     if reference:
         small = problem.grid.n_targets <= SPANNER_MAX_TARGETS
-        extra = [m for m in REFERENCE_METHODS if m not in methods and (small or m != "spanner")]
+        extra = [m for m in ("spanner", "bilinear") if m not in methods and (small or m != "spanner")]
         methods = (*methods, *extra)
+    if optimal and "optimal" not in methods:
+        if problem.grid.n_targets > OPTIMAL_MAX_TARGETS:
+            raise DataError(
+                f"the exact optimum takes at most {OPTIMAL_MAX_TARGETS:,} targets; this grid has "
+                f"{problem.grid.n_targets:,} (use --depth 1)"
+            )
+        methods = (*methods, "optimal")
     comp = compare_methods(
         problem,
         eps,
