@@ -71,7 +71,7 @@ class GeoLPSolution:
     iterations: int
     converged: bool
     gap: float
-    y: np.ndarray | None = None
+    y: np.ndarray
 
 
 @dataclass
@@ -169,7 +169,7 @@ def _invert_blocks(blocks: np.ndarray) -> int | None:
     return None
 
 
-def _warm_point(st: _Structure, c: np.ndarray, start: GeoLPSolution, y: np.ndarray) -> tuple[np.ndarray, ...]:
+def _warm_point(st: _Structure, c: np.ndarray, start: GeoLPSolution) -> tuple[np.ndarray, ...]:
     """An interior point near ``start``: its mechanism mixed with a little of the uniform one (strictly
     inside every kept row), its multipliers (the new rows' from the complementarity target), all pushed
     off the boundary to the same complementarity."""
@@ -183,8 +183,8 @@ def _warm_point(st: _Structure, c: np.ndarray, start: GeoLPSolution, y: np.ndarr
     lam[:kept] = start.nu / st.ra[:kept]  # the scaled rows' multipliers
     lam[kept:] = mu / s[kept:]
     lam = np.maximum(lam, mu / s)
-    w = np.maximum(c - np.repeat(y, m) + st.gt(lam), mu / x)
-    return x, s, lam, w, y.copy()
+    w = np.maximum(c - np.repeat(start.y, m) + st.gt(lam), mu / x)
+    return x, s, lam, w, start.y.copy()
 
 
 def _direction(
@@ -267,23 +267,24 @@ def _interior_point(
 ) -> GeoLPSolution:
     """Mehrotra predictor-corrector from the uniform mechanism or near ``start`` (module docstring)."""
     n, m = st.n, st.m
-    if start is None or start.y is None:
+    if start is None:
         x = np.full(n * m, 1.0 / m)  # the uniform mechanism: interior for every row
         s = -st.g(x)
         mu0 = float(np.abs(c).mean()) + 1e-12
         lam, w, y = mu0 / s, np.full(n * m, mu0 * m), np.zeros(n)
     else:
-        x, s, lam, w, y = _warm_point(st, c, start, start.y)
+        x, s, lam, w, y = _warm_point(st, c, start)
     count = len(s) + len(x)
     gap, converged, iterations = 1.0, False, 0
     best_estimate, best_lam = -np.inf, lam
     for iterations in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
         rp = st.row_sums(x) - 1.0
         rg = st.g(x) + s
-        rd = c - np.repeat(y, m) + st.gt(lam) - w
+        reduced = c + st.gt(lam)
+        rd = reduced - np.repeat(y, m) - w
         objective, dual = float(c @ x), float(y.sum())
         # any lam >= 0 certifies sum_x min_y (c + G'lam)[x, y]; keep the best multipliers seen
-        estimate = float((c + st.gt(lam)).reshape(n, m).min(axis=1).sum())
+        estimate = float(reduced.reshape(n, m).min(axis=1).sum())
         if estimate > best_estimate:
             best_estimate, best_lam = estimate, lam
         gap = abs(objective - dual) / (1.0 + abs(objective))
