@@ -64,7 +64,7 @@ from mdp_core.geo.seed_lp import _highs
 import highspy, scipy.sparse as sp
 city, eps, solver, limit = sys.argv[1], float(sys.argv[2]), sys.argv[3], float(sys.argv[4])
 problem = build_problem(load_road_network(city), seed_n=12, depth=1, n_tasks=60, rng=np.random.default_rng(0))
-cost = problem.prior[:, None] * problem.loss
+cost = problem.cost
 n, m = cost.shape
 pts = problem.targets_km
 rows = _privacy_rows(spanner_pairs(pts, 1.1)[0], m)

@@ -272,7 +272,7 @@ def bilinear_mechanism(
     start = time.perf_counter()
     report(progress, 0.02, f"bilinear LP: lattice level {level}")
     lattice = _lattice(problem, int(level))
-    cost = np.asarray(lattice.weights.T @ (problem.prior[:, None] * problem.loss))
+    cost = np.asarray(lattice.weights.T @ problem.cost)
     report(progress, 0.05, f"bilinear LP: {lattice.points:,} lattice points, up to {time_limit:.0f} s")
     t_lp = time.perf_counter()
     eps_lp = (1.0 - margin) * _POLYGON * eps

@@ -246,7 +246,7 @@ def geo_lower_bound(
     start = time.perf_counter()
     deadline = start + float(time_limit)
     targets = problem.targets_km
-    cost = problem.prior[:, None] * problem.loss
+    cost = problem.cost
     n = len(targets)
     if aggregate_above is None:
         aggregate_above = AGGREGATE_ABOVE if time_limit >= 45 else AGGREGATE_ABOVE_SHORT
@@ -299,7 +299,7 @@ def _aggregated_bound(
 ) -> GeoBound:
     """The bound on representatives (module docstring, "Aggregation"), best of the threshold rounds."""
     report(progress, 0.02, "lower bound: aggregating targets onto representatives")
-    targets, cost = problem.targets_km, problem.prior[:, None] * problem.loss
+    targets, cost = problem.targets_km, problem.cost
     n = len(targets)
     reps = representatives(targets, count)
     best, thresholds, rows, relax = -np.inf, None, None, None

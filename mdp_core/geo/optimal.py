@@ -95,7 +95,7 @@ def optimal_geo_mechanism(
     eps = check_lp_inputs(problem, eps, time_limit)
     if not (isinstance(max_rounds, int) and max_rounds >= 1):
         raise DataError(f"max_rounds must be a positive integer, got {max_rounds!r}")
-    targets, cost = problem.targets_km, problem.prior[:, None] * problem.loss
+    targets, cost = problem.targets_km, problem.cost
     n, m = cost.shape
     if n > max_targets:
         raise DataError(

@@ -98,7 +98,7 @@ def spanner_mechanism(
     eps = check_lp_inputs(problem, eps, time_limit)
     if not 0.0 < slack < 0.5:
         raise DataError(f"slack must be in (0, 0.5), got {slack!r}")
-    targets, cost = problem.targets_km, problem.prior[:, None] * problem.loss
+    targets, cost = problem.targets_km, problem.cost
     n, m = cost.shape
     if n > max_targets:
         raise DataError(

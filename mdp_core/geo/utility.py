@@ -56,6 +56,12 @@ class GeoProblem:
         """Output positions (km), shape (m, 2)."""
         return self.grid.outputs_km
 
+    @property
+    def cost(self) -> np.ndarray:
+        """The LPs' objective ``c[x, y] = pi(x) L(x, y)`` (km), shape (n, m): a mechanism's utility is
+        ``sum(c * P)``."""
+        return self.prior[:, None] * self.loss
+
 
 def travel_loss(
     network: RoadNetwork, x_nodes: np.ndarray, y_nodes: np.ndarray, task_nodes: np.ndarray
