@@ -104,7 +104,7 @@ def optimal_geo_mechanism(
         )
     start = time.perf_counter()
     deadline = start + time_limit
-    dist = np.linalg.norm(targets[:, None, :] - targets[None, :, :], axis=2)
+    dist = problem.target_distances_km()
     pairs, _ = spanner_pairs(targets, dilation)
     rows = _privacy_rows(pairs, m)
     best = -np.inf

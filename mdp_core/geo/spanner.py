@@ -110,7 +110,7 @@ def spanner_mechanism(
     t_spanner = time.perf_counter()
     rows = _privacy_rows(pairs, m)
     ratios = np.exp(eps * np.linalg.norm(targets[rows[:, 0]] - targets[rows[:, 1]], axis=1))
-    dist = np.linalg.norm(targets[:, None, :] - targets[None, :, :], axis=2)
+    dist = problem.target_distances_km()
     report(progress, 0.1, f"spanner LP: {len(rows):,} privacy rows, up to {time_limit:.0f} s")
     t_solve = time.perf_counter()
     raw, nu, objective, status = _solve(cost, rows, ratios, t_solve + time_limit)

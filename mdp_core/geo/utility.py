@@ -62,6 +62,12 @@ class GeoProblem:
         ``sum(c * P)``."""
         return self.prior[:, None] * self.loss
 
+    def target_distances_km(self) -> np.ndarray:
+        """Euclidean distances (km) between all targets, shape (n, n): the metric of eps-mDP here
+        (n^2 floats: the full-domain LPs that need it cap n)."""
+        pts = self.targets_km
+        return np.linalg.norm(pts[:, None, :] - pts[None, :, :], axis=2)
+
 
 def travel_loss(
     network: RoadNetwork, x_nodes: np.ndarray, y_nodes: np.ndarray, task_nodes: np.ndarray

@@ -34,6 +34,12 @@ from mdp_core.geo.bounds import _privacy_rows, certified_bound
 from mdp_core.mechanisms import mdp_violation
 
 
+def distances(problem) -> np.ndarray:
+    """Independent reference metric: Euclidean km between all targets."""
+    pts = problem.targets_km
+    return np.linalg.norm(pts[:, None] - pts[None], axis=2)
+
+
 def lp_rows(problem, eps: float, dilation: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     cost = problem.prior[:, None] * problem.loss
     pts = problem.targets_km
@@ -92,7 +98,7 @@ def test_optimal_mechanism_is_the_full_lp_optimum_and_private(eps: float, seed_n
     assert bound.exact and utility <= bound.value * (1 + 1e-5)
     assert bound.value <= optimum + 1e-12
     assert utility == pytest.approx(optimum, rel=1e-5)
-    dist = np.linalg.norm(problem.targets_km[:, None] - problem.targets_km[None], axis=2)
+    dist = distances(problem)
     assert mdp_violation(mech.matrix, dist, eps) <= 1e-9
     np.testing.assert_allclose(mech.matrix.sum(axis=1), 1.0, atol=1e-12)
     assert mech.method == "optimal" and mech.info["rounds"] >= 2
@@ -123,7 +129,7 @@ def test_no_verified_mechanism_beats_the_optimum(seed: int, eps: float, nx_: int
 def test_out_of_time_still_returns_a_private_mechanism_and_a_bound() -> None:
     problem = tiny_problem(5, 4, seed=3, seed_n=3)
     mech = optimal_geo_mechanism(problem, 1.0, time_limit=1e-3)
-    dist = np.linalg.norm(problem.targets_km[:, None] - problem.targets_km[None], axis=2)
+    dist = distances(problem)
     assert mdp_violation(mech.matrix, dist, 1.0) <= 1e-9
     assert mech.info["lower_bound"].value <= full_lp(problem, 1.0) + 1e-12
     assert mech.info["rounds"] == 1
