@@ -39,7 +39,7 @@ from mdp_core.geo.bounds import GeoBound, _privacy_rows, _violated_rows, certifi
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.ipm import GeoLPSolution, solve_geo_lp
 from mdp_core.geo.pairs import spanner_pairs
-from mdp_core.geo.utility import GeoProblem, check_lp_inputs
+from mdp_core.geo.utility import GeoProblem, check_lp_inputs, check_target_count
 from mdp_core.mechanisms.verify import VIOLATION_TOL, raise_repair, repair_mechanism
 
 __all__ = ["OPTIMAL_MAX_TARGETS", "optimal_geo_mechanism"]
@@ -47,6 +47,8 @@ __all__ = ["OPTIMAL_MAX_TARGETS", "optimal_geo_mechanism"]
 #: Largest target count :func:`optimal_geo_mechanism` accepts by default: each interior-point iteration
 #: factorises m blocks of n x n (O(m n^3): 0.45 s at 406 targets, ~10 s at 1,251).
 OPTIMAL_MAX_TARGETS = 600
+#: What to do instead, when a grid has more targets than that.
+OPTIMAL_ADVICE = "use depth 1, or the spanner LP (near-optimal, with a certified bound)"
 #: A row of the full problem counts as broken above this absolute excess ``P[a, y] - r P[b, y]``.
 ROW_TOL = 1e-10
 #: Relative width of the certified bracket (verified mechanism against certified bound) under which the
@@ -97,11 +99,7 @@ def optimal_geo_mechanism(
         raise DataError(f"max_rounds must be a positive integer, got {max_rounds!r}")
     targets, cost = problem.targets_km, problem.cost
     n, m = cost.shape
-    if n > max_targets:
-        raise DataError(
-            f"the exact optimum takes at most {max_targets:,} targets (this grid has {n:,}); use depth 1, "
-            "or the spanner LP (near-optimal, with a certified bound)"
-        )
+    check_target_count(n, max_targets, "the exact optimum", OPTIMAL_ADVICE)
     start = time.perf_counter()
     deadline = start + time_limit
     dist = problem.target_distances_km()

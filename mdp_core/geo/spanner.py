@@ -43,7 +43,7 @@ from mdp_core.errors import DataError
 from mdp_core.geo.bounds import GeoBound, _privacy_rows, _solve, certified_bound
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.pairs import spanner_pairs
-from mdp_core.geo.utility import GeoProblem, check_lp_inputs
+from mdp_core.geo.utility import GeoProblem, check_lp_inputs, check_target_count
 from mdp_core.mechanisms.verify import VIOLATION_TOL, raise_repair
 
 __all__ = ["SPANNER_MAX_TARGETS", "spanner_mechanism"]
@@ -100,10 +100,7 @@ def spanner_mechanism(
         raise DataError(f"slack must be in (0, 0.5), got {slack!r}")
     targets, cost = problem.targets_km, problem.cost
     n, m = cost.shape
-    if n > max_targets:
-        raise DataError(
-            f"the spanner LP takes at most {max_targets:,} targets (this grid has {n:,}); use a smaller depth"
-        )
+    check_target_count(n, max_targets, "the spanner LP", "use a smaller depth")
     start = time.perf_counter()
     report(progress, 0.02, f"spanner LP: spanner of {n:,} targets")
     pairs, reached = spanner_pairs(targets, dilation)

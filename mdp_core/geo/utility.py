@@ -172,3 +172,10 @@ def check_lp_inputs(problem: GeoProblem, eps: float, time_limit: float) -> float
     if not (np.isfinite(time_limit) and time_limit > 0):
         raise DataError(f"time_limit must be positive seconds, got {time_limit!r}")
     return eps
+
+
+def check_target_count(n: int, limit: int, solver: str, advice: str) -> None:
+    """DataError when a full-domain LP (``solver``, e.g. "the spanner LP") would get more than ``limit``
+    targets: their cost grows as n^2 m or faster."""
+    if n > limit:
+        raise DataError(f"{solver} takes at most {limit:,} targets (this grid has {n:,}); {advice}")
