@@ -59,13 +59,12 @@ _HIGHS = """
 import json, sys, time
 import numpy as np
 from mdp_core.geo import build_problem, load_road_network, solve_geo_lp, spanner_pairs
-from mdp_core.geo.bounds import _privacy_rows, certified_bound
+from mdp_core.geo.bounds import _privacy_rows, _relaxation_lp, certified_bound
 from mdp_core.geo.seed_lp import _highs
-import highspy, scipy.sparse as sp
 city, eps, solver, limit = sys.argv[1], float(sys.argv[2]), sys.argv[3], float(sys.argv[4])
 problem = build_problem(load_road_network(city), seed_n=12, depth=1, n_tasks=60, rng=np.random.default_rng(0))
 cost = problem.cost
-n, m = cost.shape
+m = cost.shape[1]
 pts = problem.targets_km
 rows = _privacy_rows(spanner_pairs(pts, 1.1)[0], m)
 ratios = np.exp(eps * np.linalg.norm(pts[rows[:, 0]] - pts[rows[:, 1]], axis=1))
@@ -75,14 +74,7 @@ if solver == "block":
     out = {"status": "Optimal" if sol.converged else f"gap {sol.gap:.1e}", "objective": sol.objective,
            "certificate": certified_bound(cost, rows, ratios, sol.nu)}
 else:
-    r = len(rows)
-    cols = np.concatenate([rows[:, 0] * m + rows[:, 2], rows[:, 1] * m + rows[:, 2]])
-    vals = np.concatenate([np.ones(r), -ratios])
-    priv = sp.csr_matrix((vals, (np.tile(np.arange(r), 2), cols)), (r, n * m))
-    sums = sp.csr_matrix((np.ones(n * m), (np.repeat(np.arange(n), m), np.arange(n * m))), (n, n * m))
-    lower = np.concatenate([np.full(r, -highspy.kHighsInf), np.ones(n)])
-    upper = np.concatenate([np.zeros(r), np.ones(n)])
-    h = _highs(sp.vstack([priv, sums], format="csc"), lower, upper, cost.ravel(), solver=solver)
+    h = _highs(*_relaxation_lp(cost, rows, ratios), cost.ravel(), solver=solver)
     h.setOptionValue("time_limit", limit)
     h.run()
     out = {"status": h.modelStatusToString(h.getModelStatus()),

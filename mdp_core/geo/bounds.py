@@ -141,6 +141,24 @@ def _privacy_rows(pairs: np.ndarray, m: int) -> np.ndarray:
     return np.column_stack([np.repeat(directed, m, axis=0), np.tile(np.arange(m), k)])
 
 
+def _relaxation_lp(
+    cost: np.ndarray, rows: np.ndarray, ratios: np.ndarray
+) -> tuple[sp.csc_matrix, np.ndarray, np.ndarray]:
+    """The LP's constraint matrix and row bounds for HiGHS: privacy rows (<= 0), then row sums (= 1)."""
+    n, m = cost.shape
+    r = len(rows)
+    var_a = rows[:, 0] * m + rows[:, 2]
+    var_b = rows[:, 1] * m + rows[:, 2]
+    priv = sp.csr_matrix(
+        (np.concatenate([np.ones(r), -ratios]), (np.tile(np.arange(r), 2), np.concatenate([var_a, var_b]))),
+        shape=(r, n * m),
+    )
+    sums = sp.csr_matrix((np.ones(n * m), (np.repeat(np.arange(n), m), np.arange(n * m))), shape=(n, n * m))
+    lower = np.concatenate([np.full(r, -highspy.kHighsInf), np.ones(n)])
+    upper = np.concatenate([np.zeros(r), np.ones(n)])
+    return sp.vstack([priv, sums], format="csc"), lower, upper
+
+
 def _solve(
     cost: np.ndarray, rows: np.ndarray, ratios: np.ndarray, deadline: float
 ) -> tuple[np.ndarray, np.ndarray, float, str]:
@@ -152,18 +170,8 @@ def _solve(
     """
     n, m = cost.shape
     r = len(rows)
-    var_a = rows[:, 0] * m + rows[:, 2]
-    var_b = rows[:, 1] * m + rows[:, 2]
-    priv = sp.csr_matrix(
-        (np.concatenate([np.ones(r), -ratios]), (np.tile(np.arange(r), 2), np.concatenate([var_a, var_b]))),
-        shape=(r, n * m),
-    )
-    sums = sp.csr_matrix((np.ones(n * m), (np.repeat(np.arange(n), m), np.arange(n * m))), shape=(n, n * m))
-    a = sp.vstack([priv, sums], format="csc")
-    lower = np.concatenate([np.full(r, -highspy.kHighsInf), np.ones(n)])
-    upper = np.concatenate([np.zeros(r), np.ones(n)])
     solver = "ipm" if r <= IPM_ROWS else "pdlp"
-    h = _highs(a, lower, upper, cost.ravel(), solver=solver)
+    h = _highs(*_relaxation_lp(cost, rows, ratios), cost.ravel(), solver=solver)
     h.setOptionValue("time_limit", max(deadline - time.perf_counter(), 1.0))
     h.run()
     status = h.modelStatusToString(h.getModelStatus())
