@@ -181,14 +181,19 @@ def _solve(
     return p, nu, float(h.getInfo().objective_function_value), status
 
 
-def _violated_rows(p: np.ndarray, targets: np.ndarray, eps: float, tol: float, limit: int) -> np.ndarray:
-    """Rows (a, b, y) of the full problem that ``p`` breaks by more than ``tol`` (absolute), worst first."""
+def _violated_rows(
+    p: np.ndarray, targets: np.ndarray, eps: float, tol: float, limit: int, relative: float = 0.0
+) -> np.ndarray:
+    """Rows (a, b, y) of the full problem with ``P[a, y] - (1 - relative) r P[b, y] > tol``, worst first:
+    the rows ``p`` breaks by more than ``tol`` (absolute) and, with ``relative > 0``, also those within that
+    fraction of breaking (the rows a nearby solution is likely to break)."""
     n, m = p.shape
     chunk = max(1, 4_000_000 // (n * m))
     found, worst = [], []
     for lo in range(0, n, chunk):
         d = np.linalg.norm(targets[lo : lo + chunk, None, :] - targets[None, :, :], axis=2)  # (c, n)
-        ratio = np.exp(eps * d)
+        ratio = (1.0 - relative) * np.exp(eps * d)
+        ratio[np.arange(len(d)), np.arange(lo, lo + len(d))] = 1e300  # a == b is no row
         excess = p[lo : lo + chunk, None, :] - ratio[:, :, None] * p[None, :, :]  # (c, n, m)
         ia, ib, iy = np.nonzero(excess > tol)
         if len(ia):

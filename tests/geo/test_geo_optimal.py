@@ -30,7 +30,7 @@ from mdp_core.geo import (
     tree_extension,
     verify_geo,
 )
-from mdp_core.geo.bounds import _privacy_rows, certified_bound
+from mdp_core.geo.bounds import _privacy_rows, _violated_rows, certified_bound
 from mdp_core.mechanisms import mdp_violation
 
 
@@ -48,14 +48,17 @@ def lp_rows(problem, eps: float, dilation: float) -> tuple[np.ndarray, np.ndarra
     return cost, rows, ratios
 
 
-def linprog_on_rows(cost: np.ndarray, rows: np.ndarray, ratios: np.ndarray) -> float:
+def linprog_on_rows(
+    cost: np.ndarray, rows: np.ndarray, ratios: np.ndarray, row_sums: np.ndarray | None = None
+) -> float:
     """Independent reference: the same LP with scipy's HiGHS (rows built here, not by the module)."""
     n, m = cost.shape
     r = len(rows)
     cols = np.concatenate([rows[:, 0] * m + rows[:, 2], rows[:, 1] * m + rows[:, 2]])
     a_ub = csr_matrix((np.concatenate([np.ones(r), -ratios]), (np.tile(np.arange(r), 2), cols)), (r, n * m))
     a_eq = csr_matrix((np.ones(n * m), (np.repeat(np.arange(n), m), np.arange(n * m))), (n, n * m))
-    res = linprog(cost.ravel(), A_ub=a_ub, b_ub=np.zeros(r), A_eq=a_eq, b_eq=np.ones(n), method="highs")
+    b_eq = np.ones(n) if row_sums is None else row_sums
+    res = linprog(cost.ravel(), A_ub=a_ub, b_ub=np.zeros(r), A_eq=a_eq, b_eq=b_eq, method="highs")
     assert res.status == 0, res.message
     return float(res.fun)
 
@@ -73,6 +76,39 @@ def test_interior_point_equals_highs_on_the_same_rows(eps: float, dilation: floa
     assert np.all(sol.p > 0) and np.all(sol.nu >= 0)
     excess = sol.p[rows[:, 0], rows[:, 2]] - ratios * sol.p[rows[:, 1], rows[:, 2]]
     assert excess.max() <= 1e-9  # the kept rows hold
+
+
+def test_row_sums_below_one_solve_the_lp_of_some_outputs_with_the_rest_held_fixed() -> None:
+    problem = tiny_problem(5, 4, seed=5, seed_n=3)
+    cost, rows, ratios = lp_rows(problem, 1.0, 1.1)
+    held = exponential_geo(problem, 1.0).matrix[:, ::2]  # a private mechanism's even outputs, held fixed
+    budget = 1.0 - held.sum(axis=1)  # what they leave: feasible (the EM's odd outputs meet every row)
+    odd = np.arange(1, cost.shape[1], 2)
+    position = np.full(cost.shape[1], -1)
+    position[odd] = np.arange(len(odd))
+    keep = np.isin(rows[:, 2], odd)
+    sub = np.column_stack([rows[keep, :2], position[rows[keep, 2]]])
+    sol = solve_geo_lp(cost[:, odd], sub, ratios[keep], tol=1e-10, row_sums=budget)
+    assert sol.objective == pytest.approx(linprog_on_rows(cost[:, odd], sub, ratios[keep], budget), rel=1e-6)
+    np.testing.assert_allclose(sol.p.sum(axis=1), budget, atol=1e-10)
+    excess = sol.p[sub[:, 0], sub[:, 2]] - ratios[keep] * sol.p[sub[:, 1], sub[:, 2]]
+    assert excess.max() <= 1e-9
+    n = cost.shape[0]
+    with pytest.raises(DataError, match=f"row_sums must be {n} positive numbers"):
+        solve_geo_lp(cost, rows, ratios, row_sums=np.zeros(n))
+
+
+def test_near_rows_are_those_within_the_margin_of_breaking() -> None:
+    problem = tiny_problem(4, 3, seed=2, seed_n=3)
+    p = np.random.default_rng(1).dirichlet(np.ones(problem.loss.shape[1]), size=problem.loss.shape[0])
+    pts, eps = problem.targets_km, 1.0
+    ratio = np.exp(eps * distances(problem))
+    for margin in (0.0, 0.3):
+        got = _violated_rows(p, pts, eps, 1e-10, limit=10**6, relative=margin)
+        excess = p[:, None, :] - (1 - margin) * ratio[:, :, None] * p[None, :, :]
+        excess[np.arange(len(p)), np.arange(len(p))] = 0.0
+        expected = {tuple(r) for r in np.argwhere(excess > 1e-10)}
+        assert {tuple(r) for r in got} == expected and expected
 
 
 def test_a_warm_start_reaches_the_same_optimum_with_added_rows() -> None:
@@ -102,6 +138,20 @@ def test_optimal_mechanism_is_the_full_lp_optimum_and_private(eps: float, seed_n
     assert mdp_violation(mech.matrix, dist, eps) <= 1e-9
     np.testing.assert_allclose(mech.matrix.sum(axis=1), 1.0, atol=1e-12)
     assert mech.method == "optimal" and mech.info["rounds"] >= 2
+
+
+@pytest.mark.parametrize(("seed", "eps"), [(2, 1.0), (5, 2.0)])
+def test_re_solving_only_the_outputs_of_broken_rows_still_reaches_the_optimum(seed: int, eps: float) -> None:
+    problem = tiny_problem(4, 3, seed=seed, seed_n=3)
+    m = problem.loss.shape[1]
+    mech = optimal_geo_mechanism(problem, eps, dilation=1.5)
+    solved = mech.info["outputs_solved"]
+    assert solved[:2] == [m, m] and 2 <= solved[-1] < m  # the last LP held most outputs fixed
+    assert len(mech.info["iterations"]) == len(solved)
+    bound = mech.info["lower_bound"]
+    assert bound.exact and bound.value <= full_lp(problem, eps) + 1e-12
+    assert mech.utility_km(problem) == pytest.approx(full_lp(problem, eps), rel=1e-5)
+    assert mdp_violation(mech.matrix, distances(problem), eps) <= 1e-9
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
