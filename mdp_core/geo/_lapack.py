@@ -29,7 +29,7 @@ def _capsule_routine(name: str) -> _Routine | None:
     try:
         from scipy.linalg import cython_lapack
 
-        capsule = cython_lapack.__pyx_capi__[name]  # type: ignore[attr-defined]
+        capsule = cython_lapack.__pyx_capi__[name]
         get_name = ctypes.pythonapi.PyCapsule_GetName
         get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
         get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -39,7 +39,7 @@ def _capsule_routine(name: str) -> _Routine | None:
         return None
     int_p, double_p = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_double)
     prototype = ctypes.CFUNCTYPE(None, ctypes.c_char_p, int_p, double_p, int_p, int_p)
-    return prototype(address)  # type: ignore[no-any-return]
+    return prototype(address)
 
 
 _POTRF, _POTRI = _capsule_routine("dpotrf"), _capsule_routine("dpotri")
