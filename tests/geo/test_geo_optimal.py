@@ -22,6 +22,7 @@ from mdp_core.geo import (
     em_remap_geo,
     exponential_geo,
     grid_road_network,
+    optimal,
     optimal_geo_mechanism,
     run_bench,
     solve_geo_lp,
@@ -141,7 +142,10 @@ def test_optimal_mechanism_is_the_full_lp_optimum_and_private(eps: float, seed_n
 
 
 @pytest.mark.parametrize(("seed", "eps"), [(2, 1.0), (5, 2.0)])
-def test_re_solving_only_the_outputs_of_broken_rows_still_reaches_the_optimum(seed: int, eps: float) -> None:
+def test_re_solving_only_the_outputs_of_broken_rows_still_reaches_the_optimum(
+    seed: int, eps: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(optimal, "NEAR_MARGIN", 0.5)  # on these maps it leaves rows of 2 outputs broken
     problem = tiny_problem(4, 3, seed=seed, seed_n=3)
     m = problem.loss.shape[1]
     mech = optimal_geo_mechanism(problem, eps, dilation=1.5)
