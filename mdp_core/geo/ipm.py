@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import cho_factor, cho_solve
 from threadpoolctl import threadpool_limits
 
 from mdp_core._validation import Progress, report
@@ -152,7 +153,7 @@ class _Newton:
         if failed is not None:
             raise np.linalg.LinAlgError(f"block {failed} is not positive definite")
         self.inverse = blocks
-        self.schur = blocks.sum(axis=0)
+        self.schur = cho_factor(blocks.sum(axis=0))
 
     def _blocks_solve(self, rhs: np.ndarray) -> np.ndarray:
         """H^-1 rhs for rhs of shape (n*m,), all blocks at once."""
@@ -160,10 +161,11 @@ class _Newton:
         return np.matmul(self.inverse, cols)[:, :, 0].T.ravel()
 
     def _reduced(self, f: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        n, m = self.st.n, self.st.m
         hf = self._blocks_solve(f)
-        dy = np.linalg.solve(self.schur, g - self.st.row_sums(hf))
-        dx = hf + self._blocks_solve(np.repeat(dy, self.st.m))
-        return dx, dy
+        dy = cho_solve(self.schur, g - self.st.row_sums(hf))
+        same = (self.inverse.reshape(m * n, n) @ dy).reshape(m, n)  # every block against the same dy
+        return hf + same.T.ravel(), dy
 
     def solve(self, f: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``H dx - A'dy = f, A dx = g``, refined (H applied through G) while the residual is above
