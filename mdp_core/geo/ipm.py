@@ -7,13 +7,16 @@ The LP of :mod:`mdp_core.geo.bounds` on any set of privacy rows (a, b, y),
 couples the variables of one output y only through its privacy rows, and the outputs only through the row
 sums. So in a primal-dual Newton step the matrix ``G' D G + W / P`` is block diagonal, one n x n block per
 output, and the row sums leave an n x n Schur complement ``S = sum_y H_y^-1``: m Cholesky factorisations
-and inverses of n x n matrices per iteration (0.45 s for 117 blocks of 406 at depth 1 of the 15 km city,
-about 100 iterations per LP), where a general solver sees 0.5-0.9 M sparse rows (HiGHS IPX and simplex did
-not finish the 1.1-spanner relaxation of that problem in 3.5 min; PDLP stops at ~1e-3 relative accuracy).
+and inverses of n x n matrices per iteration, on all cores (:mod:`mdp_core.geo._lapack`: 0.16-0.19 s for
+117 blocks of 406 at depth 1 of the 15 km city on 2 cores, 0.34 s on one; 0.3-0.55 s per iteration in
+all at 0.5-1.4 M rows, about 100 iterations per LP), where a general solver sees 0.5-1.5 M sparse rows
+(HiGHS IPX and simplex did not finish the 1.1-spanner relaxation of that problem in 3.5 min; PDLP stops at
+~1e-3 relative accuracy). The blocks are assembled into one buffer reused by every iteration.
 
 Mehrotra predictor-corrector with separate primal and dual steps. Each row is scaled to unit norm
-(``(P[a] - r P[b]) / sqrt(1 + r^2)``: ``r`` reaches e^20 across a city) and the Newton systems get one step
-of iterative refinement. A warm start (row generation) mixes the last solution with 2 % of the uniform
+(``(P[a] - r P[b]) / sqrt(1 + r^2)``: ``r`` reaches e^20 across a city) and the Newton systems are refined
+while that helps (:meth:`_Newton.solve`). ``row_sums`` below 1 solve for some outputs with the others held
+fixed. A warm start (row generation) mixes the last solution with 2 % of the uniform
 mechanism and pushes every complementarity pair off the boundary (measured: 10 % fewer iterations). The
 result is data: the solution, the multipliers of the unscaled rows (any
 ``nu >= 0`` certifies a bound through :func:`~mdp_core.geo.bounds.certified_bound`, so their accuracy only

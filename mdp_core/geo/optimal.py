@@ -6,18 +6,25 @@ in 800 s at 413 targets; 004's LP not in 1,800 s at 483). But at the optimum onl
 
 1. solve the relaxation on the rows of a 1.1-spanner of the targets
    (:func:`~mdp_core.geo.pairs.spanner_pairs`) with :func:`~mdp_core.geo.ipm.solve_geo_lp`, the interior
-   point that factorises one n x n block per output (the first round only to a 1e-3 gap: it just has to
-   show which rows are missing; later rounds start near the last solution);
-2. add every row of the full problem the solution breaks (checked on all pairs) and solve again;
-3. stop when the bracket closes: the last solution, made exactly eps-mDP on all pairs (by lowering the
-   entries that break a ratio, :func:`~mdp_core.mechanisms.repair_mechanism`, or while many rows are
-   still missing also by raising, :func:`~mdp_core.mechanisms.raise_repair`; the better one is kept and
-   checked by :func:`~mdp_core.mechanisms.mdp_violation`), is within :data:`EXACT_GAP` (1e-5) of the best
-   certificate; or when no row is broken by more than ``1e-10`` (the solution is then the optimum).
+   point that factorises one n x n block per output, only to a 1e-3 gap: it just has to show which rows
+   are missing;
+2. add every row of the full problem (checked on all pairs) that the solution breaks or comes within
+   :data:`NEAR_MARGIN` of breaking, and solve the whole LP again (the next solution breaks many of the
+   near rows: without them the city took 5-6 rounds);
+3. if that LP is tight (its objective within :data:`EXACT_GAP` of its certificate) and only rows it never
+   saw are broken, re-solve just the outputs those rows belong to, the others held fixed (an LP of k
+   blocks instead of m, started near the last solution); otherwise the whole LP again;
+4. stop when the bracket closes: the last solution, made exactly eps-mDP on all pairs (by lowering the
+   entries that break a ratio, :func:`~mdp_core.mechanisms.repair_mechanism`, or while rows are still
+   broken also by raising, :func:`~mdp_core.mechanisms.raise_repair`; the better one is kept and checked
+   by :func:`~mdp_core.mechanisms.mdp_violation`), is within :data:`EXACT_GAP` (1e-5) of the best
+   certificate; or when a whole LP's solution breaks no row by more than ``1e-10`` (it is then the
+   optimum).
 
-Every round's multipliers certify a lower bound by weak duality (:func:`~mdp_core.geo.bounds.certified_bound`:
-its rows are a subset of the full problem's). So the result brackets the optimum from both sides, and
-``exact=True`` means the bracket is narrower than 1e-5 relative (1 cm at 1 km).
+Every whole LP's multipliers certify a lower bound by weak duality
+(:func:`~mdp_core.geo.bounds.certified_bound`: its rows are a subset of the full problem's). So the result
+brackets the optimum from both sides, and ``exact=True`` means the bracket is narrower than 1e-5 relative
+(1 cm at 1 km).
 
 Measured (``python -m bench geo_optimal``, depth 1, 60 task points; cold HiGHS in the same run): the 15 km
 city (406 targets x 117 outputs, 18.6 M rows in full) is solved exactly at eps 0.5 / 1 / 1.5 per km in
@@ -61,6 +68,8 @@ _FIRST_ROUND_TOL = 1e-3
 #: would break many of them. On the 15 km city at eps 1.5 the second LP then broke 3,617 rows (in 27 of
 #: 117 outputs) instead of 400k-odd over five more rounds.
 NEAR_MARGIN = 0.25
+#: At most this many near rows a round (small eps brings many more within the margin: 2.4 M at 0.5 / km).
+NEAR_ROWS = 1_000_000
 
 
 def optimal_geo_mechanism(
@@ -114,16 +123,19 @@ def optimal_geo_mechanism(
     sol = state.full(rows, _FIRST_ROUND_TOL, None)
     p, broken = sol.p, np.empty((0, 3), dtype=np.int64)
     report(progress, 0.3, f"exact optimum: round 1 done, {len(rows):,} rows")
-    round_, whole = 1, True
+    round_, whole, tried = 1, True, set()
     while round_ < max_rounds and time.perf_counter() <= deadline:
         round_ += 1
-        rows = np.concatenate([rows, _new_rows(p, targets, eps, rows, NEAR_MARGIN)])
-        # the whole LP was tight (its objective at the certificate) and only rows it never saw are broken:
-        # re-solve just the outputs they belong to (at least two: one alone has its row sums fixed), once;
-        # otherwise the whole LP again, warm from the last
+        rows = np.concatenate([rows, _new_rows(p, targets, eps, rows)])
+        # the last solution is tight (its objective at the certificate) and only rows the LP never saw are
+        # broken: re-solve just the outputs they belong to (at least two: one alone has its row sums fixed;
+        # never the same outputs twice); otherwise the whole LP again, warm from the last
         columns = np.unique(broken[:, 2])
-        tight = whole and round_ > 2 and float(np.sum(cost * p)) <= state.best * (1.0 + EXACT_GAP)
-        polished = state.columns(sol, rows, columns) if tight and len(columns) >= 2 else None
+        tight = float(np.sum(cost * p)) <= state.best * (1.0 + EXACT_GAP)
+        polished = None
+        if tight and len(columns) >= 2 and tuple(columns) not in tried:
+            tried.add(tuple(columns))
+            polished = state.columns(replace(sol, p=p), rows, columns)
         whole = polished is None
         if whole:
             sol = state.full(rows, 1e-9, sol)
@@ -235,12 +247,15 @@ class _Rounds:
                 self.matrix, self.violation, self.utility = candidate, violation, utility
 
 
-def _new_rows(p: np.ndarray, targets: np.ndarray, eps: float, rows: np.ndarray, margin: float) -> np.ndarray:
-    """Rows of the full problem that ``p`` breaks, or comes within ``margin`` of breaking, not in ``rows``."""
+def _new_rows(p: np.ndarray, targets: np.ndarray, eps: float, rows: np.ndarray) -> np.ndarray:
+    """Rows of the full problem not in ``rows`` that ``p`` breaks, and up to :data:`NEAR_ROWS` more that it
+    comes within :data:`NEAR_MARGIN` of breaking (the largest excess first)."""
     n, m = p.shape
-    near = _violated_rows(p, targets, eps, ROW_TOL, limit=n * n * m, relative=margin)
-    known = np.isin(_row_keys(near, n, m), _row_keys(rows, n, m))
-    return near[~known]
+    broken = _violated_rows(p, targets, eps, ROW_TOL, limit=n * n * m)
+    near = _violated_rows(p, targets, eps, ROW_TOL, limit=len(broken) + NEAR_ROWS, relative=NEAR_MARGIN)
+    both = np.concatenate([broken, near])
+    keys, first = np.unique(_row_keys(both, n, m), return_index=True)
+    return both[first[~np.isin(keys, _row_keys(rows, n, m))]]
 
 
 def _row_keys(rows: np.ndarray, n: int, m: int) -> np.ndarray:
