@@ -8,10 +8,10 @@ couples the variables of one output y only through its privacy rows, and the out
 sums. So in a primal-dual Newton step the matrix ``G' D G + W / P`` is block diagonal, one n x n block per
 output, and the row sums leave an n x n Schur complement ``S = sum_y H_y^-1``: m Cholesky factorisations
 and inverses of n x n matrices per iteration, on all cores (:mod:`mdp_core.geo._lapack`: 0.16-0.19 s for
-117 blocks of 406 at depth 1 of the 15 km city on 2 cores, 0.34 s on one; 0.3-0.55 s per iteration in
-all at 0.5-1.4 M rows, about 100 iterations per LP), where a general solver sees 0.5-1.5 M sparse rows
-(HiGHS IPX and simplex did not finish the 1.1-spanner relaxation of that problem in 3.5 min; PDLP stops at
-~1e-3 relative accuracy). The blocks are assembled into one buffer reused by every iteration.
+117 blocks of 406 at depth 1 of the 15 km city on 2 cores, 0.34 s on one; 0.3 s per iteration in all at
+0.54 M rows, 0.55-0.65 s at 1.4-1.9 M; 50-160 iterations per LP), where a general solver sees 0.5-1.9 M
+sparse rows (HiGHS IPX and simplex did not finish the 1.1-spanner relaxation of that problem in 3 min;
+PDLP stops at ~1e-3 relative accuracy). The blocks are assembled into one buffer reused by every iteration.
 
 Mehrotra predictor-corrector with separate primal and dual steps. Each row is scaled to unit norm
 (``(P[a] - r P[b]) / sqrt(1 + r^2)``: ``r`` reaches e^20 across a city) and the Newton systems are refined
@@ -284,7 +284,7 @@ def solve_geo_lp(
     if budget.shape != (n,) or not np.all(budget > 0.0):
         raise DataError(f"row_sums must be {n} positive numbers")
     st = _Structure.build(n, m, rows, ratios)
-    with threadpool_limits(limits=1):  # BLAS threads on blocks this small: 78 s against 52 s at city depth 1
+    with threadpool_limits(limits=1):  # threads go over the blocks instead (BLAS threads on them were slower)
         return _interior_point(st, cost.ravel(), budget, tol, max_iter, deadline, start, progress)
 
 

@@ -26,12 +26,14 @@ Every whole LP's multipliers certify a lower bound by weak duality
 brackets the optimum from both sides, and ``exact=True`` means the bracket is narrower than 1e-5 relative
 (1 cm at 1 km).
 
-Measured (``python -m bench geo_optimal``, depth 1, 60 task points; cold HiGHS in the same run): the 15 km
-city (406 targets x 117 outputs, 18.6 M rows in full) is solved exactly at eps 0.5 / 1 / 1.5 per km in
-300 / 354 / 351 s (5-6 rounds, 0.82-0.88 M rows in the last LP; bracket 4-6e-6), the district at eps 1.5
-in 180 s. The first round's LP alone (0.54 M rows) takes the block interior point 57 s to a 2e-7 gap;
-HiGHS IPX and dual simplex were still at 1.129 and 0.771 (optimum 1.049) after 180 s each. The optimum
-1.0631 km at eps 1.5 puts the spanner mechanism 0.8 % above it and MLaEt-O 59 % above.
+Measured (``python -m bench geo_optimal``, depth 1, 60 task points, 2 cores; HiGHS in the same run): the
+15 km city (406 targets x 117 outputs, 18.6 M rows in full) is solved exactly at eps 0.5 / 1 / 1.5 per km
+in 149 / 130 / 104 s (3-4 LPs, the last over only 15-54 of the outputs; 1.6-1.9 M rows; bracket 2-4e-6),
+the district at eps 1.5 in 111 s (last session, without the near rows, the outputs-only passes and the
+GIL-free blocks: 300 / 354 / 351 and 180 s). The first round's LP alone (0.54 M rows) takes the block
+interior point 39 s to a 4e-7 gap; HiGHS IPX and dual simplex were still at 1.129 and 0.797 (optimum
+1.049) after 180 s each. The optimum 1.0631 km at eps 1.5 puts the spanner mechanism 0.8 % above it and
+MLaEt-O 59 % above.
 """
 
 from __future__ import annotations
@@ -65,8 +67,8 @@ EXACT_GAP = 1e-5
 #: Duality gap of the first round (it only has to reveal the missing rows).
 _FIRST_ROUND_TOL = 1e-3
 #: Rows within this fraction of breaking are added too (``P[a] > (1 - margin) r P[b]``): the next solution
-#: would break many of them. On the 15 km city at eps 1.5 the second LP then broke 3,617 rows (in 27 of
-#: 117 outputs) instead of 400k-odd over five more rounds.
+#: would break many of them (without them the city took 5-6 whole LPs). City depth 1, eps 1.5: margin 0.5
+#: took 130 s (2.1 M rows, 27 outputs broken after), 0.25 took 104 s (1.4 M rows, 54 outputs), 0.1 190 s.
 NEAR_MARGIN = 0.25
 #: At most this many near rows a round (small eps brings many more within the margin: 2.4 M at 0.5 / km).
 NEAR_ROWS = 1_000_000
