@@ -208,12 +208,13 @@ class _Rounds:
         return sol
 
     def columns(self, last: GeoLPSolution, rows: np.ndarray, columns: np.ndarray) -> np.ndarray | None:
-        """The whole LP's solution ``last`` with the outputs ``columns`` re-solved on ``rows``, the other
+        """The last solution ``last.p`` with the outputs ``columns`` re-solved on ``rows``, the other
         outputs held fixed (their mass leaves each target ``1 - sum`` for these): an LP of len(columns)
-        blocks, not m, started near ``last`` (its multipliers of the kept rows and row sums). Measured on
-        the 15 km city at eps 1.5: the 27 outputs that 3,617 rows broke, re-solved, gave a mechanism at
-        the whole LP's objective to 1e-7, private after lowering; warm 82 iterations, cold 130. None when
-        the fixed outputs leave a target (next to) no mass, or no private columns."""
+        blocks, not m, started near ``last`` (with the last whole LP's multipliers of the rows it had, and
+        of the row sums). Measured on the 15 km city at eps 1.5 (margin 0.5): the 27 outputs that 3,617
+        rows broke, re-solved, gave a mechanism at the whole LP's objective to 1e-7, private after
+        lowering; warm 82 iterations, cold 130. None when the fixed outputs leave a target (next to) no
+        mass, or no private columns."""
         p = last.p
         m = p.shape[1]
         fixed = np.setdiff1d(np.arange(m), columns)
