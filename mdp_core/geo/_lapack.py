@@ -34,8 +34,11 @@ def _capsule_routine(name: str) -> _Routine | None:
         get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
         get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
         get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-        address = get_pointer(capsule, get_name(capsule))
+        signature = get_name(capsule)
+        address = get_pointer(capsule, signature)
     except (ImportError, AttributeError, KeyError, ValueError):
+        return None
+    if not signature.startswith(b"void (char *, int *,"):  # only the LP64 interface declared below
         return None
     int_p, double_p = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_double)
     prototype = ctypes.CFUNCTYPE(None, ctypes.c_char_p, int_p, double_p, int_p, int_p)

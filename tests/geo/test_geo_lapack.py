@@ -46,3 +46,4 @@ def test_bad_layouts_are_refused_and_workers_are_counted() -> None:
     with pytest.raises(ValueError, match="C-contiguous float64"):
         invert_spd_blocks(spd_blocks(2, 3, seed=0).astype(np.float32))
     assert 1 <= worker_count() <= 8
+    assert _lapack._capsule_routine("no_such_routine") is None  # then the serial f2py path is used
