@@ -123,16 +123,17 @@ def optimal_geo_mechanism(
     rows = _privacy_rows(spanner_pairs(targets, dilation)[0], m)
     state = _Rounds(cost, dist, eps, deadline)
     sol = state.full(rows, _FIRST_ROUND_TOL, None)
-    p, broken = sol.p, np.empty((0, 3), dtype=np.int64)
+    p, broken = sol.p, None  # the first solution's broken rows: scanned with the near ones below
     report(progress, 0.3, f"exact optimum: round 1 done, {len(rows):,} rows")
-    round_, whole, tried = 1, True, set()
+    round_, whole = 1, True
+    tried: set[tuple[int, ...]] = set()  # output sets already re-solved alone
     while round_ < max_rounds and time.perf_counter() <= deadline:
         round_ += 1
-        rows = np.concatenate([rows, _new_rows(p, targets, eps, rows)])
+        rows = np.concatenate([rows, _new_rows(p, targets, eps, rows, broken)])
         # the last solution is tight (its objective at the certificate) and only rows the LP never saw are
         # broken: re-solve just the outputs they belong to (at least two: one alone has its row sums fixed;
         # never the same outputs twice); otherwise the whole LP again, warm from the last
-        columns = np.unique(broken[:, 2])
+        columns = np.unique(broken[:, 2]) if broken is not None else np.empty(0, dtype=np.int64)
         tight = float(np.sum(cost * p)) <= state.best * (1.0 + EXACT_GAP)
         polished = None
         if tight and len(columns) >= 2 and tuple(columns) not in tried:
@@ -176,7 +177,7 @@ def optimal_geo_mechanism(
             "lower_bound": lower,
             "rounds": round_,
             "rows": len(rows),
-            "broken_rows": len(broken),
+            "broken_rows": 0 if broken is None else len(broken),
             "iterations": state.iterations,
             "outputs_solved": state.outputs_solved,
             "violation": state.violation,
@@ -250,11 +251,15 @@ class _Rounds:
                 self.matrix, self.violation, self.utility = candidate, violation, utility
 
 
-def _new_rows(p: np.ndarray, targets: np.ndarray, eps: float, rows: np.ndarray) -> np.ndarray:
-    """Rows of the full problem not in ``rows`` that ``p`` breaks, and up to :data:`NEAR_ROWS` more that it
-    comes within :data:`NEAR_MARGIN` of breaking (the largest excess first)."""
+def _new_rows(
+    p: np.ndarray, targets: np.ndarray, eps: float, rows: np.ndarray, broken: np.ndarray | None
+) -> np.ndarray:
+    """Rows of the full problem not in ``rows`` that ``p`` breaks (``broken``, when already scanned), and
+    up to :data:`NEAR_ROWS` more that it comes within :data:`NEAR_MARGIN` of breaking (largest excess
+    first)."""
     n, m = p.shape
-    broken = _violated_rows(p, targets, eps, ROW_TOL, limit=n * n * m)
+    if broken is None:
+        broken = _violated_rows(p, targets, eps, ROW_TOL, limit=n * n * m)
     near = _violated_rows(p, targets, eps, ROW_TOL, limit=len(broken) + NEAR_ROWS, relative=NEAR_MARGIN)
     both = np.concatenate([broken, near])
     keys, first = np.unique(_row_keys(both, n, m), return_index=True)
