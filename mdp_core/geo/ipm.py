@@ -234,6 +234,12 @@ def _max_step(v: np.ndarray, dv: np.ndarray) -> float:
     return float(min(1.0, (-v[neg] / dv[neg]).min())) if neg.any() else 1.0
 
 
+def _step_lengths(point: tuple[np.ndarray, ...], step: tuple[np.ndarray, ...]) -> tuple[float, float]:
+    """Longest primal (x, s) and dual (lam, w) steps to the boundary, at most 1."""
+    (x, s, lam, w), (dx, ds, dlam, dw) = point, step
+    return min(_max_step(x, dx), _max_step(s, ds)), min(_max_step(lam, dlam), _max_step(w, dw))
+
+
 def solve_geo_lp(
     cost: np.ndarray,
     rows: np.ndarray,
@@ -310,6 +316,7 @@ def _interior_point(
     count = len(s) + len(x)
     buffer = np.empty((m, n, n))  # the Hessian blocks, then their inverses, every iteration
     gap, converged, iterations = 1.0, False, 0
+    scale = 1.0 + float(np.abs(c).max())  # of the dual residual
     best_estimate, best_lam = -np.inf, lam
     for iterations in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
         rp = st.row_sums(x) - budget
@@ -322,7 +329,6 @@ def _interior_point(
         if estimate > best_estimate:
             best_estimate, best_lam = estimate, lam
         gap = abs(objective - dual) / (1.0 + abs(objective))
-        scale = 1.0 + float(np.abs(c).max())
         if gap <= tol and np.abs(rp).max() <= tol and np.abs(rd).max() <= tol * scale:
             converged = True
             break
@@ -338,14 +344,12 @@ def _interior_point(
             break  # the blocks lost definiteness at the end of the path: keep the last iterate
         point, residuals = (x, s, lam, w), (rp, rg, rd)
         dx, dy, ds, dlam, dw = _direction(newton, point, residuals, lam * s, w * x)
-        ap = min(_max_step(x, dx), _max_step(s, ds))
-        ad = min(_max_step(lam, dlam), _max_step(w, dw))
+        ap, ad = _step_lengths(point, (dx, ds, dlam, dw))
         mu_aff = (float((lam + ad * dlam) @ (s + ap * ds)) + float((w + ad * dw) @ (x + ap * dx))) / count
         sigma = (mu_aff / mu) ** 3
         rc_s, rc_x = lam * s + ds * dlam - sigma * mu, w * x + dx * dw - sigma * mu  # Mehrotra's corrector
         dx, dy, ds, dlam, dw = _direction(newton, point, residuals, rc_s, rc_x)
-        ap = min(_max_step(x, dx), _max_step(s, ds))
-        ad = min(_max_step(lam, dlam), _max_step(w, dw))
+        ap, ad = _step_lengths(point, (dx, ds, dlam, dw))
         ap, ad = _STEP * ap, _STEP * ad
         x, s = x + ap * dx, s + ap * ds
         lam, w, y = lam + ad * dlam, w + ad * dw, y + ad * dy
