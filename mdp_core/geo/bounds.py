@@ -182,11 +182,18 @@ def _solve(
 
 
 def _violated_rows(
-    p: np.ndarray, targets: np.ndarray, eps: float, tol: float, limit: int, relative: float = 0.0
+    p: np.ndarray,
+    targets: np.ndarray,
+    eps: float,
+    tol: float,
+    limit: int,
+    relative: float = 0.0,
+    skip: np.ndarray | None = None,
 ) -> np.ndarray:
     """Rows (a, b, y) of the full problem with ``P[a, y] - (1 - relative) r P[b, y] > tol``, worst first:
     the rows ``p`` breaks by more than ``tol`` (absolute) and, with ``relative > 0``, also those within that
-    fraction of breaking (the rows a nearby solution is likely to break)."""
+    fraction of breaking (the rows a nearby solution is likely to break). Pairs with ``skip[a, b]`` (n x n
+    boolean: rows implied by others, :func:`~mdp_core.mechanisms.lp.chain_implied`) are left out."""
     n, m = p.shape
     chunk = max(1, 4_000_000 // (n * m))
     found, worst = [], []
@@ -194,6 +201,8 @@ def _violated_rows(
         d = np.linalg.norm(targets[lo : lo + chunk, None, :] - targets[None, :, :], axis=2)  # (c, n)
         ratio = (1.0 - relative) * np.exp(eps * d)
         ratio[np.arange(len(d)), np.arange(lo, lo + len(d))] = 1e300  # a == b is no row
+        if skip is not None:
+            ratio[skip[lo : lo + chunk]] = 1e300
         excess = p[lo : lo + chunk, None, :] - ratio[:, :, None] * p[None, :, :]  # (c, n, m)
         ia, ib, iy = np.nonzero(excess > tol)
         if len(ia):

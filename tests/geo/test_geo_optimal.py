@@ -33,6 +33,7 @@ from mdp_core.geo import (
 )
 from mdp_core.geo.bounds import _privacy_rows, _violated_rows, certified_bound
 from mdp_core.mechanisms import mdp_violation
+from mdp_core.mechanisms.lp import chain_implied
 
 
 def distances(problem) -> np.ndarray:
@@ -112,6 +113,27 @@ def test_near_rows_are_those_within_the_margin_of_breaking() -> None:
         assert {tuple(r) for r in got} == expected and expected
 
 
+def test_rows_of_pairs_with_a_target_between_them_are_skipped() -> None:
+    problem = tiny_problem(4, 3, seed=2, seed_n=3)
+    pts, eps = problem.targets_km, 1.0
+    n = len(pts)
+    between = np.zeros((n, n), dtype=bool)  # independent: a target strictly inside the segment a-b
+    for a in range(n):
+        for b in range(n):
+            for z in range(n):
+                u, v = pts[z] - pts[a], pts[b] - pts[a]
+                inside = 0 < u @ v < v @ v
+                between[a, b] |= z not in (a, b) and inside and abs(u[0] * v[1] - u[1] * v[0]) < 1e-9
+    implied = chain_implied(distances(problem))
+    np.testing.assert_array_equal(implied, between)
+    assert implied.any() and not implied.all()
+    p = np.random.default_rng(3).dirichlet(np.ones(problem.loss.shape[1]), size=n)
+    got = _violated_rows(p, pts, eps, 1e-10, limit=10**6, relative=0.3, skip=implied)
+    every = _violated_rows(p, pts, eps, 1e-10, limit=10**6, relative=0.3)
+    assert {tuple(r) for r in got} == {tuple(r) for r in every if not implied[r[0], r[1]]}
+    assert len(got) < len(every)
+
+
 def test_a_warm_start_reaches_the_same_optimum_with_added_rows() -> None:
     problem = tiny_problem(5, 4, seed=4, seed_n=3)
     cost, rows, ratios = lp_rows(problem, 1.0, 1.5)
@@ -141,7 +163,7 @@ def test_optimal_mechanism_is_the_full_lp_optimum_and_private(eps: float, seed_n
     assert mech.method == "optimal" and mech.info["rounds"] >= 2
 
 
-@pytest.mark.parametrize(("seed", "eps"), [(2, 1.0), (5, 2.0)])
+@pytest.mark.parametrize(("seed", "eps"), [(2, 2.0), (4, 2.0)])
 def test_re_solving_only_the_outputs_of_broken_rows_still_reaches_the_optimum(
     seed: int, eps: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
