@@ -39,9 +39,11 @@ from mdp_core.geo._lapack import invert_spd_blocks
 
 __all__ = ["GeoLPSolution", "solve_geo_lp"]
 
-#: Weight of the uniform mechanism in a warm start, and its complementarity relative to the objective.
+#: Weight of the uniform mechanism in a warm start, and its complementarity relative to the objective:
+#: a tenth, well centred, not 1e-4 (whole LPs after the first round on the 15 km city: 121 against 142
+#: iterations at eps 0.5, 138 against 152 at 1.0, 95 against 108 at 1.5).
 _WARM_MIX = 0.02
-_WARM_MU = 1e-4
+_WARM_MU = 0.1
 #: Fraction of the step to the boundary taken (keeps iterates interior).
 _STEP = 0.995
 #: Iterative refinement of the Newton systems: at most this many steps, until this relative residual.
