@@ -4,13 +4,15 @@ scipy's f2py wrappers (``scipy.linalg.lapack``) hold the GIL, so threads over th
 :mod:`mdp_core.geo.ipm` ran no faster. The same LAPACK routines are exported by
 ``scipy.linalg.cython_lapack`` as C function pointers (PyCapsules, the way numba calls them); ctypes
 releases the GIL for the duration of a foreign call, so a thread pool over the blocks runs them in
-parallel. Measured: 117 blocks of 406 x 406, potrf + potri, 0.53 s on one thread, 0.23-0.28 s on two.
+parallel. Measured: 117 blocks of 406 x 406, potrf + potri and the copy of the triangle, 0.20 s on two
+threads (0.28 s with an indexed copy of the triangle, 0.53 s on one thread).
 When the capsules are not usable the serial f2py path is used instead (same results).
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import itertools
 import os
 from collections.abc import Callable
@@ -62,7 +64,7 @@ def _invert_serial_capsule(blocks: np.ndarray) -> int | None:
     assert _POTRF is not None and _POTRI is not None
     n = blocks.shape[1]
     size, info = ctypes.c_int(n), ctypes.c_int(0)
-    lower = np.tril_indices(n, -1)
+    lower = _strictly_lower(n)
     for k in range(len(blocks)):
         block = blocks[k]
         data = block.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
@@ -72,8 +74,14 @@ def _invert_serial_capsule(blocks: np.ndarray) -> int | None:
             _POTRI(b"L", ctypes.byref(size), data, ctypes.byref(size), ctypes.byref(info))
         if info.value != 0:
             return k
-        block[lower] = block.T[lower]
+        # a masked copy, not fancy indexing: 0.45 against 0.9 ms a block (a third of the inversion's time)
+        np.copyto(block, block.T, where=lower)
     return None
+
+
+@functools.lru_cache(maxsize=4)
+def _strictly_lower(n: int) -> np.ndarray:
+    return np.tril(np.ones((n, n), dtype=bool), -1)
 
 
 def _invert_serial_f2py(blocks: np.ndarray) -> int | None:
