@@ -164,13 +164,15 @@ def test_optimal_mechanism_is_the_full_lp_optimum_and_private(eps: float, seed_n
     assert mech.method == "optimal" and mech.info["rounds"] >= 2
 
 
+@pytest.mark.parametrize("neighbours", [0, 2])
 @pytest.mark.parametrize(("seed", "eps"), [(2, 2.0), (4, 2.0)])
 def test_re_solving_only_the_outputs_of_broken_rows_still_reaches_the_optimum(
-    seed: int, eps: float, monkeypatch: pytest.MonkeyPatch
+    seed: int, eps: float, neighbours: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # with these on these maps a whole LP leaves rows of a few outputs broken (the path depends on both)
     monkeypatch.setattr(optimal, "NEAR_MARGIN", 0.5)
     monkeypatch.setattr(ipm, "_WARM_MU", 1e-4)
+    monkeypatch.setattr(optimal, "PASS_NEIGHBOURS", neighbours)
     problem = tiny_problem(4, 3, seed=seed, seed_n=3)
     m = problem.loss.shape[1]
     mech = optimal_geo_mechanism(problem, eps, dilation=1.5)
@@ -181,6 +183,18 @@ def test_re_solving_only_the_outputs_of_broken_rows_still_reaches_the_optimum(
     assert bound.exact and bound.value <= full_lp(problem, eps) + 1e-12
     assert mech.utility_km(problem) == pytest.approx(full_lp(problem, eps), rel=1e-5)
     assert mdp_violation(mech.matrix, distances(problem), eps) <= 1e-9
+
+
+def test_a_pass_takes_the_nearest_outputs_of_the_broken_ones_up_to_half_of_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    outputs = np.array([[0, 0], [1, 0], [3, 0], [7, 0], [7.5, 0], [20, 0], [30, 0], [40, 0]], dtype=float)
+    broken = np.array([[0, 1, 0], [2, 0, 0], [1, 3, 3]])  # rows (a, b, y) of outputs 0 and 3
+    monkeypatch.setattr(optimal, "PASS_NEIGHBOURS", 1)
+    np.testing.assert_array_equal(optimal._pass_outputs(outputs, broken), [0, 1, 3, 4])
+    monkeypatch.setattr(optimal, "PASS_NEIGHBOURS", 2)  # 0, 1, 2, 3, 4 are more than half of the 8
+    np.testing.assert_array_equal(optimal._pass_outputs(outputs, broken), [0, 3])
+    assert len(optimal._pass_outputs(outputs, None)) == 0
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
