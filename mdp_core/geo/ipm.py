@@ -7,11 +7,12 @@ The LP of :mod:`mdp_core.geo.bounds` on any set of privacy rows (a, b, y),
 couples the variables of one output y only through its privacy rows, and the outputs only through the row
 sums. So in a primal-dual Newton step the matrix ``G' D G + W / P`` is block diagonal, one n x n block per
 output, and the row sums leave an n x n Schur complement ``S = sum_y H_y^-1``: m Cholesky factorisations
-and inverses of n x n matrices per iteration, on all cores (:mod:`mdp_core.geo._lapack`: 0.16-0.19 s for
-117 blocks of 406 at depth 1 of the 15 km city on 2 cores, 0.34 s on one; 0.3 s per iteration in all at
-0.54 M rows, 0.55-0.65 s at 1.4-1.9 M; 50-160 iterations per LP), where a general solver sees 0.5-1.9 M
-sparse rows (HiGHS IPX and simplex did not finish the 1.1-spanner relaxation of that problem in 3 min;
-PDLP stops at ~1e-3 relative accuracy). The blocks are assembled into one buffer reused by every iteration.
+and inverses of n x n matrices per iteration, on all cores (:mod:`mdp_core.geo._lapack`: 0.13 s for
+117 blocks of 406 at depth 1 of the 15 km city on 2 cores, 0.34 s on one; 0.28 s per iteration in all,
+on average over the city's LPs of 0.5-1.6 M rows; 45-140 iterations per LP), where a general solver sees
+0.5-1.9 M sparse rows (HiGHS IPX and simplex did not finish the 1.1-spanner relaxation of that problem in
+3 min; PDLP stops at ~1e-3 relative accuracy). The blocks are assembled into one buffer reused by every
+iteration.
 
 Mehrotra predictor-corrector with separate primal and dual steps. Each row is scaled to unit norm
 (``(P[a] - r P[b]) / sqrt(1 + r^2)``: ``r`` reaches e^20 across a city) and the Newton systems are refined

@@ -1,6 +1,6 @@
 """The exact optimal geo mechanism on the full target domain: row generation over the block interior point.
 
-The problem is the LP of :mod:`mdp_core.geo.bounds` with ALL n (n - 1) m privacy rows (18.6 M at depth 1 of
+The problem is the LP of :mod:`mdp_core.geo.bounds` with ALL n (n - 1) m privacy rows (19.2 M at depth 1 of
 the 15 km city: 406 targets x 117 outputs). A generic solver does not finish it (HiGHS on the full LP: not
 in 800 s at 413 targets; 004's LP not in 1,800 s at 483). But at the optimum only a few rows bind, so:
 
@@ -30,13 +30,13 @@ brackets the optimum from both sides, and ``exact=True`` means the bracket is na
 (1 cm at 1 km).
 
 Measured (``python -m bench geo_optimal``, depth 1, 60 task points, 2 cores; HiGHS in the same run): the
-15 km city (406 targets x 117 outputs, 18.6 M rows in full) is solved exactly at eps 0.5 / 1 / 1.5 per km
-in 149 / 130 / 104 s (3-4 LPs, the last over only 15-54 of the outputs; 1.6-1.9 M rows; bracket 2-4e-6),
-the district at eps 1.5 in 111 s (last session, without the near rows, the outputs-only passes and the
-GIL-free blocks: 300 / 354 / 351 and 180 s). The first round's LP alone (0.54 M rows) takes the block
-interior point 39 s to a 4e-7 gap; HiGHS IPX and dual simplex were still at 1.129 and 0.797 (optimum
-1.049) after 180 s each. The optimum 1.0631 km at eps 1.5 puts the spanner mechanism 0.8 % above it and
-MLaEt-O 59 % above.
+15 km city (406 targets x 117 outputs, 19.2 M rows in full, 11.9 M without the implied pairs) is solved
+exactly at eps 0.5 / 1 / 1.5 per km in 75 / 98 / 84 s (2-3 LPs, the last over 32-55 of the outputs when
+it is a pass; 1.1-1.6 M rows; bracket 3-4e-6), the district at eps 1.5 in 81 s (last session 149 / 130 /
+104 and 111 s; the same machine runs 10-20 % faster or slower from one run to the next: 62 / 87 / 69 s
+were measured alone). The first round's LP alone (0.54 M rows) takes the block interior point 31 s to a
+4e-7 gap; HiGHS IPX and dual simplex were still at 1.067 and 0.806 (optimum 1.049) after 180 s each. The
+optimum 1.0631 km at eps 1.5 puts the spanner mechanism 0.8 % above it and MLaEt-O 59 % above.
 """
 
 from __future__ import annotations
