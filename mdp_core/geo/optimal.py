@@ -15,8 +15,9 @@ in 800 s at 413 targets; 004's LP not in 1,800 s at 483). But at the optimum onl
    ones, and on the grid that is 38 % of the pairs (11.9 M rows left of 19.2 M on the city), so the LPs
    carry 27 % fewer rows for the same optimum;
 3. if that LP is tight (its objective within :data:`EXACT_GAP` of its certificate) and only rows it never
-   saw are broken, re-solve just the outputs those rows belong to, the others held fixed (an LP of k
-   blocks instead of m, started near the last solution); otherwise the whole LP again;
+   saw are broken, re-solve just the outputs those rows belong to and their :data:`PASS_NEIGHBOURS`
+   nearest outputs, the others held fixed (an LP of k blocks instead of m, started near the last
+   solution); otherwise the whole LP again;
 4. stop when the bracket closes: the last solution, made exactly eps-mDP on all pairs (by lowering the
    entries that break a ratio, :func:`~mdp_core.mechanisms.repair_mechanism`, or while rows are still
    broken also by raising, :func:`~mdp_core.mechanisms.raise_repair`; the better one is kept and checked
