@@ -46,6 +46,7 @@ import time
 from dataclasses import replace
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
@@ -290,11 +291,8 @@ def _pass_outputs(outputs_km: np.ndarray, broken: np.ndarray | None) -> np.ndarr
     if broken is None:
         return np.empty(0, dtype=np.int64)
     own = np.unique(broken[:, 2])
-    if len(own) == 0:
-        return own
-    gaps = np.linalg.norm(outputs_km[own, None, :] - outputs_km[None, :, :], axis=2)
-    near = np.argsort(gaps, axis=1, kind="stable")[:, : PASS_NEIGHBOURS + 1]
-    union = np.union1d(own, near.ravel())
+    _, near = cKDTree(outputs_km).query(outputs_km[own], k=min(PASS_NEIGHBOURS + 1, len(outputs_km)))
+    union = np.union1d(own, np.ravel(near))
     return union if len(union) <= len(outputs_km) // 2 else own
 
 
