@@ -64,7 +64,6 @@ def _invert_serial_capsule(blocks: np.ndarray) -> int | None:
     assert _POTRF is not None and _POTRI is not None
     n = blocks.shape[1]
     size, info = ctypes.c_int(n), ctypes.c_int(0)
-    lower = _strictly_lower(n)
     for k in range(len(blocks)):
         block = blocks[k]
         data = block.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
@@ -74,9 +73,14 @@ def _invert_serial_capsule(blocks: np.ndarray) -> int | None:
             _POTRI(b"L", ctypes.byref(size), data, ctypes.byref(size), ctypes.byref(info))
         if info.value != 0:
             return k
-        # a masked copy, not fancy indexing: 0.45 against 0.9 ms a block (a third of the inversion's time)
-        np.copyto(block, block.T, where=lower)
+        _upper_to_lower(block)
     return None
+
+
+def _upper_to_lower(block: np.ndarray) -> None:
+    """Complete a symmetric matrix of which only the upper triangle is set (potri sets one triangle).
+    A masked copy, not fancy indexing: 0.45 against 0.9 ms at 406 x 406 (a third of the inversion)."""
+    np.copyto(block, block.T, where=_strictly_lower(block.shape[0]))
 
 
 @functools.lru_cache(maxsize=4)
@@ -91,8 +95,8 @@ def _invert_serial_f2py(blocks: np.ndarray) -> int | None:
             inverse, info = lapack.dpotri(factor, lower=1, overwrite_c=1)
         if info != 0:
             return k
-        tri = np.tril(inverse)
-        blocks[k] = tri + np.tril(tri, -1).T  # potri fills the lower triangle only
+        blocks[k] = inverse.T  # potri fills the lower triangle only: the upper one of the transpose
+        _upper_to_lower(blocks[k])
     return None
 
 
