@@ -35,7 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--bound-seconds", type=float, default=60.0, help="time for the lower bound (s)")
     bench.add_argument("--no-bound", action="store_true", help="skip the certified lower bound")
     bench.add_argument(
-        "--bound-cosets", type=int, default=0, help="bound from the K x K cosets of the grid (K^2 x the time)"
+        "--bound-cosets",
+        type=_cosets,
+        default=0,
+        help="bound from the K x K cosets of the grid or 'auto' (cosets of <= 250 targets)",
     )
     bench.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {METHODS}")
     bench.add_argument(
@@ -95,6 +98,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  lower bound {record['lower_bound']:.4f} km ({record['bound_method']})")
         print("  seconds:", record["seconds"])
     return 0
+
+
+def _cosets(text: str) -> int | str:
+    """``--bound-cosets``: 'auto' or a non-negative integer (0: no cosets)."""
+    if text == "auto":
+        return text
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a non-negative integer, got {text!r}")
+    return int(text)
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ def compare_methods(
     rng: np.random.Generator | None = None,
     bound: bool = False,
     bound_time_limit: float = 60.0,
-    bound_cosets: int = 0,
+    bound_cosets: int | str = 0,
     seed: SeedLPResult | None = None,
     reference_seconds: float | None = None,
     progress: Progress = None,
@@ -107,10 +107,13 @@ def compare_methods(
     ``em_remap`` are among ``methods``. The tree variants share one seed LP (``seed``: one solved before by
     :func:`~mdp_core.geo.extension.tree_seed` for this problem and eps, else solved here once).
     ``reference_seconds`` replaces the reference methods' PDLP time (SPANNER_SECONDS, BILINEAR_SECONDS).
-    ``bound_cosets=k > 0`` takes the bound from the k x k cosets of the fine grid instead
-    (:func:`~mdp_core.geo.cosets.coset_lower_bound`, ``bound_time_limit`` seconds per coset).
+    ``bound_cosets=k > 0`` takes the bound from the k x k cosets of the fine grid instead, ``"auto"`` from
+    cosets of at most :data:`~mdp_core.geo.cosets.COSET_TARGETS` targets
+    (:func:`~mdp_core.geo.cosets.coset_lower_bound`, ``bound_time_limit`` seconds for all of them).
     """
     eps = check_eps(eps)
+    if not (bound_cosets == "auto" or (isinstance(bound_cosets, int | np.integer) and bound_cosets >= 0)):
+        raise DataError(f"bound_cosets must be 'auto' or a non-negative integer, got {bound_cosets!r}")
     unknown = set(methods) - set(METHODS) - set(REFERENCE_METHODS)
     if unknown:
         raise DataError(f"unknown methods {sorted(unknown)}; choose from {list(METHODS + REFERENCE_METHODS)}")
@@ -158,7 +161,8 @@ def compare_methods(
             if optimum is not None and optimum.exact:  # nothing tighter to find
                 lower = None
             elif bound_cosets:
-                lower = coset_lower_bound(problem, eps, step=bound_cosets, time_limit=bound_time_limit)
+                step = None if bound_cosets == "auto" else int(bound_cosets)
+                lower = coset_lower_bound(problem, eps, step=step, time_limit=bound_time_limit)
             else:
                 lower = geo_lower_bound(problem, eps, time_limit=bound_time_limit)
         except DataError:  # too large for the bound's memory cap: reported as no bound
@@ -216,7 +220,7 @@ def run_bench(
     seed: int = 0,
     bound: bool = True,
     bound_time_limit: float = 60.0,
-    bound_cosets: int = 0,
+    bound_cosets: int | str = 0,
     methods: tuple[str, ...] = METHODS,
     reference: bool = False,
     optimal: bool = False,

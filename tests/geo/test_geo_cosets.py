@@ -1,7 +1,11 @@
-"""coset_lower_bound: the prior-weighted sum of the cosets' optima (checked against independent full LPs),
-never above the optimum of the whole problem nor the utility of a verified mechanism."""
+"""coset_lower_bound: the prior-weighted sum of the cosets' spanner relaxations (checked against
+independent LPs on the same rows), never above the whole problem's optimum nor a verified mechanism."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,22 +14,54 @@ from hypothesis import strategies as st
 from test_geo_bounds import full_lp, tiny_problem  # tests/geo is on sys.path (rootdir conftest layout)
 
 from mdp_core.errors import DataError
-from mdp_core.geo import coset_lower_bound, grid_road_network, run_bench, tree_extension
-from mdp_core.geo.cosets import cosets
+from mdp_core.geo import (
+    compare_methods,
+    coset_lower_bound,
+    grid_road_network,
+    run_bench,
+    spanner_pairs,
+    tree_extension,
+)
+from mdp_core.geo.cosets import DILATION, coset_step, cosets
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("eps", [0.5, 2.0])
-def test_bound_is_the_weighted_sum_of_the_cosets_optima(eps: float) -> None:
+def test_bound_is_the_weighted_sum_of_the_cosets_spanner_relaxations(eps: float) -> None:
     problem = tiny_problem(4, 4, seed=2, depth=2, seed_n=2)
     parts = cosets(problem, 2)
     assert len(parts) == 4
     assert sum(len(sub.prior) for _, sub in parts) == len(problem.prior)
     assert sum(mass for mass, _ in parts) == pytest.approx(1.0, abs=1e-12)
-    reference = sum(mass * full_lp(sub, eps) for mass, sub in parts)
-    bound = coset_lower_bound(problem, eps, time_limit=30)
-    assert not bound.exact and "4 cosets" in bound.method
-    assert bound.value == pytest.approx(reference, rel=1e-6)  # each small coset is solved exactly
+    # independent reference: scipy's HiGHS on each coset's spanner rows, both directions
+    reference = sum(
+        mass * full_lp(sub, eps, spanner_pairs(sub.targets_km, DILATION)[0]) for mass, sub in parts
+    )
+    bound = coset_lower_bound(problem, eps, step=2, time_limit=30)
+    assert not bound.exact and "4 cosets (2 x 2) of 1.1-spanner relaxation" in bound.method
+    assert bound.value <= reference + 1e-12  # certified: never above the relaxations' optima
+    assert bound.value == pytest.approx(reference, rel=1e-5)  # each small coset's solve converges
     assert bound.value <= full_lp(problem, eps) + 1e-9  # never above the whole problem's optimum
+
+
+def test_default_step_keeps_every_coset_within_the_target_cap() -> None:
+    problem = tiny_problem(5, 5, seed=3, depth=3, seed_n=2)
+    n = problem.grid.n_targets
+    assert coset_step(problem, max_targets=n) == 1
+    for cap in (n // 2, n // 5, 3):
+        step = coset_step(problem, max_targets=cap)
+        assert max(len(sub.prior) for _, sub in cosets(problem, step)) <= cap
+        assert max(len(sub.prior) for _, sub in cosets(problem, step - 1)) > cap  # the smallest such step
+    with pytest.raises(DataError, match="max_targets must be a positive integer"):
+        coset_step(problem, max_targets=0)
+
+
+def test_a_spent_time_share_still_certifies_a_bound() -> None:
+    problem = tiny_problem(4, 4, seed=5, depth=2, seed_n=2)
+    rushed = coset_lower_bound(problem, 1.0, step=2, time_limit=1e-9)  # every solve stops at once
+    full = coset_lower_bound(problem, 1.0, step=2, time_limit=30)
+    assert 0.0 <= rushed.value <= full.value <= full_lp(problem, 1.0) + 1e-9
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -50,3 +86,40 @@ def test_bench_takes_the_coset_bound_on_request() -> None:
     assert comp.bound is not None and "4 cosets (2 x 2)" in record["bound_method"]
     assert record["lower_bound"] == pytest.approx(comp.bound.value, abs=1e-6)
     assert all(gap >= -1e-9 for key, gap in record["gap"].items() if key != "lp_coarse")
+
+
+def test_bench_picks_the_coset_step_on_auto(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("mdp_core.geo.cosets.COSET_TARGETS", 20)  # 75 targets: 3 x 3 cosets
+    net = grid_road_network(5, 5, spacing_km=0.3, rng=np.random.default_rng(4))
+    record, comp = run_bench(
+        net,
+        depth=3,
+        eps=1.0,
+        seed_n=2,
+        n_tasks=6,
+        verify_samples=2_000,
+        bound_cosets="auto",
+        bound_time_limit=30,
+    )
+    problem = comp.problem
+    assert comp.bound is not None and problem is not None
+    step = coset_step(problem)
+    assert step > 1 and step == coset_step(problem, max_targets=20)
+    expected = coset_lower_bound(problem, 1.0, step=step, time_limit=30)
+    assert f"({step} x {step})" in record["bound_method"]
+    assert record["lower_bound"] == pytest.approx(expected.value, rel=1e-6)  # small cosets: converged
+    assert all(gap >= -1e-9 for key, gap in record["gap"].items() if key != "lp_coarse")
+
+
+@pytest.mark.parametrize("bad", ["four", -1, 1.5])
+def test_bad_coset_choice_is_refused(bad: object) -> None:
+    problem = tiny_problem(3, 3, seed=0)
+    with pytest.raises(DataError, match="bound_cosets must be 'auto' or a non-negative integer"):
+        compare_methods(problem, 1.0, methods=("em",), bound=True, bound_cosets=bad)  # type: ignore[arg-type]
+
+
+def test_cli_refuses_a_bad_coset_choice() -> None:
+    cmd = [sys.executable, "-m", "mdp_core.geo", "bench", "--bound-cosets", "some", "--json"]
+    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2
+    assert "expected 'auto' or a non-negative integer" in run.stderr
