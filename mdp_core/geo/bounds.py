@@ -141,6 +141,11 @@ def _privacy_rows(pairs: np.ndarray, m: int) -> np.ndarray:
     return np.column_stack([np.repeat(directed, m, axis=0), np.tile(np.arange(m), k)])
 
 
+def _row_ratios(targets_km: np.ndarray, rows: np.ndarray, eps: float) -> np.ndarray:
+    """``exp(eps d(a, b))`` of every privacy row (a, b, y), Euclidean distance in km."""
+    return np.exp(eps * np.linalg.norm(targets_km[rows[:, 0]] - targets_km[rows[:, 1]], axis=1))
+
+
 def _relaxation_lp(
     cost: np.ndarray, rows: np.ndarray, ratios: np.ndarray
 ) -> tuple[sp.csc_matrix, np.ndarray, np.ndarray]:

@@ -41,7 +41,7 @@ import numpy as np
 
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
-from mdp_core.geo.bounds import GeoBound, _privacy_rows, certified_bound, geo_lower_bound
+from mdp_core.geo.bounds import GeoBound, _privacy_rows, _row_ratios, certified_bound, geo_lower_bound
 from mdp_core.geo.ipm import solve_geo_lp
 from mdp_core.geo.pairs import spanner_pairs
 from mdp_core.geo.utility import GeoProblem, check_lp_inputs
@@ -155,7 +155,7 @@ def _spanner_bound(problem: GeoProblem, eps: float, deadline: float) -> GeoBound
     start = time.perf_counter()
     targets, cost = problem.targets_km, problem.cost
     rows = _privacy_rows(spanner_pairs(targets, DILATION)[0], cost.shape[1])
-    ratios = np.exp(eps * np.linalg.norm(targets[rows[:, 0]] - targets[rows[:, 1]], axis=1))
+    ratios = _row_ratios(targets, rows, eps)
     nu = np.empty(0)
     if len(rows):
         nu = solve_geo_lp(cost, rows, ratios, tol=COSET_GAP, deadline=deadline).nu

@@ -36,11 +36,9 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
-from mdp_core.geo.bounds import GeoBound, _privacy_rows, _solve, certified_bound
+from mdp_core.geo.bounds import GeoBound, _privacy_rows, _row_ratios, _solve, certified_bound
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.pairs import spanner_pairs
 from mdp_core.geo.utility import GeoProblem, check_lp_inputs, check_target_count
@@ -106,7 +104,7 @@ def spanner_mechanism(
     pairs, reached = spanner_pairs(targets, dilation)
     t_spanner = time.perf_counter()
     rows = _privacy_rows(pairs, m)
-    ratios = np.exp(eps * np.linalg.norm(targets[rows[:, 0]] - targets[rows[:, 1]], axis=1))
+    ratios = _row_ratios(targets, rows, eps)
     dist = problem.target_distances_km()
     report(progress, 0.1, f"spanner LP: {len(rows):,} privacy rows, up to {time_limit:.0f} s")
     t_solve = time.perf_counter()
