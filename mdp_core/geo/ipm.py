@@ -14,7 +14,11 @@ on average over the city's LPs of 0.5-1.6 M rows; 45-140 iterations per LP), whe
 3 min; PDLP stops at ~1e-3 relative accuracy). The blocks are assembled into one buffer reused by every
 iteration.
 
-Mehrotra predictor-corrector with separate primal and dual steps. Each row is scaled to unit norm
+Mehrotra predictor-corrector with separate primal and dual steps, and Gondzio's multiple centrality
+correctors (up to three more solves with the same factors, each kept only when it lengthens the step): on
+the city's depth-1 LPs the steps stay short (0.2-0.7) and the correctors cut the iterations by about a
+third (the round-2 LP of 1.04 M rows: 65-71 against 97-102; 99 targets: 22 against 29); the predictor
+and the trial correctors skip iterative refinement, the step taken is refined. Each row is scaled to unit norm
 (``(P[a] - r P[b]) / sqrt(1 + r^2)``: ``r`` reaches e^20 across a city) and the Newton systems are refined
 while that helps (:meth:`_Newton.solve`). ``row_sums`` below 1 solve for some outputs with the others held
 fixed. A warm start (row generation) mixes the last solution with 2 % of the uniform
@@ -50,6 +54,13 @@ _STEP = 0.995
 #: Iterative refinement of the Newton systems: at most this many steps, until this relative residual.
 _REFINE_STEPS = 4
 _REFINE_TOL = 1e-10
+#: Gondzio's multiple centrality correctors: at most this many a step, each accepted while it lengthens
+#: the step by a factor of at least ``_CORRECTOR_GAIN``; products pulled into
+#: ``[_CENTRE_LOW, _CENTRE_HIGH] * sigma mu`` at a trial step ``_ASPIRATION`` longer.
+_CORRECTORS = 3
+_CORRECTOR_GAIN = 1.01
+_ASPIRATION = 0.3
+_CENTRE_LOW, _CENTRE_HIGH = 0.1, 10.0
 
 
 @dataclass(frozen=True)
@@ -92,10 +103,9 @@ class _Structure:
 
     n: int
     m: int
-    va: np.ndarray  # variable index of P[a, y]
-    vb: np.ndarray  # variable index of P[b, y]
-    ra: np.ndarray  # scaled coefficients: row = ra P[a] - rb P[b]
-    rb: np.ndarray
+    ra: np.ndarray  # scaled coefficients: row = ra P[a, y] - rb P[b, y]
+    rows: sp.csr_matrix  # the scaled rows over the variables (x = a m + y), and their transpose: CSR
+    columns: sp.csr_matrix  # products are 20-25 % faster than gathers and bincounts at 1 M rows
     # G'DG in the (m, n, n) stack: its distinct entries ``positions`` are ``assemble @ d`` (the four terms
     # of every row summed once, by a sparse product), the W/P diagonal goes to ``diagonal``
     positions: np.ndarray
@@ -115,13 +125,16 @@ class _Structure:
         terms = np.concatenate([ra * ra, rb * rb, -ra * rb, -ra * rb])
         assemble = sp.csr_matrix((terms, (slot, np.tile(np.arange(r), 4))), shape=(len(positions), r))
         x = np.arange(n * m)
+        matrix = sp.csr_matrix(
+            (np.concatenate([ra, -rb]), (np.tile(np.arange(r), 2), np.concatenate([a * m + y, b * m + y]))),
+            shape=(r, n * m),
+        )
         return cls(
             n=n,
             m=m,
-            va=a * m + y,
-            vb=b * m + y,
             ra=ra,
-            rb=rb,
+            rows=matrix,
+            columns=matrix.T.tocsr(),
             positions=positions,
             assemble=assemble,
             diagonal=(x % m) * n * n + (x // m) * (n + 1),
@@ -138,12 +151,11 @@ class _Structure:
 
     def g(self, v: np.ndarray) -> np.ndarray:
         """The scaled rows applied to a variable vector."""
-        return self.ra * v[self.va] - self.rb * v[self.vb]
+        return self.rows @ v
 
     def gt(self, u: np.ndarray) -> np.ndarray:
         """The scaled rows' transpose applied to a row vector."""
-        size = self.n * self.m
-        return np.bincount(self.va, self.ra * u, size) - np.bincount(self.vb, self.rb * u, size)
+        return self.columns @ u
 
     def row_sums(self, v: np.ndarray) -> np.ndarray:
         return v.reshape(self.n, self.m).sum(axis=1)
@@ -173,7 +185,7 @@ class _Newton:
         same = (self.inverse.reshape(m * n, n) @ dy).reshape(m, n)  # every block against the same dy
         return hf + same.T.ravel(), dy
 
-    def solve(self, f: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def solve(self, f: np.ndarray, g: np.ndarray, refine: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """``H dx - A'dy = f, A dx = g``, refined (H applied through G) while the residual is above
         ``_REFINE_TOL`` relative and still falls tenfold a step, at most ``_REFINE_STEPS`` times. Early on
         no step is needed; at the end of the path the explicit inverses lose digits, and the dual residual
@@ -183,7 +195,7 @@ class _Newton:
         st = self.st
         size = float(np.abs(f).max()) + float(np.abs(g).max())
         last = np.inf
-        for _ in range(_REFINE_STEPS):
+        for _ in range(_REFINE_STEPS if refine else 0):
             r1 = f - (st.gt(self.d * st.g(dx)) + self.diag * dx - np.repeat(dy, st.m))
             r2 = g - st.row_sums(dx)
             residual = (float(np.abs(r1).max()) + float(np.abs(r2).max())) / size
@@ -221,26 +233,61 @@ def _direction(
     residuals: tuple[np.ndarray, ...],
     rc_s: np.ndarray,
     rc_x: np.ndarray,
+    refine: bool = True,
 ) -> tuple[np.ndarray, ...]:
     """The Newton step (dx, dy, ds, dlam, dw) for complementarity right-hand sides ``rc_s``, ``rc_x``."""
     x, s, lam, w = point
     rp, rg, rd = residuals
     st, d = newton.st, newton.d
     f = -rd + st.gt(rc_s / s - d * rg) - rc_x / x
-    dx, dy = newton.solve(f, -rp)
+    dx, dy = newton.solve(f, -rp, refine)
     ds = -rg - st.g(dx)
     return dx, dy, ds, (-rc_s - lam * ds) / s, (-rc_x - w * dx) / x
 
 
 def _max_step(v: np.ndarray, dv: np.ndarray) -> float:
-    neg = dv < 0
-    return float(min(1.0, (-v[neg] / dv[neg]).min())) if neg.any() else 1.0
+    """Longest ``t <= 1`` with ``v + t dv >= 0`` for ``v > 0`` (one pass: 20x faster than masking)."""
+    fastest = float((dv / v).min())
+    return 1.0 if fastest >= -1.0 else -1.0 / fastest
 
 
 def _step_lengths(point: tuple[np.ndarray, ...], step: tuple[np.ndarray, ...]) -> tuple[float, float]:
-    """Longest primal (x, s) and dual (lam, w) steps to the boundary, at most 1."""
-    (x, s, lam, w), (dx, ds, dlam, dw) = point, step
+    """Longest primal (x, s) and dual (lam, w) steps ``(dx, dy, ds, dlam, dw)`` to the boundary, at most 1."""
+    (x, s, lam, w), (dx, _, ds, dlam, dw) = point, step
     return min(_max_step(x, dx), _max_step(s, ds)), min(_max_step(lam, dlam), _max_step(w, dw))
+
+
+def _centrality_correctors(
+    newton: _Newton,
+    point: tuple[np.ndarray, ...],
+    residuals: tuple[np.ndarray, ...],
+    step: tuple[np.ndarray, ...],
+    rc_s: np.ndarray,
+    rc_x: np.ndarray,
+    target: float,
+) -> tuple[tuple[np.ndarray, ...], tuple[float, float]]:
+    """Gondzio's correctors (1996): aim a step ``_ASPIRATION`` longer than the current one, pull the
+    complementarity products it would give into ``[_CENTRE_LOW, _CENTRE_HIGH] * target`` and solve for that
+    change with the same factors; keep each corrected step while it is longer by ``_CORRECTOR_GAIN``."""
+    x, s, lam, w = point
+    ap, ad = _step_lengths(point, step)
+    corrected = False
+    for _ in range(_CORRECTORS):
+        dx, _, ds, dlam, dw = step
+        tp, td = min(1.0, ap + _ASPIRATION), min(1.0, ad + _ASPIRATION)
+        v_s, v_x = (s + tp * ds) * (lam + td * dlam), (x + tp * dx) * (w + td * dw)
+        t_s = np.clip(v_s, _CENTRE_LOW * target, _CENTRE_HIGH * target) - v_s
+        t_x = np.clip(v_x, _CENTRE_LOW * target, _CENTRE_HIGH * target) - v_x
+        t_s, t_x = np.maximum(t_s, -_CENTRE_HIGH * target), np.maximum(t_x, -_CENTRE_HIGH * target)
+        trial = _direction(newton, point, residuals, rc_s - t_s, rc_x - t_x, refine=False)
+        tap, tad = _step_lengths(point, trial)
+        if min(tap, tad) < _CORRECTOR_GAIN * min(ap, ad) and tap + tad < _CORRECTOR_GAIN * (ap + ad):
+            break
+        step, (ap, ad), rc_s, rc_x, corrected = trial, (tap, tad), rc_s - t_s, rc_x - t_x, True
+    if corrected:  # the trials skip refinement: refine the one taken
+        step = _direction(newton, point, residuals, rc_s, rc_x)
+        ap, ad = _step_lengths(point, step)
+    return step, (ap, ad)
 
 
 def solve_geo_lp(
@@ -346,13 +393,14 @@ def _interior_point(
         except np.linalg.LinAlgError:
             break  # the blocks lost definiteness at the end of the path: keep the last iterate
         point, residuals = (x, s, lam, w), (rp, rg, rd)
-        dx, dy, ds, dlam, dw = _direction(newton, point, residuals, lam * s, w * x)
-        ap, ad = _step_lengths(point, (dx, ds, dlam, dw))
+        dx, dy, ds, dlam, dw = _direction(newton, point, residuals, lam * s, w * x, refine=False)
+        ap, ad = _step_lengths(point, (dx, dy, ds, dlam, dw))
         mu_aff = (float((lam + ad * dlam) @ (s + ap * ds)) + float((w + ad * dw) @ (x + ap * dx))) / count
         sigma = (mu_aff / mu) ** 3
         rc_s, rc_x = lam * s + ds * dlam - sigma * mu, w * x + dx * dw - sigma * mu  # Mehrotra's corrector
-        dx, dy, ds, dlam, dw = _direction(newton, point, residuals, rc_s, rc_x)
-        ap, ad = _step_lengths(point, (dx, ds, dlam, dw))
+        step = _direction(newton, point, residuals, rc_s, rc_x)
+        step, (ap, ad) = _centrality_correctors(newton, point, residuals, step, rc_s, rc_x, sigma * mu)
+        dx, dy, ds, dlam, dw = step
         ap, ad = _STEP * ap, _STEP * ad
         x, s = x + ap * dx, s + ap * ds
         lam, w, y = lam + ad * dlam, w + ad * dw, y + ad * dy
