@@ -25,6 +25,11 @@ __all__ = ["VIOLATION_TOL", "mdp_violation", "raise_repair", "repair_mechanism"]
 #: A mechanism is accepted when ``mdp_violation(P, dist_in, eps) <= VIOLATION_TOL`` (DESIGN.md).
 VIOLATION_TOL = 1e-9
 
+# repair_mechanism gives up after this many rounds without a new least violation: on an LP solution that
+# breaks left-out rows by 1e-4 (the city's exact optimum, round 2) it stalls from round 6 and the other
+# 44 rounds took 6 s (the caller then raises instead, raise_repair).
+_STALLED_ROUNDS = 5
+
 # Elements per temporary block in the chunked O(n^2 m) loops (~64 MB of float64).
 _BLOCK = 8_000_000
 
@@ -91,7 +96,8 @@ def repair_mechanism(
     metric, computed in log space). Normalising the rows then moves ``ln P[x, y] - ln P[x', y]`` by
     ``ln s_x' - ln s_x`` (row sums ``s``), which is of the order of the solver's row violations (~1e-9 or
     less); envelope and normalisation are repeated until :func:`~mdp_core.mechanisms.mdp_violation` is
-    ``<= 1e-12`` (each round removes only the mass that breaks a ratio, so the objective moves by about
+    ``<= 1e-12``, or has not fallen for five rounds (it stalls on solutions that break rows by far more
+    than a tolerance), each round removing only the mass that breaks a ratio (the objective moves by about
     the solver tolerance). Exact zeros in a column with positive entries are first raised to the least
     value the other entries allow; an all-zero column stays zero.
 
@@ -124,9 +130,9 @@ def repair_mechanism(
     # empty the whole column (one zero forces zeros everywhere): the 15 km city's seed LP at eps ln 2 / 0.2
     # lost rows that way. The raise adds about the solver's tolerance in mass.
     L = _upper_extension(L, d, eps)
-    viol = float("inf")
-    rounds = 0
-    while rounds < max_rounds:
+    viol = best = float("inf")
+    rounds = best_round = 0
+    while rounds < max_rounds and rounds - best_round < _STALLED_ROUNDS:
         rounds += 1
         # Round 1 takes the envelope at eps itself. If normalising then breaks a ratio (row sums that
         # differ by the solver's tolerance, seen on grids at large eps), later rounds take it at a budget a
@@ -144,6 +150,8 @@ def repair_mechanism(
         viol = mdp_violation(np.exp(L), d, eps)
         if viol <= 1e-12:
             break
+        if viol < best:
+            best, best_round = viol, rounds
     return np.exp(L), viol, rounds
 
 

@@ -167,6 +167,17 @@ def test_repair_makes_a_perturbed_solution_private() -> None:
     assert core.expected_loss(P, prior, loss) == pytest.approx(res.objective, abs=1e-4)
 
 
+def test_repair_gives_up_when_the_violation_stops_falling(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mdp_core.mechanisms import verify
+
+    d = grid_metric(3, 2.0) / 2
+    P = np.full((9, 4), 0.25)
+    stalled = iter([3e-3, 2e-3, 2.5e-3, 2e-3, 2.1e-3, 2.2e-3, 2e-3, 1e-13])  # stalls from round 2
+    monkeypatch.setattr(verify, "mdp_violation", lambda *_: next(stalled))
+    _, viol, rounds = verify.repair_mechanism(P, d, 2.0)
+    assert (rounds, viol) == (7, 2e-3)  # five rounds after the least violation, not 50
+
+
 def test_repair_keeps_columns_whose_far_entries_the_solver_rounded_to_zero() -> None:
     """At large eps an output's far entries are e^{-eps d} ~ 1e-13: a solver returns them as exact zeros.
     One zero forces the whole column to zero under the envelope alone (rows lost all their mass); the
