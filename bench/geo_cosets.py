@@ -6,9 +6,11 @@ with the automatic step and :func:`~mdp_core.geo.geo_lower_bound` (the aggregate
 size), each with ``SECONDS`` for the whole bound, and the bilinear lattice mechanism (the best verified
 one at depths 3-4) with its gap to each bound. Quick: the district at eps 1.5 only.
 
-Measured at eps 1.5 (2 cores, 60 s each): city 0.9347 km by cosets against 0.8497 by default (bilinear
-1.2198: gap 30.5 % instead of 43.6 %); district 0.3592 against 0.3548 (bilinear 0.3668: 2.1 % instead of
-3.4 %).
+Measured at eps 0.5 / 1 / 1.5 (2 cores, 60 s each, the interior point with centrality correctors): city
+1.726 / 1.268 / 0.9434 km by cosets against 1.689 / 1.178 / 0.8539 by default (bilinear 1.789 / 1.474 /
+1.204: gap 3.7 / 16.3 / 27.6 % instead of 5.9 / 25.2 / 41.0 %); district 0.3969 / 0.3772 / 0.3598 against
+0.3933 / 0.3727 / 0.3548 (bilinear 0.3987 / 0.383 / 0.3667: 0.5 / 1.5 / 1.9 % instead of 1.4 / 2.8 / 3.3 %).
+Before the correctors, at eps 1.5: city 0.9347, district 0.3592.
 """
 
 from __future__ import annotations

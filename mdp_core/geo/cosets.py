@@ -24,9 +24,12 @@ Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``s
 * the 15 km city at depth 3 (3,469 targets, 117 outputs): 16 cosets of ~215 targets, ~35 iterations of
   ~0.11 s each: 0.939 km in 62 s alone (0.894 with the other core busy; 0.946 km to a 1e-3 gap in
   110 s), where the aggregated relaxation of :func:`~mdp_core.geo.bounds.geo_lower_bound` certified
-  0.837 km in 60 s (the bilinear mechanism, the best verified one there, is at 1.212);
+  0.837 km in 60 s (the bilinear mechanism, the best verified one there, is at 1.212); with the
+  interior point's centrality correctors (``bench geo_cosets``, same run) 0.9434 against 0.8539 km, and at
+  eps 0.5 / 1.0 1.726 / 1.268 against 1.689 / 1.178 (bilinear within 3.7 / 16.3 / 27.6 %);
 * the district at depth 3 (5,311 targets): 25 cosets, 0.3573 km against 0.3481 aggregated and 0.3519
-  from 2 x 2 cosets of the relaxation LP in 4 x 60 s (bilinear mechanism 0.3674: within 2.8 %);
+  from 2 x 2 cosets of the relaxation LP in 4 x 60 s (bilinear mechanism 0.3674: within 2.8 %); with
+  the correctors 0.3598 at eps 1.5, 0.3772 at 1.0, 0.3969 at 0.5 (bilinear within 1.9 / 1.5 / 0.5 %);
 * depth 4 (49 cosets of the city, 100 of the district) does NOT fit 60 s: each coset gets about 1 s and
   stops far from its optimum (0.58 and 0.10 km against 0.82 and 0.34 aggregated); the city's 64 cosets
   of 8 x 8 need about 135 s for 0.89 km. There, give the bound minutes or keep the default bound.

@@ -20,10 +20,10 @@ in 800 s at 413 targets; 004's LP not in 1,800 s at 483). But at the optimum onl
    solution); otherwise the whole LP again;
 4. stop when the bracket closes: the last solution, made exactly eps-mDP on all pairs (by lowering the
    entries that break a ratio, :func:`~mdp_core.mechanisms.repair_mechanism`, or while rows are still
-   broken also by raising, :func:`~mdp_core.mechanisms.raise_repair`; the better one is kept and checked
-   by :func:`~mdp_core.mechanisms.mdp_violation`), is within :data:`EXACT_GAP` (1e-5) of the best
-   certificate; or when a whole LP's solution breaks no row by more than ``1e-10`` (it is then the
-   optimum).
+   broken also by raising, :func:`~mdp_core.mechanisms.raise_repair`, with 1e-6 and with 0.003 of the
+   budget kept back; the best is kept and checked by :func:`~mdp_core.mechanisms.mdp_violation`), is
+   within :data:`EXACT_GAP` (1e-5) of the best certificate; or when a whole LP's solution breaks no row
+   by more than ``1e-10`` (it is then the optimum).
 
 Every whole LP's multipliers certify a lower bound by weak duality
 (:func:`~mdp_core.geo.bounds.certified_bound`: its rows are a subset of the full problem's). So the result
