@@ -17,13 +17,13 @@ iteration.
 Mehrotra predictor-corrector with separate primal and dual steps, and Gondzio's multiple centrality
 correctors (up to three more solves with the same factors, each kept only when it lengthens the step): on
 the city's depth-1 LPs the steps stay short (0.2-0.7) and the correctors cut the iterations by about a
-third (the round-2 LP of 1.04 M rows: 65-71 against 97-102; 99 targets: 22 against 29); the predictor
-and the trial correctors skip iterative refinement, the step taken is refined. Each row is scaled to unit norm
-(``(P[a] - r P[b]) / sqrt(1 + r^2)``: ``r`` reaches e^20 across a city) and the Newton systems are refined
-while that helps (:meth:`_Newton.solve`). ``row_sums`` below 1 solve for some outputs with the others held
-fixed. A warm start (row generation) mixes the last solution with 2 % of the uniform
-mechanism and pushes every complementarity pair off the boundary (measured: 10 % fewer iterations). The
-result is data: the solution, the multipliers of the unscaled rows (any
+third (the round-2 LP of 1.04 M rows: 65-71 against 97-102, 37-40 s against 48-57 s; 99 targets: 22
+against 29). The predictor and the trial correctors skip iterative refinement; the step taken is refined.
+Each row is scaled to unit norm (``(P[a] - r P[b]) / sqrt(1 + r^2)``: ``r`` reaches e^20 across a city)
+and the Newton systems are refined while that helps (:meth:`_Newton.solve`). ``row_sums`` below 1 solve
+for some outputs with the others held fixed. A warm start (row generation) mixes the last solution with
+2 % of the uniform mechanism and pushes every complementarity pair off the boundary (measured: 10 % fewer
+iterations). The result is data: the solution, the multipliers of the unscaled rows (any
 ``nu >= 0`` certifies a bound through :func:`~mdp_core.geo.bounds.certified_bound`, so their accuracy only
 costs tightness, never validity) and the convergence record.
 """

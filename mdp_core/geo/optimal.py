@@ -311,8 +311,9 @@ def _private_versions(
     """``p`` made exactly eps-mDP, with its exact violation: by lowering the entries that break a ratio
     (what an optimal solution needs: it breaks none beyond ROW_TOL) and, while rows are still broken or
     when lowering does not settle (seen on a 26-target grid: 2e-6 left after 50 rounds), also by raising
-    (:func:`~mdp_core.mechanisms.raise_repair`, whose last resort, a mix with the uniform mechanism,
-    always ends private); the caller keeps the better."""
+    (:func:`~mdp_core.mechanisms.raise_repair` at each of :data:`_RAISE_SLACKS`, only the first when no
+    row is broken; its last resort, a mix with the uniform mechanism, always ends private); the caller
+    keeps the best."""
     versions = [repair_mechanism(p, dist, eps)[:2]]
     if not lower_only or versions[0][1] > VIOLATION_TOL:
         # an optimum needs next to no budget kept back; a solution far from it, a little more
