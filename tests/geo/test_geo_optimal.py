@@ -209,7 +209,7 @@ def test_a_solution_breaking_left_out_rows_is_raised_with_next_to_no_slack_too(s
     assert max(tiny_violation, loose_violation) <= 1e-9
     for matrix, _ in versions[1:]:
         assert float(np.sum(cost * matrix)) >= optimum * (1 - 1e-9)  # private: never below the optimum
-    # measured 0.03-0.07 % above the optimum against 0.05-0.14 % with 0.003 kept back
+    # measured 0.03-0.14 % above the optimum against 0.05-0.18 % with 0.003 kept back
     assert float(np.sum(cost * tiny)) < float(np.sum(cost * loose))
 
 
@@ -222,7 +222,7 @@ def test_re_solving_only_the_outputs_of_broken_rows_still_reaches_the_optimum(
     monkeypatch.setattr(optimal, "NEAR_MARGIN", 0.5)
     monkeypatch.setattr(ipm, "_WARM_MU", 1e-4)
     monkeypatch.setattr(optimal, "PASS_NEIGHBOURS", neighbours)
-    monkeypatch.setattr(optimal, "_RAISE_SLACKS", (0.003,))  # raised with next to no slack, round 2 closes
+    monkeypatch.setattr(optimal, "_RAISE_SLACKS", (0.003,))  # with the 1e-6 raise round 2 closes: no pass
     problem = tiny_problem(4, 3, seed=seed, seed_n=3)
     m = problem.loss.shape[1]
     mech = optimal_geo_mechanism(problem, eps, dilation=1.5)
