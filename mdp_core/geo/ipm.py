@@ -185,13 +185,20 @@ class _Newton:
         same = (self.inverse.reshape(m * n, n) @ dy).reshape(m, n)  # every block against the same dy
         return hf + same.T.ravel(), dy
 
-    def solve(self, f: np.ndarray, g: np.ndarray, refine: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def solve(
+        self,
+        f: np.ndarray,
+        g: np.ndarray,
+        refine: bool = True,
+        unrefined: tuple[np.ndarray, ...] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``H dx - A'dy = f, A dx = g``, refined (H applied through G) while the residual is above
         ``_REFINE_TOL`` relative and still falls tenfold a step, at most ``_REFINE_STEPS`` times. Early on
         no step is needed; at the end of the path the explicit inverses lose digits, and the dual residual
         (hence the certificate) with them: one step left the certificate 7.9e-6 below the objective, up
-        to four 1.6e-6, on a 200-target sub-city. Past 1e-11 the residual stalls (float rounding)."""
-        dx, dy = self._reduced(f, g)
+        to four 1.6e-6, on a 200-target sub-city. Past 1e-11 the residual stalls (float rounding).
+        ``unrefined``: this system's unrefined solution, when computed before (it is not solved again)."""
+        dx, dy = self._reduced(f, g) if unrefined is None else unrefined
         st = self.st
         size = float(np.abs(f).max()) + float(np.abs(g).max())
         last = np.inf
@@ -234,13 +241,15 @@ def _direction(
     rc_s: np.ndarray,
     rc_x: np.ndarray,
     refine: bool = True,
+    unrefined: tuple[np.ndarray, ...] | None = None,
 ) -> tuple[np.ndarray, ...]:
-    """The Newton step (dx, dy, ds, dlam, dw) for complementarity right-hand sides ``rc_s``, ``rc_x``."""
+    """The Newton step (dx, dy, ds, dlam, dw) for complementarity right-hand sides ``rc_s``, ``rc_x``
+    (``unrefined``: the same step's unrefined (dx, dy), when refining one computed before)."""
     x, s, lam, w = point
     rp, rg, rd = residuals
     st, d = newton.st, newton.d
     f = -rd + st.gt(rc_s / s - d * rg) - rc_x / x
-    dx, dy = newton.solve(f, -rp, refine)
+    dx, dy = newton.solve(f, -rp, refine, unrefined)
     ds = -rg - st.g(dx)
     return dx, dy, ds, (-rc_s - lam * ds) / s, (-rc_x - w * dx) / x
 
@@ -284,8 +293,8 @@ def _centrality_correctors(
         if min(tap, tad) < _CORRECTOR_GAIN * min(ap, ad) and tap + tad < _CORRECTOR_GAIN * (ap + ad):
             break
         step, (ap, ad), rc_s, rc_x, corrected = trial, (tap, tad), rc_s - t_s, rc_x - t_x, True
-    if corrected:  # the trials skip refinement: refine the one taken
-        step = _direction(newton, point, residuals, rc_s, rc_x)
+    if corrected:  # the trials skip refinement: refine the one taken, from its own solve
+        step = _direction(newton, point, residuals, rc_s, rc_x, unrefined=step[:2])
         ap, ad = _step_lengths(point, step)
     return step, (ap, ad)
 
