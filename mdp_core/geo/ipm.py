@@ -9,16 +9,19 @@ sums. So in a primal-dual Newton step the matrix ``G' D G + W / P`` is block dia
 output, and the row sums leave an n x n Schur complement ``S = sum_y H_y^-1``: m Cholesky factorisations
 and inverses of n x n matrices per iteration, on all cores (:mod:`mdp_core.geo._lapack`: 0.13 s for
 117 blocks of 406 at depth 1 of the 15 km city on 2 cores, 0.34 s on one; 0.28 s per iteration in all,
-on average over the city's LPs of 0.5-1.6 M rows; 45-140 iterations per LP), where a general solver sees
+on average over the city's LPs of 0.5-1.6 M rows; 25-70 iterations per LP), where a general solver sees
 0.5-1.9 M sparse rows (HiGHS IPX and simplex did not finish the 1.1-spanner relaxation of that problem in
 3 min; PDLP stops at ~1e-3 relative accuracy). The blocks are assembled into one buffer reused by every
 iteration.
 
-Mehrotra predictor-corrector with separate primal and dual steps, and Gondzio's multiple centrality
-correctors (up to three more solves with the same factors, each kept only when it lengthens the step): on
-the city's depth-1 LPs the steps stay short (0.2-0.7) and the correctors cut the iterations by about a
-third (the round-2 LP of 1.04 M rows: 65-71 against 97-102, 37-40 s against 48-57 s; 99 targets: 22
-against 29). The predictor and the trial correctors skip iterative refinement; the step taken is refined.
+Mehrotra predictor-corrector with separate primal and dual steps, its centring weight capped at
+:data:`_SIGMA_MAX`, and Gondzio's multiple centrality correctors (up to three more solves with the same
+factors, each kept only when it lengthens the step). On the city's depth-1 LPs the affine step is blocked
+at 0.1-0.2 by a few dozen of a million rows, so Mehrotra's weight stays at 0.4-0.8 and mu fell by only
+~0.8 an iteration: the correctors cut the iterations by about a third (the round-2 LP of 1.04 M rows: 65-71
+against 97-102; 99 targets: 22 against 29), the cap by another quarter to a third (74 to 46 on that LP;
+both rounds at eps 0.5 / 1 / 1.5: 88 / 102 / 79 against 119 / 136 / 112). The predictor and the trial
+correctors skip iterative refinement; the step taken is refined.
 Each row is scaled to unit norm (``(P[a] - r P[b]) / sqrt(1 + r^2)``: ``r`` reaches e^20 across a city)
 and the Newton systems are refined while that helps (:meth:`_Newton.solve`). ``row_sums`` below 1 solve
 for some outputs with the others held fixed. A warm start (row generation) mixes the last solution with
@@ -64,8 +67,9 @@ _CENTRE_LOW, _CENTRE_HIGH = 0.1, 10.0
 #: Largest centring weight: Mehrotra's ``(mu_aff / mu)^3`` stays at 0.4-0.8 on the city's LPs (the affine
 #: step is blocked at 0.1-0.2 by a few dozen of a million rows), so mu fell by only ~0.8 an iteration.
 #: Capped, the correctors keep the iterates central: city depth 1, whole LPs of both rounds at eps 0.5 /
-#: 1 / 1.5: 27+58, 32+67, 30+51 iterations against 32+87, 37+99, 38+74. At 0.1 the last iterates are
-#: less central and their multipliers certify less: eps 1.0 stopped 1.4e-5 short of the bracket.
+#: 1 / 1.5: 27+61, 32+70, 30+49 iterations against 32+87, 37+99, 38+74 (``bench geo_optimal``). At 0.1
+#: the last iterates are less central and their multipliers certify less: eps 1.0 stopped 1.4e-5 short
+#: of the bracket.
 _SIGMA_MAX = 0.2
 
 

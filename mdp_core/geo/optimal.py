@@ -32,14 +32,14 @@ brackets the optimum from both sides, and ``exact=True`` means the bracket is na
 
 Measured (``python -m bench geo_optimal``, depth 1, 60 task points, 2 cores; HiGHS in the same run): the
 15 km city (406 targets x 117 outputs, 19.2 M rows in full, 11.9 M without the implied pairs) is solved
-exactly at eps 0.5 / 1 / 1.5 per km in 65 / 70 / 48 s (two whole LPs each: 32+87, 37+99, 37+69
-iterations; 1.0-1.6 M rows; bracket 3-5e-6), the district at eps 1.5 in 63 s (26+108). Before the
-interior point's centrality correctors and the raise with 1e-6 kept back: 75 / 98 / 84 and 81 s in that
-session's bench, and in one back-to-back comparison on a slow moment of this machine 108.8 s against
-64.9 s at eps 1.5, 132.6 against 89.8 s at eps 1.0 (the same machine runs 10-30 % faster or slower from
-one run to the next). The first round's LP alone (0.54 M rows) takes the block interior point 30 s to a
-3e-7 gap; HiGHS IPX and dual simplex had not finished it after 180 s each (IPX at 1.088, optimum 1.049).
-The optimum 1.0631 km at eps 1.5 puts the spanner mechanism 0.8 % above it and MLaEt-O 59 % above.
+exactly at eps 0.5 / 1 / 1.5 per km in 91 / 91 / 66 s (two whole LPs each: 27+61, 32+70, 30+49
+iterations; 1.0-1.6 M rows; bracket 4e-6), the district at eps 1.5 in 88 s (23+79). That run's machine
+was 1.5-1.7x slower than the one before (the same inversion of 117 blocks: 0.30 s against 0.20 s), which
+took 65 / 70 / 48 and 63 s for 32+87, 37+99, 37+69 and 26+108 iterations without the interior point's
+centring cap; back to back on the slow machine, eps 1.5: 107 s without the cap, 77 s with it. The first
+round's LP alone (0.54 M rows) takes the block interior point 45 s to a 2e-7 gap; HiGHS IPX and dual
+simplex had not finished it after 180 s each (IPX at 1.265, simplex at 0.676, optimum 1.049).
+The optimum 1.0631 km at eps 1.5 puts the spanner mechanism 0.9 % above it and MLaEt-O 59 % above.
 """
 
 from __future__ import annotations
