@@ -37,7 +37,6 @@ Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``s
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
 import numpy as np
@@ -71,14 +70,7 @@ def cosets(problem: GeoProblem, step: int) -> list[tuple[float, GeoProblem]]:
             mass = float(problem.prior[rows].sum())
             if len(rows) == 0 or mass <= 0.0:
                 continue
-            sub = dataclasses.replace(
-                problem,
-                grid=dataclasses.replace(problem.grid, fine_ij=fine[rows]),
-                prior=problem.prior[rows] / mass,
-                loss=problem.loss[rows],
-                target_nodes=problem.target_nodes[rows],
-            )
-            parts.append((mass, sub))
+            parts.append((mass, problem.restricted(rows)))
     return parts
 
 

@@ -11,7 +11,7 @@ utility of a mechanism M under a prior pi over targets is  U(M) = sum_x pi(x) su
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -67,6 +67,18 @@ class GeoProblem:
         (n^2 floats: the full-domain LPs that need it cap n)."""
         pts = self.targets_km
         return np.linalg.norm(pts[:, None, :] - pts[None, :, :], axis=2)
+
+    def restricted(self, targets: np.ndarray) -> GeoProblem:
+        """The problem on the targets with these indices only, the prior conditioned on them (same
+        outputs). The targets must carry positive prior mass."""
+        prior = self.prior[targets]
+        return replace(
+            self,
+            grid=replace(self.grid, fine_ij=self.grid.fine_ij[targets]),
+            prior=prior / prior.sum(),
+            loss=self.loss[targets],
+            target_nodes=self.target_nodes[targets],
+        )
 
 
 def travel_loss(

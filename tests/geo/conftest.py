@@ -22,6 +22,17 @@ def small_problem(city: RoadNetwork) -> GeoProblem:
     return build_problem(city, seed_n=5, depth=2, n_tasks=12, rng=np.random.default_rng(1))
 
 
+BALTIMORE = Path(__file__).resolve().parents[3] / "shared" / "data" / "baltimore.osm.pbf"
+
+
+@pytest.fixture
+def baltimore() -> Path:
+    """The 15 km city extract in ../shared (never copied into the repository); skips when absent."""
+    if not BALTIMORE.exists():
+        pytest.skip(f"city extract not found at {BALTIMORE} (../shared/data is absent)")
+    return BALTIMORE
+
+
 @pytest.fixture
 def write_osm() -> Callable[..., Path]:
     """The :func:`_write_osm` helper (a fixture, so test modules need not import conftest)."""

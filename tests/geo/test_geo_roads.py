@@ -118,16 +118,11 @@ def test_graphml_still_loads(tmp_path: Path, write_osm) -> None:  # type: ignore
     assert net.adjacency.sum() / 2 == pytest.approx(load_road_network(xml).adjacency.sum() / 2, rel=5e-3)
 
 
-BALTIMORE = Path(__file__).resolve().parents[3] / "shared" / "data" / "baltimore.osm.pbf"
-
-
-def test_city_scale_pbf_loads_in_seconds() -> None:
-    if not BALTIMORE.exists():
-        pytest.skip(f"city extract not found at {BALTIMORE} (../shared/data is absent)")
+def test_city_scale_pbf_loads_in_seconds(baltimore: Path) -> None:
     import time
 
     start = time.perf_counter()
-    net = load_road_network(BALTIMORE)
+    net = load_road_network(baltimore)
     seconds = time.perf_counter() - start
     assert seconds < 5.0, f"loading took {seconds:.1f} s"
     assert net.crs == "EPSG:32618"  # UTM 18 N holds Baltimore (76.6 W)
@@ -138,7 +133,7 @@ def test_city_scale_pbf_loads_in_seconds() -> None:
     width, height = net.extent_km
     assert 7.5 < width < 9.5 and 7.0 < height < 8.5
     assert np.isfinite(net.travel_km([0])).all()
-    assert load_road_network(BALTIMORE, roads="all").n_nodes > net.n_nodes
+    assert load_road_network(baltimore, roads="all").n_nodes > net.n_nodes
 
 
 def test_bad_map_files_give_clear_errors(tmp_path: Path) -> None:
