@@ -19,6 +19,12 @@ share of a coset only costs tightness. Larger cosets (a small explicit ``step``)
 :func:`~mdp_core.geo.bounds.geo_lower_bound`. ``step=None`` picks the smallest step whose cosets have at
 most :data:`COSET_TARGETS` targets (depth 3 of the 15 km city: 4, 16 cosets of ~215 targets).
 
+**On every core.** The cosets are independent, so one thread per core solves them (a coset's sparse
+products and element-wise steps run on one core; only its block inversions used the others): the first
+four cosets of the city at depth 3, eps 1.5, to a 1e-6 gap, took 36.9 s on two threads against 50.6 s one
+after the other (the same bounds to 1e-8); the whole bound in 60 s, back to back on a machine 1.5x slower
+than the one of the figures below: 1.7174 against 1.6948 km at eps 0.5, 0.9361 against 0.9155 at 1.5.
+
 Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``step=None``):
 
 * the 15 km city at depth 3 (3,469 targets, 117 outputs): 16 cosets of ~215 targets, ~35 iterations of
@@ -38,11 +44,14 @@ Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``s
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
+from mdp_core.geo._lapack import worker_count
 from mdp_core.geo.bounds import GeoBound, _privacy_rows, _row_ratios, certified_bound, geo_lower_bound
 from mdp_core.geo.ipm import solve_geo_lp
 from mdp_core.geo.pairs import spanner_pairs
@@ -108,7 +117,7 @@ def coset_lower_bound(
         :data:`COSET_TARGETS` targets).
     time_limit : float
         Seconds for the whole bound, shared among the cosets still to do (a coset that finishes early
-        leaves its time to the others).
+        leaves its time to the others), on every core (module docstring).
 
     Returns
     -------
@@ -123,18 +132,28 @@ def coset_lower_bound(
     start = time.perf_counter()
     deadline = start + float(time_limit)
     parts = cosets(problem, int(step))
-    value, rows, methods = 0.0, 0, set()
-    for k, (mass, sub) in enumerate(parts):
-        report(progress, k / len(parts), f"coset {k + 1} of {len(parts)}: {sub.grid.n_targets:,} targets")
-        share = max(deadline - time.perf_counter(), 0.0) / (len(parts) - k)
+    workers = min(worker_count(), len(parts))
+
+    def solve(k: int) -> GeoBound:
+        # started when a thread is free: its share of the thread time left to the cosets not yet started
+        left = len(parts) - k
+        share = max(deadline - time.perf_counter(), 0.0) * min(workers, left) / left
+        sub = parts[k][1]
         if sub.grid.n_targets <= BLOCK_TARGETS:
-            bound = _spanner_bound(sub, eps, time.perf_counter() + share)
-        else:
-            bound = geo_lower_bound(sub, eps, time_limit=max(share, 1.0))
-        value += mass * bound.value
-        rows = max(rows, bound.rows)
-        methods.add(bound.method)
+            return _spanner_bound(sub, eps, time.perf_counter() + share)
+        return geo_lower_bound(sub, eps, time_limit=max(share, 1.0))
+
+    bounds: list[GeoBound] = []
+    # one BLAS limit around all threads (nested limits would each restore what another one set)
+    with threadpool_limits(limits=1), ThreadPoolExecutor(workers) as pool:
+        futures: list[Future[GeoBound]] = [pool.submit(solve, k) for k in range(len(parts))]
+        for k, future in enumerate(futures):  # progress from this thread only (a UI callback needs it)
+            bounds.append(future.result())
+            report(progress, (k + 1) / len(parts), f"coset bound: {k + 1} of {len(parts)} cosets done")
     report(progress, 1.0, "coset bound: done")
+    value = sum(mass * bound.value for (mass, _), bound in zip(parts, bounds, strict=True))
+    rows = max(bound.rows for bound in bounds)
+    methods = {bound.method for bound in bounds}
     return GeoBound(
         value=value,
         exact=False,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_geo_bounds import full_lp, tiny_problem  # tests/geo is on sys.path (rootdir conftest layout)
+from threadpoolctl import threadpool_info
 
 from mdp_core.errors import DataError
 from mdp_core.geo import (
@@ -70,6 +72,25 @@ def test_never_above_a_verified_mechanism(seed: int, eps: float, step: int) -> N
     problem = tiny_problem(3 + seed % 3, 3, seed=seed % 11, depth=2, seed_n=2)
     bound = coset_lower_bound(problem, eps, step=step, time_limit=20)
     assert 0.0 < bound.value <= tree_extension(problem, eps).utility_km(problem) + 1e-12
+
+
+def test_cosets_on_threads_report_progress_from_the_caller_and_restore_blas_threads() -> None:
+    """The cosets run on a thread per core; a UI progress callback needs the caller's thread, and the BLAS
+    limit set for them must not outlive the bound (nested limits in threads would each restore another's)."""
+    problem = tiny_problem(4, 4, seed=5, depth=2, seed_n=2)
+    blas_before = [pool["num_threads"] for pool in threadpool_info()]
+    calls: list[tuple[float, bool]] = []
+    bound = coset_lower_bound(
+        problem,
+        1.0,
+        step=2,
+        time_limit=30,
+        progress=lambda done, _: calls.append((done, threading.current_thread() is threading.main_thread())),
+    )
+    assert [pool["num_threads"] for pool in threadpool_info()] == blas_before
+    assert calls[-1][0] == 1.0 and all(main for _, main in calls)
+    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+    assert 0.0 < bound.value <= full_lp(problem, 1.0) + 1e-9
 
 
 def test_bad_step_is_refused() -> None:
