@@ -219,6 +219,26 @@ def test_optimal_mechanism_is_the_full_lp_optimum_and_private(eps: float, seed_n
     assert mech.method == "optimal" and mech.info["rounds"] >= 2
 
 
+@pytest.mark.parametrize("share", [0.5, 0.01])
+def test_spanner_rows_left_out_of_round_two_come_back_when_broken(
+    share: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Round 2 leaves out the spanner rows round 1's solution meets with ``share`` of their ratio to spare
+    (at 0.01 nearly all of them): the rows it then breaks are generated again and the optimum is the same."""
+    monkeypatch.setattr(optimal, "SPARE_SHARE", share)
+    problem = tiny_problem(4, 3, seed=1, seed_n=3)
+    cost, rows, ratios = lp_rows(problem, 2.0, 1.1)
+    p = solve_geo_lp(cost, rows, ratios, tol=1e-3).p  # round 1's solution
+    spare = optimal._spare_rows(p, rows, ratios)
+    excess = p[rows[:, 0], rows[:, 2]] / (ratios * p[rows[:, 1], rows[:, 2]])  # independent: the ratio used
+    np.testing.assert_array_equal(spare, excess < 1.0 - share)
+    assert 0 < spare.sum() < len(rows)
+    mech = optimal_geo_mechanism(problem, 2.0)
+    assert mech.info["lower_bound"].exact
+    assert mech.utility_km(problem) == pytest.approx(full_lp(problem, 2.0), rel=1e-5)
+    assert mdp_violation(mech.matrix, distances(problem), 2.0) <= 1e-9
+
+
 @pytest.mark.parametrize(("seed", "eps"), [(1, 1.0), (1, 2.0), (3, 1.0), (3, 2.0)])
 def test_a_solution_breaking_left_out_rows_is_raised_with_next_to_no_slack_too(seed: int, eps: float) -> None:
     problem = tiny_problem(4, 3, seed=seed, seed_n=3)
