@@ -10,7 +10,10 @@ Measured at eps 0.5 / 1 / 1.5 (2 cores, 60 s each, the interior point with centr
 1.726 / 1.268 / 0.9434 km by cosets against 1.689 / 1.178 / 0.8539 by default (bilinear 1.789 / 1.474 /
 1.204: gap 3.7 / 16.3 / 27.6 % instead of 5.9 / 25.2 / 41.0 %); district 0.3969 / 0.3772 / 0.3598 against
 0.3933 / 0.3727 / 0.3548 (bilinear 0.3987 / 0.383 / 0.3667: 0.5 / 1.5 / 1.9 % instead of 1.4 / 2.8 / 3.3 %).
-Before the correctors, at eps 1.5: city 0.9347, district 0.3592.
+Before the correctors, at eps 1.5: city 0.9347, district 0.3592. With the cosets on a thread per core,
+on a machine 1.5x slower: city 1.718 / 1.260 / 0.9314 by cosets against 1.624 / 1.133 / 0.8190 by default
+(bilinear 1.807 / 1.516 / 1.221: gap 5.2 / 20.3 / 31.1 %); one after the other there the cosets gave
+1.695 at eps 0.5 and 0.9155 at 1.5, and given 400 s they converge to 1.727 at eps 0.5 (in 108 s).
 """
 
 from __future__ import annotations
