@@ -87,8 +87,8 @@ NEAR_ROWS = 1_000_000
 #: Spanner rows that round 1's solution meets with more than this share of their ratio to spare
 #: (``P[a] < (1 - share) r P[b]``) are left out of round 2's LP: they seldom bind at the optimum, and
 #: row generation brings back any that round 2's solution breaks. City depth 1, eps 1.5: 0.29 M of 0.54 M
-#: spanner rows left out, round 2 on 0.75 M rows instead of 1.05 M, 55 s instead of 66 s, still two rounds;
-#: at eps 0.5 and 1.0 few are left out (0.05 M and 0.19 M; 87 and 93 s, two rounds). At 0.25, eps 1.0
+#: spanner rows left out, round 2 on 0.75 M rows instead of 1.05 M, still two rounds (module docstring);
+#: at eps 0.5 and 1.0 fewer are spare (0.05 M and 0.19 M), and the time is as before. At 0.25, eps 1.0
 #: took five rounds (479 s).
 SPARE_SHARE = 0.5
 #: Budget fractions a raising repair keeps back (:func:`_private_versions`). The whole LP's solution of
