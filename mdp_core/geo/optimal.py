@@ -43,7 +43,8 @@ simplex had not finished it after 180 s each (IPX at 1.265, simplex at 0.676, op
 The optimum 1.0631 km at eps 1.5 puts the spanner mechanism 0.9 % above it and MLaEt-O 59 % above.
 Leaving the spare spanner rows out of round 2 (same slow machine, back to back): eps 1.5 in 59.7 s against
 68.5 s (0.75 M rows against 1.05 M, 30+43 iterations against 30+49); eps 1.0 91 s and the district at
-1.5 100 s, as before (few rows are spare there).
+1.5 100 s, as before (few rows are spare there). With at most 0.5 M near rows (:data:`NEAR_ROWS`), later
+the same day on a less loaded machine: eps 0.5 / 1.0 / 1.5 in 66.6 / 83.0 / 55.9 s, the district 68.6 s.
 """
 
 from __future__ import annotations
@@ -82,8 +83,12 @@ _FIRST_ROUND_TOL = 1e-3
 #: would break many of them (without them the city took 5-6 whole LPs). City depth 1, eps 1.5: margin 0.5
 #: took 130 s (2.1 M rows, 27 outputs broken after), 0.25 took 104 s (1.4 M rows, 54 outputs), 0.1 190 s.
 NEAR_MARGIN = 0.25
-#: At most this many near rows a round (small eps brings many more within the margin: 2.4 M at 0.5 / km).
-NEAR_ROWS = 1_000_000
+#: At most this many near rows a round, the largest excess first (small eps brings many more within the
+#: margin: 2.4 M at 0.5 / km). Back to back, 1 M against 0.5 M: city depth 1 at eps 0.5 76.0 against
+#: 66.6 s (1.52 M against 1.13 M rows in round 2, 62 against 59 iterations), at eps 1.0 78.8 against 83.0 s
+#: (66 against 68 iterations), the district at eps 1.5 81.2 against 68.6 s; all two rounds and exact.
+#: At 0.25 M eps 0.5 took 60.4 s but eps 1.0 three rounds (109.5 s).
+NEAR_ROWS = 500_000
 #: Spanner rows that round 1's solution meets with more than this share of their ratio to spare
 #: (``P[a] < (1 - share) r P[b]``) are left out of round 2's LP: they seldom bind at the optimum, and
 #: row generation brings back any that round 2's solution breaks. City depth 1, eps 1.5: 0.29 M of 0.54 M
