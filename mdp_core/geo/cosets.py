@@ -150,7 +150,6 @@ def coset_lower_bound(
         for k, future in enumerate(futures):  # progress from this thread only (a UI callback needs it)
             bounds.append(future.result())
             report(progress, (k + 1) / len(parts), f"coset bound: {k + 1} of {len(parts)} cosets done")
-    report(progress, 1.0, "coset bound: done")
     value = sum(mass * bound.value for (mass, _), bound in zip(parts, bounds, strict=True))
     rows = max(bound.rows for bound in bounds)
     methods = {bound.method for bound in bounds}
