@@ -17,13 +17,15 @@ import itertools
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 from scipy.linalg import lapack
 
-__all__ = ["invert_spd_blocks", "worker_count"]
+__all__ = ["invert_spd_blocks", "over_blocks", "worker_count"]
 
 _Routine = Callable[..., None]
+_Result = TypeVar("_Result")
 
 
 def _capsule_routine(name: str) -> _Routine | None:
@@ -120,13 +122,28 @@ def invert_spd_blocks(blocks: np.ndarray, workers: int | None = None) -> int | N
     if _POTRF is None or _POTRI is None:
         return _invert_serial_f2py(blocks)
     workers = worker_count() if workers is None else max(1, workers)
-    if workers == 1 or len(blocks) < 2:
-        return _invert_serial_capsule(blocks)
-    bounds = np.linspace(0, len(blocks), min(workers, len(blocks)) + 1).astype(int)
-    chunks = [(lo, blocks[lo:hi]) for lo, hi in itertools.pairwise(bounds)]
-    with ThreadPoolExecutor(len(chunks)) as pool:
-        failed = list(pool.map(lambda chunk: _invert_serial_capsule(chunk[1]), chunks))
-    for (lo, _), bad in zip(chunks, failed, strict=True):
+    failed = over_blocks(len(blocks), lambda lo, hi: _invert_serial_capsule(blocks[lo:hi]), workers)
+    for (lo, _), bad in zip(_chunks(len(blocks), workers), failed, strict=True):
         if bad is not None:
             return lo + bad
     return None
+
+
+def _chunks(count: int, workers: int) -> list[tuple[int, int]]:
+    bounds = np.linspace(0, count, max(1, min(workers, count)) + 1).astype(int)
+    return list(itertools.pairwise(bounds.tolist()))
+
+
+def over_blocks(count: int, task: Callable[[int, int], _Result], workers: int | None = None) -> list[_Result]:
+    """``task(lo, hi)`` on consecutive chunks of ``range(count)``, one chunk per thread, in order.
+
+    For work on a stack of blocks that releases the GIL (LAPACK through the capsules, numpy's matmul,
+    fill and sum): a single core does not saturate the memory bandwidth, so even the memory-bound
+    products with the 154 MB stack of inverses at depth 1 of the 15 km city take half the time on two
+    threads (14 against 7 ms a product).
+    """
+    chunks = _chunks(count, worker_count() if workers is None else max(1, workers))
+    if len(chunks) == 1:
+        return [task(*chunks[0])]
+    with ThreadPoolExecutor(len(chunks)) as pool:
+        return list(pool.map(lambda chunk: task(*chunk), chunks))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mdp_core.geo import _lapack
-from mdp_core.geo._lapack import invert_spd_blocks, worker_count
+from mdp_core.geo._lapack import invert_spd_blocks, over_blocks, worker_count
 
 
 def spd_blocks(m: int, n: int, seed: int) -> np.ndarray:
@@ -23,6 +23,13 @@ def test_inverses_equal_numpys(workers: int) -> None:
     assert invert_spd_blocks(blocks, workers=workers) is None
     np.testing.assert_allclose(blocks, expected, rtol=1e-12, atol=1e-14)
     np.testing.assert_array_equal(blocks, blocks.transpose(0, 2, 1))  # both triangles filled
+
+
+@pytest.mark.parametrize(("count", "workers"), [(0, 2), (1, 3), (5, 1), (5, 2), (7, 3), (2, 8)])
+def test_over_blocks_covers_every_block_once_in_order(count: int, workers: int) -> None:
+    chunks = over_blocks(count, lambda lo, hi: (lo, hi), workers)
+    assert len(chunks) == max(1, min(workers, count))
+    assert [i for lo, hi in chunks for i in range(lo, hi)] == list(range(count))
 
 
 def test_the_serial_fallback_gives_the_same_inverses(monkeypatch: pytest.MonkeyPatch) -> None:
