@@ -85,6 +85,20 @@ def test_interior_point_equals_highs_on_the_same_rows(eps: float, dilation: floa
     assert excess.max() <= 1e-9  # the kept rows hold
 
 
+def test_a_certify_stop_returns_once_the_certificate_is_that_close() -> None:
+    problem = tiny_problem(10, 8, seed=3, seed_n=5)  # 99 targets x 30 outputs
+    cost, rows, ratios = lp_rows(problem, 1.5, 1.1)
+    reference = linprog_on_rows(cost, rows, ratios)
+    full = solve_geo_lp(cost, rows, ratios, tol=1e-11)
+    early = solve_geo_lp(cost, rows, ratios, tol=1e-11, certify=1e-4)
+    assert early.converged and early.iterations < full.iterations  # measured: 16 against 18
+    certificate = certified_bound(cost, rows, ratios, early.nu)
+    assert certificate <= reference * (1 + 1e-7) <= early.objective * (1 + 2e-7)
+    assert early.objective <= certificate * (1 + 1e-4)
+    excess = early.p[rows[:, 0], rows[:, 2]] - ratios * early.p[rows[:, 1], rows[:, 2]]
+    assert excess.max() <= 1e-4  # the rows met to the same accuracy
+
+
 @pytest.mark.parametrize("eps", [1.0, 2.0])
 def test_centrality_correctors_reach_the_same_optimum_in_fewer_iterations(
     eps: float, monkeypatch: pytest.MonkeyPatch
@@ -267,6 +281,7 @@ def test_re_solving_only_the_outputs_of_broken_rows_still_reaches_the_optimum(
     monkeypatch.setattr(ipm, "_WARM_MU", 1e-4)
     monkeypatch.setattr(optimal, "PASS_NEIGHBOURS", neighbours)
     monkeypatch.setattr(optimal, "_RAISE_SLACKS", (0.003,))  # with the 1e-6 raise round 2 closes: no pass
+    monkeypatch.setattr(optimal, "_CERTIFY", None)  # stopped at the certificate, round 2 closes too
     problem = tiny_problem(4, 3, seed=seed, seed_n=3)
     m = problem.loss.shape[1]
     mech = optimal_geo_mechanism(problem, eps, dilation=1.5)
