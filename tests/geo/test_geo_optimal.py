@@ -333,8 +333,20 @@ def test_out_of_time_still_returns_a_private_mechanism_and_a_bound() -> None:
     mech = optimal_geo_mechanism(problem, 1.0, time_limit=1e-3)
     dist = distances(problem)
     assert mdp_violation(mech.matrix, dist, 1.0) <= 1e-9
-    assert mech.info["lower_bound"].value <= full_lp(problem, 1.0) + 1e-12
+    bound = mech.info["lower_bound"]
+    assert bound.value <= full_lp(problem, 1.0) + 1e-12
     assert mech.info["rounds"] == 1
+    assert not bound.exact and "exact" not in bound.method  # the page must not call it the optimum
+    assert bound.value > 0.0 or "stopped before any certificate" in bound.method
+
+
+def test_a_bound_short_of_the_optimum_says_how_wide_its_bracket_is() -> None:
+    assert optimal._method_note(2, 1234, 1.0, 1.0, exact=True) == (
+        "exact optimum by row generation (2 rounds, 1,234 rows)"
+    )
+    note = optimal._method_note(3, 5, 1.02, 1.0, exact=False)
+    assert note.startswith("certificate of row generation (3 rounds, 5 rows")
+    assert "the optimum is at most 2.00% below its mechanism" in note
 
 
 def test_bad_inputs_are_refused_with_a_reason() -> None:
