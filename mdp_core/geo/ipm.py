@@ -12,7 +12,7 @@ and inverses of n x n matrices per iteration, on all cores (:mod:`mdp_core.geo._
 on average over the city's LPs of 0.5-1.6 M rows; 25-70 iterations per LP), where a general solver sees
 0.5-1.9 M sparse rows (HiGHS IPX and simplex did not finish the 1.1-spanner relaxation of that problem in
 3 min; PDLP stops at ~1e-3 relative accuracy). The blocks are assembled into one buffer reused by every
-iteration. The products with the inverses (two a Newton solve, five to six solves an iteration) are
+iteration. The products with the inverses (two per Newton solve, five to six solves per iteration) are
 memory-bound and run on all cores too (:func:`~mdp_core.geo._lapack.over_blocks`): the exact optimum of the
 city at depth 1, eps 1.5, back to back: 51.4 s against 57.8 s on one thread.
 

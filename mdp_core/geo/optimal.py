@@ -45,6 +45,11 @@ Leaving the spare spanner rows out of round 2 (same slow machine, back to back):
 68.5 s (0.75 M rows against 1.05 M, 30+43 iterations against 30+49); eps 1.0 91 s and the district at
 1.5 100 s, as before (few rows are spare there). With at most 0.5 M near rows (:data:`NEAR_ROWS`), later
 the same day on a less loaded machine: eps 0.5 / 1.0 / 1.5 in 66.6 / 83.0 / 55.9 s, the district 68.6 s.
+With the products on all cores (:mod:`~mdp_core.geo.ipm`) and round 2 stopped at its certificate
+(:data:`_CERTIFY`), ``bench geo_optimal`` on a machine slower again (the 117 inversions: 0.39 s): 80.4 /
+86.3 / 55.5 s, the district 73.0 s, for 27+54, 32+63, 30+38 and 23+70 iterations (all exact, brackets
+2.8-5.2e-6); HiGHS in the same run, on round 1's LP alone: not finished in 180 s (IPX at 1.189, dual
+simplex at 0.706; the block interior point 37 s to a 2e-7 gap, optimum 1.049).
 """
 
 from __future__ import annotations
