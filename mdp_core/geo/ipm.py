@@ -11,18 +11,17 @@ and inverses of n x n matrices per iteration, on all cores (:mod:`mdp_core.geo._
 117 blocks of 406 at depth 1 of the 15 km city on 2 cores, 0.34 s on one; 0.28 s per iteration in all,
 on average over the city's LPs of 0.5-1.6 M rows; 25-70 iterations per LP), where a general solver sees
 0.5-1.9 M sparse rows (HiGHS IPX and simplex did not finish the 1.1-spanner relaxation of that problem in
-3 min; PDLP stops at ~1e-3 relative accuracy). The blocks are assembled into one buffer reused by every
-iteration. The products with the inverses (two per Newton solve, five to six solves per iteration) are
-memory-bound and run on all cores too (:func:`~mdp_core.geo._lapack.over_blocks`): the exact optimum of the
-city at depth 1, eps 1.5, back to back: 51.4 s against 57.8 s on one thread.
+3 min; PDLP stops at ~1e-3 relative accuracy). The blocks go into one buffer reused by every iteration;
+the memory-bound products with their inverses run on all cores too (:func:`~mdp_core.geo._lapack.over_blocks`:
+the exact optimum at depth 1 of the city, eps 1.5, back to back, in 51.4 s against 57.8 s on one thread).
 
 Mehrotra predictor-corrector with separate primal and dual steps, its centring weight capped at
 :data:`_SIGMA_MAX`, and Gondzio's multiple centrality correctors (up to three more solves with the same
 factors, each kept only when it lengthens the step). On the city's depth-1 LPs the affine step is blocked
-at 0.1-0.2 by a few dozen of a million rows, so Mehrotra's weight stays at 0.4-0.8 and mu fell by only
+at 0.1-0.2 by a few dozen of a million rows (well centred rows the step drives to their bound: the active
+set being decided, not inaccurate directions), so Mehrotra's weight stays at 0.4-0.8 and mu fell by only
 ~0.8 an iteration: the correctors cut the iterations by about a third (the round-2 LP of 1.04 M rows: 65-71
-against 97-102; 99 targets: 22 against 29), the cap by another quarter to a third (74 to 46 on that LP;
-both rounds at eps 0.5 / 1 / 1.5: 88 / 102 / 79 against 119 / 136 / 112). The predictor and the trial
+against 97-102), the cap by another quarter to a third (:data:`_SIGMA_MAX`). The predictor and the trial
 correctors skip iterative refinement; the step taken is refined.
 Each row is scaled to unit norm (``(P[a] - r P[b]) / sqrt(1 + r^2)``: ``r`` reaches e^20 across a city)
 and the Newton systems are refined while that helps (:meth:`_Newton.solve`). ``row_sums`` below 1 solve
@@ -52,13 +51,11 @@ __all__ = ["GeoLPSolution", "solve_geo_lp"]
 #: Weight of the uniform mechanism in a warm start, and its complementarity relative to the objective:
 #: a tenth, well centred, not 1e-4 (whole LPs after the first round on the 15 km city: 121 against 142
 #: iterations at eps 0.5, 138 against 152 at 1.0, 95 against 108 at 1.5).
-_WARM_MIX = 0.02
-_WARM_MU = 0.1
+_WARM_MIX, _WARM_MU = 0.02, 0.1
 #: Fraction of the step to the boundary taken (keeps iterates interior).
 _STEP = 0.995
 #: Iterative refinement of the Newton systems: at most this many steps, until this relative residual.
-_REFINE_STEPS = 4
-_REFINE_TOL = 1e-10
+_REFINE_STEPS, _REFINE_TOL = 4, 1e-10
 #: Gondzio's multiple centrality correctors: at most this many a step, each accepted while it lengthens
 #: the step by a factor of at least ``_CORRECTOR_GAIN``; products pulled into
 #: ``[_CENTRE_LOW, _CENTRE_HIGH] * sigma mu`` at a trial step ``_ASPIRATION`` longer.
@@ -82,18 +79,16 @@ class GeoLPSolution:
     Attributes
     ----------
     p : ndarray, shape (n, m)
-        Primal solution (meets the rows and row sums to ~1e-12; not private by itself for left-out pairs).
+        Primal solution (meets the rows and row sums; not private by itself for left-out pairs).
     nu : ndarray, shape (r,)
         Multipliers of the (unscaled) privacy rows, ``>= 0``.
     objective : float
-        ``c'p``.
+        ``c'p``, the expected loss.
     dual_objective : float
-        The dual objective ``sum_x row_sums[x] y[x]`` (a bound only when dual-feasible: see
-        ``certified_bound``).
+        ``sum_x row_sums[x] y[x]`` (a bound only when dual-feasible: see ``certified_bound``).
     iterations : int
     converged : bool
-        Relative duality gap below ``tol`` and residuals below ``tol`` at return (or, with ``certify``, the
-        certificate of ``nu`` within ``certify`` of the objective).
+        Duality gap and residuals below ``tol`` at return (or the certificate within ``certify``).
     gap : float
         Relative duality gap ``|c'p - sum y| / (1 + |c'p|)`` at return.
     y : ndarray, shape (n,)
@@ -195,12 +190,9 @@ class _Newton:
 
     def _same_solve(self, dy: np.ndarray) -> np.ndarray:
         """H^-1 applied to the same column ``dy`` in every block (m, n)."""
+        out, stacked = np.empty((self.st.m, self.st.n)), self.inverse.reshape(-1, self.st.n)
         n = self.st.n
-        out = np.empty((self.st.m, n))
-        over_blocks(
-            self.st.m,
-            lambda lo, hi: np.matmul(self.inverse[lo:hi].reshape(-1, n), dy, out=out[lo:hi].reshape(-1)),
-        )
+        over_blocks(self.st.m, lambda lo, hi: np.matmul(stacked[lo * n : hi * n], dy, out=out[lo:hi].ravel()))
         return out
 
     def _reduced(self, f: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -215,12 +207,11 @@ class _Newton:
         refine: bool = True,
         unrefined: tuple[np.ndarray, ...] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``H dx - A'dy = f, A dx = g``, refined (H applied through G) while the residual is above
-        ``_REFINE_TOL`` relative and still falls tenfold a step, at most ``_REFINE_STEPS`` times. Early on
-        no step is needed; at the end of the path the explicit inverses lose digits, and the dual residual
-        (hence the certificate) with them: one step left the certificate 7.9e-6 below the objective, up
-        to four 1.6e-6, on a 200-target sub-city. Past 1e-11 the residual stalls (float rounding).
-        ``unrefined``: this system's unrefined solution, when computed before (it is not solved again)."""
+        """``H dx - A'dy = f, A dx = g``, refined (H applied through G) while the relative residual is above
+        ``_REFINE_TOL`` and falls tenfold a step, at most ``_REFINE_STEPS`` times: late on the path the
+        explicit inverses lose digits, and the certificate with them (200-target sub-city: 7.9e-6 below the
+        objective after one step, 1.6e-6 after four; past 1e-11 the residual stalls). ``unrefined``: this
+        system's unrefined solution, when computed before."""
         dx, dy = self._reduced(f, g) if unrefined is None else unrefined
         st = self.st
         size = float(np.abs(f).max()) + float(np.abs(g).max())
@@ -240,9 +231,8 @@ class _Newton:
 def _warm_point(
     st: _Structure, c: np.ndarray, budget: np.ndarray, start: GeoLPSolution
 ) -> tuple[np.ndarray, ...]:
-    """An interior point near ``start``: its mechanism mixed with a little of the uniform one (strictly
-    inside every kept row), its multipliers (the new rows' from the complementarity target), all pushed
-    off the boundary to the same complementarity."""
+    """An interior point near ``start``: its mechanism mixed with a little of the uniform one, its multipliers
+    (the new rows' from the complementarity target), all pushed off the boundary to one complementarity."""
     m = st.m
     x = (1.0 - _WARM_MIX) * start.p.ravel() + _WARM_MIX * np.repeat(budget / m, m)
     s_raw = -st.g(x)
@@ -356,12 +346,9 @@ def solve_geo_lp(
         ``sum_y P[x, y]`` (default 1): below 1 when some outputs' columns are held fixed and only the
         others are solved for (:func:`~mdp_core.geo.optimal.optimal_geo_mechanism`'s column passes).
     certify : float, optional
-        Also stop once the rows are met to this accuracy and the multipliers' certificate (``sum_x
-        row_sums[x] min_y (c + G'nu)[x, y]``, the bound :func:`~mdp_core.geo.bounds.certified_bound`
-        evaluates) is within this relative distance of the objective: what a bracket needs, while the gap
-        to the row sums' multipliers ``y`` lags it by a few iterations (round 2 of the exact optimum, city
-        depth 1, eps 1.5: certificate within 3e-6 at iteration 38 of 44; ``y``'s gap still 2.6e-7 at the
-        44th, where the blocks lost definiteness).
+        Also stop once the rows are met to this accuracy and the certificate of ``nu``
+        (:func:`~mdp_core.geo.bounds.certified_bound`) is this close to the objective, relative: what a
+        bracket needs (round 2 of the exact optimum, city depth 1, eps 1.5: at iteration 38 of 44).
 
     Returns
     -------
