@@ -121,12 +121,12 @@ def invert_spd_blocks(blocks: np.ndarray, workers: int | None = None) -> int | N
         raise ValueError("blocks must be a C-contiguous float64 array")
     if _POTRF is None or _POTRI is None:
         return _invert_serial_f2py(blocks)
-    workers = worker_count() if workers is None else max(1, workers)
-    failed = over_blocks(len(blocks), lambda lo, hi: _invert_serial_capsule(blocks[lo:hi]), workers)
-    for (lo, _), bad in zip(_chunks(len(blocks), workers), failed, strict=True):
-        if bad is not None:
-            return lo + bad
-    return None
+
+    def invert(lo: int, hi: int) -> int | None:
+        bad = _invert_serial_capsule(blocks[lo:hi])
+        return None if bad is None else lo + bad
+
+    return next((bad for bad in over_blocks(len(blocks), invert, workers) if bad is not None), None)
 
 
 def _chunks(count: int, workers: int) -> list[tuple[int, int]]:

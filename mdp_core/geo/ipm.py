@@ -190,8 +190,8 @@ class _Newton:
 
     def _same_solve(self, dy: np.ndarray) -> np.ndarray:
         """H^-1 applied to the same column ``dy`` in every block (m, n)."""
-        out, stacked = np.empty((self.st.m, self.st.n)), self.inverse.reshape(-1, self.st.n)
         n = self.st.n
+        out, stacked = np.empty((self.st.m, n)), self.inverse.reshape(-1, n)
         over_blocks(self.st.m, lambda lo, hi: np.matmul(stacked[lo * n : hi * n], dy, out=out[lo:hi].ravel()))
         return out
 
