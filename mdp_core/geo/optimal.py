@@ -14,7 +14,11 @@ in 800 s at 413 targets; 004's LP not in 1,800 s at 483). But at the optimum onl
    are never checked (:func:`~mdp_core.mechanisms.lp.chain_implied`): their rows are products of shorter
    ones, and on the grid that is 38 % of the pairs (11.9 M rows left of 19.2 M on the city), so the LPs
    carry 27 % fewer rows for the same optimum. The spanner rows that the first solution meets with more
-   than :data:`SPARE_SHARE` of their ratio to spare are left out of this LP (those it breaks come back);
+   than :data:`SPARE_SHARE` of their ratio to spare are left out of this LP (those it breaks come back),
+   and so are the outputs it gives less than :data:`LEAVE_OUT_BELOW` anywhere (the optimum leaves most
+   outputs unused, and each costs a block inversion per iteration): their rows only price them
+   (:mod:`~mdp_core.geo.pricing`: the certificate covers every output), and those that price below zero
+   come back into the next whole LP;
 3. if that LP is tight (its objective within :data:`EXACT_GAP` of its certificate) and only rows it never
    saw are broken, re-solve just the outputs those rows belong to and their :data:`PASS_NEIGHBOURS`
    nearest outputs, the others held fixed (an LP of k blocks instead of m, started near the last
@@ -32,24 +36,16 @@ brackets the optimum from both sides, and ``exact=True`` means the bracket is na
 (1 cm at 1 km).
 
 Measured (``python -m bench geo_optimal``, depth 1, 60 task points, 2 cores; HiGHS in the same run): the
-15 km city (406 targets x 117 outputs, 19.2 M rows in full, 11.9 M without the implied pairs) is solved
-exactly at eps 0.5 / 1 / 1.5 per km in 91 / 91 / 66 s (two whole LPs each: 27+61, 32+70, 30+49
-iterations; 1.0-1.6 M rows; bracket 4e-6), the district at eps 1.5 in 88 s (23+79). That run's machine
-was 1.5-1.7x slower than the one before (the same inversion of 117 blocks: 0.30 s against 0.20 s), which
-took 65 / 70 / 48 and 63 s for 32+87, 37+99, 37+69 and 26+108 iterations without the interior point's
-centring cap; back to back on the slow machine, eps 1.5: 107 s without the cap, 77 s with it. The first
-round's LP alone (0.54 M rows) takes the block interior point 45 s to a 2e-7 gap; HiGHS IPX and dual
-simplex had not finished it after 180 s each (IPX at 1.265, simplex at 0.676, optimum 1.049).
-The optimum 1.0631 km at eps 1.5 puts the spanner mechanism 0.9 % above it and MLaEt-O 59 % above.
-Leaving the spare spanner rows out of round 2 (same slow machine, back to back): eps 1.5 in 59.7 s against
-68.5 s (0.75 M rows against 1.05 M, 30+43 iterations against 30+49); eps 1.0 91 s and the district at
-1.5 100 s, as before (few rows are spare there). With at most 0.5 M near rows (:data:`NEAR_ROWS`), later
-the same day on a less loaded machine: eps 0.5 / 1.0 / 1.5 in 66.6 / 83.0 / 55.9 s, the district 68.6 s.
-With the products on all cores (:mod:`~mdp_core.geo.ipm`) and round 2 stopped at its certificate
-(:data:`_CERTIFY`), ``bench geo_optimal`` on a machine slower again (the 117 inversions: 0.39 s): 80.4 /
-86.3 / 55.5 s, the district 73.0 s, for 27+54, 32+63, 30+38 and 23+70 iterations (all exact, brackets
-2.8-5.2e-6); HiGHS in the same run, on round 1's LP alone: not finished in 180 s (IPX at 1.189, dual
-simplex at 0.706; the block interior point 37 s to a 2e-7 gap, optimum 1.049).
+15 km city (406 targets x 117 outputs, 19.2 M rows in full, 11.9 M without the implied pairs). HiGHS IPX
+and dual simplex do not finish round 1's LP alone (0.54 M rows) in 180 s (IPX at 1.189, simplex at 0.706,
+optimum 1.049); the block interior point takes 37 s to a 2e-7 gap. The optimum 1.0631 km at eps 1.5 puts
+the spanner mechanism 0.9 % above it and MLaEt-O 59 % above. History, back to back on one machine each
+time: the centring cap took eps 1.5 from 107 to 77 s, leaving spare spanner rows out of round 2 from 68.5
+to 59.7 s. Leaving the outputs round 1 barely uses out of round 2 (56 of 117 at eps 1.0, 84 at 1.5, 24 at
+0.5; pricing them 1-5 s), back to back: eps 1.0 in 51.8 s against 68.8 s (same iterations, 32+63; 0.64 M
+rows against 0.98 M); on a machine 2x slower earlier the same day 99-106 s against 125 s. Then, on the fast
+machine: eps 0.5 / 1.0 / 1.5 in 39.1 / 51.8 / 47.2 s (27+60, 32+63, 30+42 iterations; all exact, brackets
+1-4e-6).
 """
 
 from __future__ import annotations
@@ -66,6 +62,7 @@ from mdp_core.geo.bounds import GeoBound, _privacy_rows, _violated_rows, certifi
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.ipm import GeoLPSolution, solve_geo_lp
 from mdp_core.geo.pairs import spanner_pairs
+from mdp_core.geo.pricing import price_outputs
 from mdp_core.geo.utility import GeoProblem, check_lp_inputs, check_target_count
 from mdp_core.mechanisms.lp import chain_implied
 from mdp_core.mechanisms.verify import VIOLATION_TOL, raise_repair, repair_mechanism
@@ -114,6 +111,12 @@ _RAISE_SLACKS = (1e-6, 0.003)
 #: outputs alone re-solved stopped 9e-6 above the certificate (then a whole LP: 135 s in all); with 8
 #: neighbours each (32 outputs) the one pass closed the bracket (87 s).
 PASS_NEIGHBOURS = 8
+#: Outputs that round 1's solution gives less than this anywhere leave the later LPs (each output costs an
+#: n x n block inversion an iteration), certified by pricing (:mod:`~mdp_core.geo.pricing`). City depth 1,
+#: eps 1.0: 48 of 117 outputs; at the optimum all 60 with less than 1e-2 in round 1 carry below 2.2e-5.
+LEAVE_OUT_BELOW = 1e-2
+#: A left-out output whose pricing LP is below ``-_ENTER`` times the objective comes back into the LP.
+_ENTER = 1e-7
 
 
 def optimal_geo_mechanism(
@@ -176,25 +179,31 @@ def optimal_geo_mechanism(
             spare = _spare_rows(p, rows, state.ratios(rows))
             rows, sol = rows[~spare], replace(sol, nu=sol.nu[~spare])
         rows = np.concatenate([rows, _new_rows(p, targets, eps, rows, broken, implied)])
+        if round_ == 2:
+            rows, sol = state.leave_out(rows, sol)
+        entered = len(state.entering) > 0  # outputs whose pricing says they lower the objective
+        rows, sol = state.enter(rows, sol)
         # the last solution is tight (its objective at the certificate) and only rows the LP never saw are
         # broken: re-solve just the outputs they belong to and their neighbours (at least two: one alone
         # has its row sums fixed; never the same outputs twice); otherwise the whole LP again, warm
-        columns = _pass_outputs(problem.outputs_km, broken)
+        columns = np.intersect1d(_pass_outputs(problem.outputs_km, broken), state.active)
         tight = float(np.sum(cost * p)) <= state.best * (1.0 + EXACT_GAP)
         polished = None
-        if tight and len(columns) >= 2 and tuple(columns) not in tried:
+        if tight and not entered and len(columns) >= 2 and tuple(columns) not in tried:
             tried.add(tuple(columns))
-            polished = state.columns(replace(sol, p=p), rows, columns)
+            polished = state.columns(replace(sol, p=state.local(p)), rows, columns)
         whole = polished is None
         if whole:
             sol = state.full(rows, 1e-9, sol, certify=_CERTIFY)
-        p = sol.p if polished is None else polished
+        p = state.expand(sol.p if polished is None else polished)
         broken = _violated_rows(p, targets, eps, ROW_TOL, limit=len(rows) + 2 * n * m, skip=implied)
         state.keep_private(p, lower_only=len(broken) == 0)
         report(progress, min(0.9, 0.3 + 0.15 * round_), f"exact optimum: round {round_}, {len(rows):,} rows")
         # a whole LP's solution that breaks no row of the full problem is its optimum; a partial one
         # only shows it through the bracket
-        if state.utility <= state.best * (1.0 + EXACT_GAP) or (whole and len(broken) == 0):
+        if state.utility <= state.best * (1.0 + EXACT_GAP) or (
+            whole and not len(broken) and not len(state.entering)
+        ):
             break
     if state.matrix is None:  # out of time (or rounds) before any solution was made private
         state.keep_private(p, lower_only=False)
@@ -232,7 +241,9 @@ def optimal_geo_mechanism(
 
 
 class _Rounds:
-    """What the rounds share: the problem, the best certificate, the best verified mechanism so far."""
+    """What the rounds share: the problem, the outputs in the LP, the best certificate, the best verified
+    mechanism so far. Solutions of the LPs (``GeoLPSolution.p``) have one column per output in the LP, in
+    the order of ``active``; ``expand`` gives the mechanism over all outputs."""
 
     def __init__(self, cost: np.ndarray, dist: np.ndarray, eps: float, deadline: float) -> None:
         self.cost, self.dist, self.eps, self.deadline = cost, dist, eps, deadline
@@ -240,46 +251,108 @@ class _Rounds:
         self.matrix: np.ndarray | None = None
         self.violation, self.utility = np.inf, np.inf
         self.iterations: list[int] = []  # per LP solved
-        self.outputs_solved: list[int] = []  # m for the whole LP, fewer for the outputs of broken rows
+        self.outputs_solved: list[int] = []  # outputs in the LP, fewer for the outputs of broken rows
+        self.active = np.arange(cost.shape[1])  # outputs in the LP, in the order of its columns
+        self.left_rows = np.empty((0, 3), dtype=np.int64)  # rows of the left-out outputs (for pricing)
+        self.entering = np.empty(0, dtype=np.int64)  # left-out outputs the last pricing wants back
 
     def ratios(self, rows: np.ndarray) -> np.ndarray:
         return np.exp(self.eps * self.dist[rows[:, 0], rows[:, 1]])
 
+    def expand(self, p: np.ndarray) -> np.ndarray:
+        """An LP solution as a mechanism over all outputs (left-out columns 0)."""
+        out = np.zeros(self.cost.shape)
+        out[:, self.active] = p
+        return out
+
+    def local(self, p: np.ndarray) -> np.ndarray:
+        return p[:, self.active]
+
+    def leave_out(self, rows: np.ndarray, sol: GeoLPSolution) -> tuple[np.ndarray, GeoLPSolution]:
+        """Leave the outputs that ``sol`` (a whole LP's solution on the first ``len(sol.nu)`` of ``rows``)
+        gives less than :data:`LEAVE_OUT_BELOW` anywhere out of the next LPs (module docstring)."""
+        used = sol.p.max(axis=0) >= LEAVE_OUT_BELOW
+        if used.sum() < 2 or used.all():
+            return rows, sol
+        self.active = np.flatnonzero(used)
+        mine = np.isin(rows[:, 2], self.active)
+        self.left_rows = rows[~mine]
+        return rows[mine], replace(sol, p=sol.p[:, used], nu=sol.nu[mine[: len(sol.nu)]])
+
+    def enter(self, rows: np.ndarray, sol: GeoLPSolution) -> tuple[np.ndarray, GeoLPSolution]:
+        """Bring the outputs the last pricing found profitable back into the LP, with their rows (after
+        those of ``sol``, which a warm start needs first) and zero columns."""
+        if len(self.entering) == 0:
+            return rows, sol
+        back = np.isin(self.left_rows[:, 2], self.entering)
+        rows = np.concatenate([rows, self.left_rows[back]])
+        self.left_rows = self.left_rows[~back]
+        p = np.concatenate([sol.p, np.zeros((len(sol.p), len(self.entering)))], axis=1)
+        self.active = np.concatenate([self.active, self.entering])
+        self.entering = np.empty(0, dtype=np.int64)
+        return rows, replace(sol, p=p)
+
+    def _position(self) -> np.ndarray:
+        """Each output's column in the LP (-1 when left out)."""
+        position = np.full(self.cost.shape[1], -1)
+        position[self.active] = np.arange(len(self.active))
+        return position
+
+    def _positions(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` with each output replaced by its column in the LP."""
+        return np.column_stack([rows[:, :2], self._position()[rows[:, 2]]])
+
     def full(
         self, rows: np.ndarray, tol: float, start: GeoLPSolution | None, certify: float | None = None
     ) -> GeoLPSolution:
-        """The LP on ``rows`` over all outputs; its multipliers certify a bound (its rows are a subset)."""
+        """The LP on ``rows`` over the outputs in it; its multipliers, with those that price the left-out
+        outputs, certify a bound (its rows are a subset)."""
         ratios = self.ratios(rows)
         sol = solve_geo_lp(
-            self.cost, rows, ratios, tol=tol, deadline=self.deadline, start=start, certify=certify
+            self.cost[:, self.active],
+            self._positions(rows),
+            ratios,
+            tol=tol,
+            deadline=self.deadline,
+            start=start,
+            certify=certify,
         )
         self.iterations.append(sol.iterations)
-        self.outputs_solved.append(self.cost.shape[1])
-        self.best = max(self.best, certified_bound(self.cost, rows, ratios, sol.nu))
+        self.outputs_solved.append(len(self.active))
+        self.best = max(self.best, self._certificate(rows, ratios, sol))
         return sol
 
+    def _certificate(self, rows: np.ndarray, ratios: np.ndarray, sol: GeoLPSolution) -> float:
+        if len(self.left_rows) == 0:
+            return certified_bound(self.cost, rows, ratios, sol.nu)
+        every = np.concatenate([rows, self.left_rows])
+        every_ratios = np.concatenate([ratios, self.ratios(self.left_rows)])
+        left = np.setdiff1d(np.arange(self.cost.shape[1]), self.active)
+        nu = np.concatenate([sol.nu, np.zeros(len(self.left_rows))])
+        nu, values = price_outputs(self.cost, every, every_ratios, nu, left)
+        self.entering = left[values < -_ENTER * abs(sol.objective)]
+        return certified_bound(self.cost, every, every_ratios, nu)
+
     def columns(self, last: GeoLPSolution, rows: np.ndarray, columns: np.ndarray) -> np.ndarray | None:
-        """The last solution ``last.p`` with the outputs ``columns`` re-solved on ``rows``, the other
-        outputs held fixed (their mass leaves each target ``1 - sum`` for these): an LP of len(columns)
-        blocks, not m, started near ``last`` (with the last whole LP's multipliers of the rows it had, and
-        of the row sums). Measured on the 15 km city at eps 1.5 (margin 0.5): the 27 outputs that 3,617
-        rows broke, re-solved, gave a mechanism at the whole LP's objective to 1e-7, private after
-        lowering; warm 82 iterations, cold 130. None when the fixed outputs leave a target (next to) no
-        mass, or no private columns."""
+        """The last solution ``last.p`` with the outputs ``columns`` (all in the LP) re-solved on
+        ``rows``, the other outputs held fixed (their mass leaves each target ``1 - sum`` for these): an LP
+        of len(columns) blocks, started near ``last`` (its multipliers of the rows it had and of the row
+        sums). The city at eps 1.5 (margin 0.5): the 27 outputs that 3,617 rows broke, re-solved, gave the
+        whole LP's objective to 1e-7 (warm 82 iterations, cold 130). None when the fixed outputs leave a
+        target (next to) no mass, or no private columns."""
         p = last.p
-        m = p.shape[1]
-        fixed = np.setdiff1d(np.arange(m), columns)
-        budget = 1.0 - p[:, fixed].sum(axis=1)
+        mine = self._position()[columns]  # their columns in the LP
+        budget = 1.0 - np.delete(p, mine, axis=1).sum(axis=1)
         if budget.min() <= 1e-9:
             return None
-        position = np.full(m, -1)
+        position = np.full(self.cost.shape[1], -1)
         position[columns] = np.arange(len(columns))
-        mine = np.isin(rows[:, 2], columns)
-        sub = rows[mine]
+        chosen = np.isin(rows[:, 2], columns)
+        sub = rows[chosen]
         ratios = self.ratios(sub)
         sub = np.column_stack([sub[:, :2], position[sub[:, 2]]])
-        kept = mine[: len(last.nu)]  # the rows ``last`` was solved on come first, in the same order
-        start = replace(last, p=p[:, columns], nu=last.nu[kept])
+        kept = chosen[: len(last.nu)]  # the rows ``last`` was solved on come first, in the same order
+        start = replace(last, p=p[:, mine], nu=last.nu[kept])
         sol = solve_geo_lp(
             self.cost[:, columns], sub, ratios, tol=1e-9, deadline=self.deadline, start=start, row_sums=budget
         )
@@ -290,12 +363,16 @@ class _Rounds:
         if np.abs(sol.p.sum(axis=1) - budget).max() > 1e-9:
             return None
         out = p.copy()
-        out[:, columns] = sol.p
+        out[:, mine] = sol.p
         return out
 
     def keep_private(self, p: np.ndarray, *, lower_only: bool) -> None:
-        """Keep ``p`` made exactly eps-mDP when it beats the best verified mechanism so far."""
-        for candidate, violation in _private_versions(p, self.dist, self.eps, lower_only=lower_only):
+        """Keep ``p`` made exactly eps-mDP when it beats the best verified mechanism so far (its all-zero
+        columns, the left-out outputs', stay zero and are skipped: no pair has anything to protect there)."""
+        used = p.max(axis=0) > 0.0
+        for private, violation in _private_versions(p[:, used], self.dist, self.eps, lower_only=lower_only):
+            candidate = np.zeros_like(p)
+            candidate[:, used] = private
             utility = float(np.sum(self.cost * candidate))
             if violation <= VIOLATION_TOL and utility < self.utility:
                 self.matrix, self.violation, self.utility = candidate, violation, utility

@@ -282,6 +282,7 @@ def test_re_solving_only_the_outputs_of_broken_rows_still_reaches_the_optimum(
     monkeypatch.setattr(optimal, "PASS_NEIGHBOURS", neighbours)
     monkeypatch.setattr(optimal, "_RAISE_SLACKS", (0.003,))  # with the 1e-6 raise round 2 closes: no pass
     monkeypatch.setattr(optimal, "_CERTIFY", None)  # stopped at the certificate, round 2 closes too
+    monkeypatch.setattr(optimal, "LEAVE_OUT_BELOW", 0.0)  # every output in every whole LP
     problem = tiny_problem(4, 3, seed=seed, seed_n=3)
     m = problem.loss.shape[1]
     mech = optimal_geo_mechanism(problem, eps, dilation=1.5)
