@@ -58,11 +58,11 @@ from scipy.spatial import cKDTree
 
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
-from mdp_core.geo.bounds import GeoBound, _privacy_rows, _violated_rows, certified_bound
+from mdp_core.geo.bounds import GeoBound, _privacy_rows, _violated_rows
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.ipm import GeoLPSolution, solve_geo_lp
 from mdp_core.geo.pairs import spanner_pairs
-from mdp_core.geo.pricing import price_outputs
+from mdp_core.geo.pricing import OutputSet
 from mdp_core.geo.utility import GeoProblem, check_lp_inputs, check_target_count
 from mdp_core.mechanisms.lp import chain_implied
 from mdp_core.mechanisms.verify import VIOLATION_TOL, raise_repair, repair_mechanism
@@ -127,6 +127,7 @@ def optimal_geo_mechanism(
     dilation: float = 1.1,
     max_rounds: int = 12,
     max_targets: int = OPTIMAL_MAX_TARGETS,
+    outputs: np.ndarray | None = None,
     progress: Progress = None,
 ) -> GeoMechanism:
     """The eps-mDP mechanism of least expected travel error over ALL pairs of targets (module docstring).
@@ -146,6 +147,9 @@ def optimal_geo_mechanism(
         Row-generation rounds at most.
     max_targets : int
         Refuse larger problems (DataError).
+    outputs : ndarray of int, optional
+        Outputs to start from (those a coarser grid's optimum uses, say); the others are priced from the
+        first round on and come into the LP when they pay. Default: all.
 
     Returns
     -------
@@ -167,9 +171,12 @@ def optimal_geo_mechanism(
     dist = problem.target_distances_km()
     rows = _privacy_rows(spanner_pairs(targets, dilation)[0], m)
     state = _Rounds(cost, dist, eps, deadline)
+    if outputs is not None:
+        rows = state.outputs.start_with(rows, outputs)
     implied = chain_implied(dist)  # targets on a grid: 38 % of the city's pairs have one between them
     sol = state.full(rows, _FIRST_ROUND_TOL, None)
-    p, broken = sol.p, None  # the first solution's broken rows: scanned with the near ones below
+    p = state.outputs.expand(sol.p)
+    broken = None  # the first solution's broken rows: scanned with the near ones below
     report(progress, 0.3, f"exact optimum: round 1 done, {len(rows):,} rows")
     round_, whole = 1, True
     tried: set[tuple[int, ...]] = set()  # output sets already re-solved alone
@@ -180,29 +187,29 @@ def optimal_geo_mechanism(
             rows, sol = rows[~spare], replace(sol, nu=sol.nu[~spare])
         rows = np.concatenate([rows, _new_rows(p, targets, eps, rows, broken, implied)])
         if round_ == 2:
-            rows, sol = state.leave_out(rows, sol)
-        entered = len(state.entering) > 0  # outputs whose pricing says they lower the objective
-        rows, sol = state.enter(rows, sol)
+            rows, sol = state.outputs.leave_out(rows, sol, LEAVE_OUT_BELOW)
+        entered = len(state.outputs.entering) > 0  # outputs whose pricing says they lower the objective
+        rows, sol = state.outputs.enter(rows, sol)
         # the last solution is tight (its objective at the certificate) and only rows the LP never saw are
         # broken: re-solve just the outputs they belong to and their neighbours (at least two: one alone
         # has its row sums fixed; never the same outputs twice); otherwise the whole LP again, warm
-        columns = np.intersect1d(_pass_outputs(problem.outputs_km, broken), state.active)
+        columns = np.intersect1d(_pass_outputs(problem.outputs_km, broken), state.outputs.active)
         tight = float(np.sum(cost * p)) <= state.best * (1.0 + EXACT_GAP)
         polished = None
         if tight and not entered and len(columns) >= 2 and tuple(columns) not in tried:
             tried.add(tuple(columns))
-            polished = state.columns(replace(sol, p=state.local(p)), rows, columns)
+            polished = state.columns(replace(sol, p=p[:, state.outputs.active]), rows, columns)
         whole = polished is None
         if whole:
             sol = state.full(rows, 1e-9, sol, certify=_CERTIFY)
-        p = state.expand(sol.p if polished is None else polished)
+        p = state.outputs.expand(sol.p if polished is None else polished)
         broken = _violated_rows(p, targets, eps, ROW_TOL, limit=len(rows) + 2 * n * m, skip=implied)
         state.keep_private(p, lower_only=len(broken) == 0)
         report(progress, min(0.9, 0.3 + 0.15 * round_), f"exact optimum: round {round_}, {len(rows):,} rows")
         # a whole LP's solution that breaks no row of the full problem is its optimum; a partial one
         # only shows it through the bracket
         if state.utility <= state.best * (1.0 + EXACT_GAP) or (
-            whole and not len(broken) and not len(state.entering)
+            whole and not len(broken) and not len(state.outputs.entering)
         ):
             break
     if state.matrix is None:  # out of time (or rounds) before any solution was made private
@@ -243,7 +250,7 @@ def optimal_geo_mechanism(
 class _Rounds:
     """What the rounds share: the problem, the outputs in the LP, the best certificate, the best verified
     mechanism so far. Solutions of the LPs (``GeoLPSolution.p``) have one column per output in the LP, in
-    the order of ``active``; ``expand`` gives the mechanism over all outputs."""
+    the order of ``outputs.active``; ``outputs.expand`` gives the mechanism over all outputs."""
 
     def __init__(self, cost: np.ndarray, dist: np.ndarray, eps: float, deadline: float) -> None:
         self.cost, self.dist, self.eps, self.deadline = cost, dist, eps, deadline
@@ -252,55 +259,10 @@ class _Rounds:
         self.violation, self.utility = np.inf, np.inf
         self.iterations: list[int] = []  # per LP solved
         self.outputs_solved: list[int] = []  # outputs in the LP, fewer for the outputs of broken rows
-        self.active = np.arange(cost.shape[1])  # outputs in the LP, in the order of its columns
-        self.left_rows = np.empty((0, 3), dtype=np.int64)  # rows of the left-out outputs (for pricing)
-        self.entering = np.empty(0, dtype=np.int64)  # left-out outputs the last pricing wants back
+        self.outputs = OutputSet.every(cost.shape[1])  # in the LP, and the rows of those left out
 
     def ratios(self, rows: np.ndarray) -> np.ndarray:
         return np.exp(self.eps * self.dist[rows[:, 0], rows[:, 1]])
-
-    def expand(self, p: np.ndarray) -> np.ndarray:
-        """An LP solution as a mechanism over all outputs (left-out columns 0)."""
-        out = np.zeros(self.cost.shape)
-        out[:, self.active] = p
-        return out
-
-    def local(self, p: np.ndarray) -> np.ndarray:
-        return p[:, self.active]
-
-    def leave_out(self, rows: np.ndarray, sol: GeoLPSolution) -> tuple[np.ndarray, GeoLPSolution]:
-        """Leave the outputs that ``sol`` (a whole LP's solution on the first ``len(sol.nu)`` of ``rows``)
-        gives less than :data:`LEAVE_OUT_BELOW` anywhere out of the next LPs (module docstring)."""
-        used = sol.p.max(axis=0) >= LEAVE_OUT_BELOW
-        if used.sum() < 2 or used.all():
-            return rows, sol
-        self.active = np.flatnonzero(used)
-        mine = np.isin(rows[:, 2], self.active)
-        self.left_rows = rows[~mine]
-        return rows[mine], replace(sol, p=sol.p[:, used], nu=sol.nu[mine[: len(sol.nu)]])
-
-    def enter(self, rows: np.ndarray, sol: GeoLPSolution) -> tuple[np.ndarray, GeoLPSolution]:
-        """Bring the outputs the last pricing found profitable back into the LP, with their rows (after
-        those of ``sol``, which a warm start needs first) and zero columns."""
-        if len(self.entering) == 0:
-            return rows, sol
-        back = np.isin(self.left_rows[:, 2], self.entering)
-        rows = np.concatenate([rows, self.left_rows[back]])
-        self.left_rows = self.left_rows[~back]
-        p = np.concatenate([sol.p, np.zeros((len(sol.p), len(self.entering)))], axis=1)
-        self.active = np.concatenate([self.active, self.entering])
-        self.entering = np.empty(0, dtype=np.int64)
-        return rows, replace(sol, p=p)
-
-    def _position(self) -> np.ndarray:
-        """Each output's column in the LP (-1 when left out)."""
-        position = np.full(self.cost.shape[1], -1)
-        position[self.active] = np.arange(len(self.active))
-        return position
-
-    def _positions(self, rows: np.ndarray) -> np.ndarray:
-        """``rows`` with each output replaced by its column in the LP."""
-        return np.column_stack([rows[:, :2], self._position()[rows[:, 2]]])
 
     def full(
         self, rows: np.ndarray, tol: float, start: GeoLPSolution | None, certify: float | None = None
@@ -309,8 +271,8 @@ class _Rounds:
         outputs, certify a bound (its rows are a subset)."""
         ratios = self.ratios(rows)
         sol = solve_geo_lp(
-            self.cost[:, self.active],
-            self._positions(rows),
+            self.cost[:, self.outputs.active],
+            self.outputs.positions(rows),
             ratios,
             tol=tol,
             deadline=self.deadline,
@@ -318,20 +280,13 @@ class _Rounds:
             certify=certify,
         )
         self.iterations.append(sol.iterations)
-        self.outputs_solved.append(len(self.active))
+        self.outputs_solved.append(len(self.outputs.active))
         self.best = max(self.best, self._certificate(rows, ratios, sol))
         return sol
 
     def _certificate(self, rows: np.ndarray, ratios: np.ndarray, sol: GeoLPSolution) -> float:
-        if len(self.left_rows) == 0:
-            return certified_bound(self.cost, rows, ratios, sol.nu)
-        every = np.concatenate([rows, self.left_rows])
-        every_ratios = np.concatenate([ratios, self.ratios(self.left_rows)])
-        left = np.setdiff1d(np.arange(self.cost.shape[1]), self.active)
-        nu = np.concatenate([sol.nu, np.zeros(len(self.left_rows))])
-        nu, values = price_outputs(self.cost, every, every_ratios, nu, left)
-        self.entering = left[values < -_ENTER * abs(sol.objective)]
-        return certified_bound(self.cost, every, every_ratios, nu)
+        left_ratios = self.ratios(self.outputs.left_rows)
+        return self.outputs.certificate(self.cost, rows, ratios, left_ratios, sol, enter_below=_ENTER)
 
     def columns(self, last: GeoLPSolution, rows: np.ndarray, columns: np.ndarray) -> np.ndarray | None:
         """The last solution ``last.p`` with the outputs ``columns`` (all in the LP) re-solved on
@@ -341,7 +296,7 @@ class _Rounds:
         whole LP's objective to 1e-7 (warm 82 iterations, cold 130). None when the fixed outputs leave a
         target (next to) no mass, or no private columns."""
         p = last.p
-        mine = self._position()[columns]  # their columns in the LP
+        mine = self.outputs.position()[columns]  # their columns in the LP
         budget = 1.0 - np.delete(p, mine, axis=1).sum(axis=1)
         if budget.min() <= 1e-9:
             return None

@@ -17,21 +17,26 @@ for then ``sum_x min_y (c + G'nu)[x, y]`` over ALL outputs is the restricted cer
 whose value is 0 exactly when they exist, and negative when giving z mass would lower the objective (the
 output must enter the LP). HiGHS dual simplex solves each (n variables, a few thousand rows: 0.12 s at
 406 targets) on all cores; its multipliers, whatever their accuracy, go through ``certified_bound``, so
-they only cost tightness, never validity.
+they only cost tightness, never validity. :class:`OutputSet` is the bookkeeping: which outputs are in the
+LP (in the order of its columns), the rows of the others, and which of them the last pricing wants back.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 
 import highspy
 import numpy as np
 import scipy.sparse as sp
 
+from mdp_core.errors import DataError
 from mdp_core.geo._lapack import worker_count
+from mdp_core.geo.bounds import certified_bound
+from mdp_core.geo.ipm import GeoLPSolution
 from mdp_core.geo.seed_lp import _highs
 
-__all__ = ["price_outputs"]
+__all__ = ["OutputSet", "price_outputs"]
 
 
 def price_outputs(
@@ -101,3 +106,93 @@ def _pricing_lp(c: np.ndarray, a: np.ndarray, b: np.ndarray, ratios: np.ndarray)
         return np.zeros(r), float("-inf")  # no multipliers: the bound then takes c_z itself
     duals = -np.asarray(h.getSolution().row_dual)[:r]  # HiGHS: <= rows of a minimisation have duals <= 0
     return np.maximum(duals, 0.0), float(h.getInfo().objective_function_value)
+
+
+@dataclass
+class OutputSet:
+    """The outputs in a geo LP, in the order of its columns (``active``), the rows of those left out
+    (``left_rows``: they only price them) and those the last pricing wants back (``entering``)."""
+
+    m: int
+    active: np.ndarray
+    left_rows: np.ndarray
+    entering: np.ndarray
+
+    @classmethod
+    def every(cls, m: int) -> OutputSet:
+        nothing = np.empty(0, dtype=np.int64)
+        return cls(m, np.arange(m), np.empty((0, 3), dtype=np.int64), nothing)
+
+    def start_with(self, rows: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+        """Only ``outputs`` in the LP: returns their rows; those of the others go to pricing."""
+        active = np.unique(np.asarray(outputs, dtype=np.int64))
+        if len(active) < 2 or active[0] < 0 or active[-1] >= self.m:
+            raise DataError(f"outputs must hold at least two of the {self.m} output indices")
+        self.active = active
+        mine = np.isin(rows[:, 2], active)
+        self.left_rows = rows[~mine]
+        return rows[mine]
+
+    def leave_out(
+        self, rows: np.ndarray, sol: GeoLPSolution, below: float
+    ) -> tuple[np.ndarray, GeoLPSolution]:
+        """Leave out the outputs that ``sol`` (the LP's solution on the first ``len(sol.nu)`` of ``rows``)
+        gives less than ``below`` anywhere: the rows and solution of the LP without them."""
+        used = sol.p.max(axis=0) >= below
+        if used.sum() < 2 or used.all():
+            return rows, sol
+        self.active = self.active[used]
+        mine = np.isin(rows[:, 2], self.active)
+        self.left_rows = np.concatenate([self.left_rows, rows[~mine]])
+        return rows[mine], replace(sol, p=sol.p[:, used], nu=sol.nu[mine[: len(sol.nu)]])
+
+    def enter(self, rows: np.ndarray, sol: GeoLPSolution) -> tuple[np.ndarray, GeoLPSolution]:
+        """Bring the ``entering`` outputs back, with their rows (after those of ``sol``, which a warm start
+        needs first) and zero columns."""
+        if len(self.entering) == 0:
+            return rows, sol
+        back = np.isin(self.left_rows[:, 2], self.entering)
+        rows = np.concatenate([rows, self.left_rows[back]])
+        self.left_rows = self.left_rows[~back]
+        p = np.concatenate([sol.p, np.zeros((len(sol.p), len(self.entering)))], axis=1)
+        self.active = np.concatenate([self.active, self.entering])
+        self.entering = np.empty(0, dtype=np.int64)
+        return rows, replace(sol, p=p)
+
+    def position(self) -> np.ndarray:
+        """Each output's column in the LP (-1 when left out)."""
+        position = np.full(self.m, -1)
+        position[self.active] = np.arange(len(self.active))
+        return position
+
+    def positions(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` with each output replaced by its column in the LP."""
+        return np.column_stack([rows[:, :2], self.position()[rows[:, 2]]])
+
+    def expand(self, p: np.ndarray) -> np.ndarray:
+        """An LP solution as a mechanism over all outputs (left-out columns 0)."""
+        out = np.zeros((len(p), self.m))
+        out[:, self.active] = p
+        return out
+
+    def certificate(
+        self,
+        cost: np.ndarray,
+        rows: np.ndarray,
+        ratios: np.ndarray,
+        left_ratios: np.ndarray,
+        sol: GeoLPSolution,
+        enter_below: float,
+    ) -> float:
+        """The bound that ``sol``'s multipliers (of ``rows``), with those pricing the left-out outputs,
+        certify for ALL outputs; the outputs whose pricing is below ``-enter_below`` times the objective
+        become ``entering``."""
+        if len(self.left_rows) == 0:
+            return certified_bound(cost, rows, ratios, sol.nu)
+        every = np.concatenate([rows, self.left_rows])
+        every_ratios = np.concatenate([ratios, left_ratios])
+        left = np.setdiff1d(np.arange(self.m), self.active)
+        nu = np.concatenate([sol.nu, np.zeros(len(self.left_rows))])
+        nu, values = price_outputs(cost, every, every_ratios, nu, left)
+        self.entering = left[values < -enter_below * abs(sol.objective)]
+        return certified_bound(cost, every, every_ratios, nu)

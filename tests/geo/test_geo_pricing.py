@@ -14,6 +14,7 @@ from scipy.optimize import linprog
 from test_geo_bounds import full_lp, tiny_problem  # tests/geo is on sys.path (rootdir conftest layout)
 from test_geo_optimal import distances, linprog_on_rows, lp_rows
 
+from mdp_core.errors import DataError
 from mdp_core.geo import optimal, optimal_geo_mechanism, solve_geo_lp
 from mdp_core.geo.bounds import certified_bound
 from mdp_core.geo.pricing import price_outputs
@@ -97,3 +98,27 @@ def test_the_exact_optimum_leaves_outputs_out_and_brings_back_those_it_needs(
     assert mech.utility_km(problem) == pytest.approx(optimum, rel=1e-5)
     assert mdp_violation(mech.matrix, distances(problem), eps) <= 1e-9
     np.testing.assert_allclose(mech.matrix.sum(axis=1), 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize(("outputs", "eps"), [([0, 1], 1.0), ([3, 7, 9], 2.0)])
+def test_the_exact_optimum_started_from_a_few_outputs_brings_in_those_it_needs(
+    outputs: list[int], eps: float
+) -> None:
+    """Two or three arbitrary outputs to start from (measured: 2 then 15, 3 then 12 outputs in the LP)."""
+    problem = tiny_problem(5, 4, seed=2, seed_n=3)
+    mech = optimal_geo_mechanism(problem, eps, dilation=1.5, outputs=np.array(outputs))
+    solved = mech.info["outputs_solved"]
+    assert solved[0] == len(outputs) and max(solved) > len(outputs)
+    optimum = full_lp(problem, eps)
+    bound = mech.info["lower_bound"]
+    assert bound.exact and bound.value <= optimum + 1e-12
+    assert mech.utility_km(problem) == pytest.approx(optimum, rel=1e-5)
+    assert mdp_violation(mech.matrix, distances(problem), eps) <= 1e-9
+
+
+@pytest.mark.parametrize("outputs", [[3], [0, 99], [-1, 2]])
+def test_outputs_to_start_from_must_be_two_valid_indices(outputs: list[int]) -> None:
+    problem = tiny_problem(4, 3, seed=1, seed_n=3)
+    m = problem.loss.shape[1]
+    with pytest.raises(DataError, match=f"at least two of the {m} output indices"):
+        optimal_geo_mechanism(problem, 1.0, outputs=np.array(outputs))
