@@ -158,7 +158,7 @@ def optimal_geo_mechanism(
         ``lower_bound`` (a ``GeoBound``, ``exact=True`` when the mechanism's utility is within
         :data:`EXACT_GAP` of it), ``rounds``, ``rows`` (privacy rows of the last LP), ``broken_rows`` (rows
         of the full problem the last solution broke: 0 at the optimum), ``iterations`` and ``outputs_solved``
-        per LP solved (m when it was the whole LP, fewer when only the outputs of broken rows were).
+        per LP solved (its outputs: fewer than m once unused ones are left out, or in an outputs-only pass).
     """
     eps = check_lp_inputs(problem, eps, time_limit)
     if not (isinstance(max_rounds, int) and max_rounds >= 1):
