@@ -42,7 +42,7 @@ __all__ = ["OutputSet", "price_outputs"]
 def price_outputs(
     cost: np.ndarray, rows: np.ndarray, ratios: np.ndarray, nu: np.ndarray, outputs: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Multipliers for the rows of the left-out ``outputs`` against the floor the others' set (module
+    """Multipliers for the rows of the left-out ``outputs`` against the floor the other outputs set (module
     docstring).
 
     Parameters
