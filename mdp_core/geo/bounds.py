@@ -122,16 +122,21 @@ def certified_bound(cost: np.ndarray, rows: np.ndarray, ratios: np.ndarray, nu: 
     """
     cost = np.asarray(cost, dtype=np.float64)
     nu = np.maximum(np.asarray(nu, dtype=np.float64), 0.0)
-    a, b, y = rows[:, 0], rows[:, 1], rows[:, 2]
-    reduced = cost.copy()
+    reduced = _reduced_costs(cost, rows, ratios, nu)
     scale = np.abs(cost).copy()
-    np.add.at(reduced, (a, y), nu)
-    np.add.at(reduced, (b, y), -ratios * nu)
-    np.add.at(scale, (a, y), nu)
-    np.add.at(scale, (b, y), ratios * nu)
+    np.add.at(scale, (rows[:, 0], rows[:, 2]), nu)
+    np.add.at(scale, (rows[:, 1], rows[:, 2]), ratios * nu)
     per_row = reduced.min(axis=1)
     margin = ROUNDING_MARGIN * (scale.max(axis=1) + np.abs(per_row)).sum()
     return float(np.sum(per_row) - margin)
+
+
+def _reduced_costs(cost: np.ndarray, rows: np.ndarray, ratios: np.ndarray, nu: np.ndarray) -> np.ndarray:
+    """``c + A'nu``: every row (a, b, y) adds ``nu`` at (a, y) and ``-ratio nu`` at (b, y)."""
+    reduced = cost.copy()
+    np.add.at(reduced, (rows[:, 0], rows[:, 2]), nu)
+    np.add.at(reduced, (rows[:, 1], rows[:, 2]), -ratios * nu)
+    return reduced
 
 
 def _privacy_rows(pairs: np.ndarray, m: int) -> np.ndarray:

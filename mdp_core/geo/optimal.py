@@ -62,7 +62,7 @@ from mdp_core.geo.bounds import GeoBound, _privacy_rows, _violated_rows
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.ipm import GeoLPSolution, solve_geo_lp
 from mdp_core.geo.pairs import spanner_pairs
-from mdp_core.geo.pricing import OutputSet
+from mdp_core.geo.pricing import OutputSet, column_of
 from mdp_core.geo.utility import GeoProblem, check_lp_inputs, check_target_count
 from mdp_core.mechanisms.lp import chain_implied
 from mdp_core.mechanisms.verify import VIOLATION_TOL, raise_repair, repair_mechanism
@@ -300,8 +300,7 @@ class _Rounds:
         budget = 1.0 - np.delete(p, mine, axis=1).sum(axis=1)
         if budget.min() <= 1e-9:
             return None
-        position = np.full(self.cost.shape[1], -1)
-        position[columns] = np.arange(len(columns))
+        position = column_of(columns, self.cost.shape[1])
         chosen = np.isin(rows[:, 2], columns)
         sub = rows[chosen]
         ratios = self.ratios(sub)

@@ -32,11 +32,11 @@ import scipy.sparse as sp
 
 from mdp_core.errors import DataError
 from mdp_core.geo._lapack import worker_count
-from mdp_core.geo.bounds import certified_bound
+from mdp_core.geo.bounds import _reduced_costs, certified_bound
 from mdp_core.geo.ipm import GeoLPSolution
 from mdp_core.geo.seed_lp import _highs
 
-__all__ = ["OutputSet", "price_outputs"]
+__all__ = ["OutputSet", "column_of", "price_outputs"]
 
 
 def price_outputs(
@@ -68,10 +68,7 @@ def price_outputs(
     outputs = np.asarray(outputs, dtype=np.int64)
     left = np.isin(rows[:, 2], outputs)
     nu = np.where(left, 0.0, np.maximum(nu, 0.0))
-    reduced = cost.copy()
-    np.add.at(reduced, (rows[:, 0], rows[:, 2]), nu)
-    np.add.at(reduced, (rows[:, 1], rows[:, 2]), -ratios * nu)
-    floor = np.delete(reduced, outputs, axis=1).min(axis=1)
+    floor = np.delete(_reduced_costs(cost, rows, ratios, nu), outputs, axis=1).min(axis=1)
     mine = [np.flatnonzero(left & (rows[:, 2] == z)) for z in outputs]
 
     def price(k: int) -> tuple[np.ndarray, float]:
@@ -120,8 +117,7 @@ class OutputSet:
 
     @classmethod
     def every(cls, m: int) -> OutputSet:
-        nothing = np.empty(0, dtype=np.int64)
-        return cls(m, np.arange(m), np.empty((0, 3), dtype=np.int64), nothing)
+        return cls(m, np.arange(m), np.empty((0, 3), dtype=np.int64), np.empty(0, dtype=np.int64))
 
     def start_with(self, rows: np.ndarray, outputs: np.ndarray) -> np.ndarray:
         """Only ``outputs`` in the LP: returns their rows; those of the others go to pricing."""
@@ -161,9 +157,7 @@ class OutputSet:
 
     def position(self) -> np.ndarray:
         """Each output's column in the LP (-1 when left out)."""
-        position = np.full(self.m, -1)
-        position[self.active] = np.arange(len(self.active))
-        return position
+        return column_of(self.active, self.m)
 
     def positions(self, rows: np.ndarray) -> np.ndarray:
         """``rows`` with each output replaced by its column in the LP."""
@@ -187,7 +181,7 @@ class OutputSet:
         """The bound that ``sol``'s multipliers (of ``rows``), with those pricing the left-out outputs,
         certify for ALL outputs; the outputs whose pricing is below ``-enter_below`` times the objective
         become ``entering``."""
-        if len(self.left_rows) == 0:
+        if len(self.active) == self.m:  # nothing left out
             return certified_bound(cost, rows, ratios, sol.nu)
         every = np.concatenate([rows, self.left_rows])
         every_ratios = np.concatenate([ratios, left_ratios])
@@ -196,3 +190,10 @@ class OutputSet:
         nu, values = price_outputs(cost, every, every_ratios, nu, left)
         self.entering = left[values < -enter_below * abs(sol.objective)]
         return certified_bound(cost, every, every_ratios, nu)
+
+
+def column_of(outputs: np.ndarray, m: int) -> np.ndarray:
+    """Each of the ``m`` outputs' column in an LP over ``outputs`` in that order (-1 when not in it)."""
+    position = np.full(m, -1)
+    position[outputs] = np.arange(len(outputs))
+    return position
