@@ -16,7 +16,16 @@ import pytest
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
-IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
+IDLE = "[data-testid=stApp][data-test-script-state=notRunning][data-test-connection-state=CONNECTED]"
+# True once ten frames in a row came within 200 ms of each other: the browser has drawn what arrived (a
+# deck.gl map's first frame takes seconds in software WebGL, longer still on a loaded CI machine).
+CALM_FRAMES = """() => {
+  const now = performance.now(), w = window;
+  w.__calm = w.__lastFrame !== undefined && now - w.__lastFrame < 200 ? (w.__calm || 0) + 1 : 0;
+  w.__lastFrame = now;
+  return w.__calm >= 10;
+}"""
+ACTION_MS = 120_000  # a control may wait this long to be visible, enabled and stable
 LOCAL_SCHEMES = {"data", "blob", "about", "chrome", "chrome-extension"}
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,6 +67,7 @@ def _settle(page, timeout_ms: int = 120_000) -> None:
     with contextlib.suppress(Exception):
         page.wait_for_selector("[data-testid=stApp][data-test-script-state=running]", timeout=1_500)
     page.wait_for_selector(IDLE, timeout=timeout_ms)
+    page.wait_for_function(CALM_FRAMES, polling="raf", timeout=timeout_ms)
     page.wait_for_timeout(300)  # late requests (images, fonts, tiles) of the freshly drawn elements
 
 
@@ -67,26 +77,26 @@ def _use_main_controls(page) -> list[str]:
     main = page.locator("[data-testid=stMain]")
     slider = main.locator("[role=slider]")
     if slider.count():
-        slider.first.focus()
+        slider.first.focus(timeout=ACTION_MS)
         page.keyboard.press("ArrowRight")
         page.keyboard.press("ArrowRight")
         _settle(page)
         done.append("slider +2 steps")
     box = main.locator("[data-testid=stSelectbox]")
     if box.count():
-        box.first.click()
+        box.first.click(timeout=ACTION_MS)
         options = page.locator("[role=option]")
         with contextlib.suppress(Exception):
             options.first.wait_for(timeout=5_000)
         if options.count() > 1:
-            options.nth(1).click()
+            options.nth(1).click(timeout=ACTION_MS)
             _settle(page)
             done.append("select box: second option")
         else:
             page.keyboard.press("Escape")
     toggle = main.locator("[data-testid=stCheckbox] label")
     if toggle.count():
-        toggle.first.click()
+        toggle.first.click(timeout=ACTION_MS)
         _settle(page)
         done.append("first toggle")
     canvas = main.locator("[data-testid=stDeckGlJsonChart] canvas")
