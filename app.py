@@ -24,20 +24,22 @@ SAMPLE_LABELS = {
 }
 
 PAGES = [
-    st.Page("views/home.py", title="Overview", icon="🏠", default=True),
-    st.Page("views/data.py", title="Data & dependencies", icon="🕸️", url_path="data"),
-    st.Page("views/mechanisms.py", title="Mechanism playground", icon="🎛️", url_path="mechanisms"),
+    st.Page("views/home.py", title="Overview", icon=":material/home:", default=True),
+    st.Page("views/data.py", title="Data & dependencies", icon=":material/hub:", url_path="data"),
+    st.Page(
+        "views/mechanisms.py", title="Mechanism playground", icon=":material/tune:", url_path="mechanisms"
+    ),
     st.Page(
         "views/dephdp.py",
         title="Mechanism selection (DepHDP)",
-        icon="🌳",
+        icon=":material/account_tree:",
         url_path="dephdp",
     ),
-    st.Page("views/leakage.py", title="Correlated leakage", icon="💧", url_path="leakage"),
-    st.Page("views/geo.py", title="Geo mechanisms", icon="🗺️", url_path="geo"),
-    st.Page("views/noise.py", title="Noise shape", icon="📈", url_path="noise-shape"),
-    st.Page("views/release.py", title="Decide & release", icon="⚖️", url_path="release"),
-    st.Page("views/sweep.py", title="Sweep & frontier", icon="📊", url_path="sweep"),
+    st.Page("views/leakage.py", title="Correlated leakage", icon=":material/water_drop:", url_path="leakage"),
+    st.Page("views/geo.py", title="Geo mechanisms", icon=":material/map:", url_path="geo"),
+    st.Page("views/noise.py", title="Noise shape", icon=":material/show_chart:", url_path="noise-shape"),
+    st.Page("views/release.py", title="Decide & release", icon=":material/balance:", url_path="release"),
+    st.Page("views/sweep.py", title="Sweep & frontier", icon=":material/bar_chart:", url_path="sweep"),
 ]
 
 
