@@ -71,6 +71,13 @@ def _settle(page, timeout_ms: int = 120_000) -> None:
     page.wait_for_timeout(300)  # late requests (images, fonts, tiles) of the freshly drawn elements
 
 
+def _app_state(page) -> str:
+    """The app's script and connection state, as its root element shows them."""
+    app = page.locator("[data-testid=stApp]")
+    script, connection = (app.get_attribute(f"data-test-{k}-state") for k in ("script", "connection"))
+    return f"script {script}, connection {connection}"
+
+
 def _use_main_controls(page) -> list[str]:
     """Use the page's main controls as a user would: a slider, a select box, a toggle, a map click."""
     done: list[str] = []
@@ -113,6 +120,8 @@ def _use_main_controls(page) -> list[str]:
 def test_page_loads_and_reacts_without_exception_or_outside_request(
     server_url: str, chromium, path: str
 ) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     own = _origin(server_url)
     requests: list[str] = []
     context = chromium.new_context(viewport={"width": 1400, "height": 2000})
@@ -126,7 +135,10 @@ def test_page_loads_and_reacts_without_exception_or_outside_request(
         _settle(page, 180_000)
         exceptions = page.locator("[data-testid=stException]")
         assert exceptions.count() == 0, f"on load: {exceptions.first.inner_text()[:800]}"
-        done = _use_main_controls(page)
+        try:
+            done = _use_main_controls(page)
+        except PlaywrightTimeout as exc:  # say what the app was doing, not only what the control was
+            raise AssertionError(f"a control did not respond ({_app_state(page)}): {exc}") from exc
         assert exceptions.count() == 0, f"after {done}: {exceptions.first.inner_text()[:800]}"
     finally:
         context.close()
