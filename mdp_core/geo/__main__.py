@@ -38,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         "--bound-cosets",
         type=_cosets,
         default=0,
-        help="bound from the K x K cosets of the grid or 'auto' (cosets of <= 250 targets)",
+        help="bound from the K x K cosets of the grid or 'auto' (cosets of <= 250 targets); "
+        "default 0: the bound's own choice (cosets where they get a few seconds each)",
     )
     bench.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {METHODS}")
     bench.add_argument(

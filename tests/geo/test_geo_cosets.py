@@ -17,14 +17,17 @@ from threadpoolctl import threadpool_info
 
 from mdp_core.errors import DataError
 from mdp_core.geo import (
+    bounds,
     compare_methods,
     coset_lower_bound,
+    geo_lower_bound,
     grid_road_network,
     run_bench,
     spanner_pairs,
     tree_extension,
 )
-from mdp_core.geo.cosets import DILATION, coset_step, cosets
+from mdp_core.geo import cosets as cosets_module
+from mdp_core.geo.cosets import DILATION, coset_step, cosets, fitting_step
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,6 +60,25 @@ def test_default_step_keeps_every_coset_within_the_target_cap() -> None:
         assert max(len(sub.prior) for _, sub in cosets(problem, step - 1)) > cap  # the smallest such step
     with pytest.raises(DataError, match="max_targets must be a positive integer"):
         coset_step(problem, max_targets=0)
+
+
+def test_default_bound_takes_the_cosets_where_they_get_enough_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = tiny_problem(5, 5, seed=3, depth=3, seed_n=2)
+    n = problem.grid.n_targets
+    monkeypatch.setattr(bounds, "AGGREGATE_ABOVE", n - 1)  # this grid counts as city scale
+    monkeypatch.setattr(cosets_module, "COSET_TARGETS", n // 4)
+    step = fitting_step(problem, 60.0)
+    assert step == coset_step(problem) > 1
+    expected = coset_lower_bound(problem, 1.0, step=step, time_limit=60)
+    chosen = geo_lower_bound(problem, 1.0, time_limit=60)
+    assert chosen.method == expected.method and "cosets" in chosen.method
+    assert chosen.value == pytest.approx(expected.value, rel=1e-9)
+    # asked for representatives, or too little time per coset: aggregated, as before
+    explicit = geo_lower_bound(problem, 1.0, time_limit=60, representatives_count=n // 2)
+    assert explicit.method.startswith("aggregated")
+    monkeypatch.setattr(cosets_module, "FIT_SECONDS", 60.0 * 64 / 2)  # two cosets' worth on 64 cores
+    assert fitting_step(problem, 60.0) is None
+    assert geo_lower_bound(problem, 1.0, time_limit=60).method.startswith("aggregated")
 
 
 def test_a_spent_time_share_still_certifies_a_bound() -> None:
