@@ -78,7 +78,9 @@ DILATION = 1.1
 #: 60 s on 2 cores: at depth 3, 16 cosets of the 15 km city (7.5 s each) and 25 of the district (4.8 s)
 #: were tighter at eps 0.5 / 1 / 1.5 (city 1.726 / 1.268 / 0.943 km against 1.689 / 1.178 / 0.854
 #: aggregated; district 0.3969 / 0.3772 / 0.3598 against 0.3933 / 0.3727 / 0.3548); at depth 4, 49 and
-#: 100 cosets (2.4 and 1.2 s) far looser (0.58 and 0.10 km against 0.82 and 0.34).
+#: 100 cosets (2.4 and 1.2 s) far looser (0.58 and 0.10 km against 0.82 and 0.34). Again at depth 3 on a
+#: slower day, back to back through ``python -m mdp_core.geo bench``: city 1.677 / 1.241 / 0.900 against
+#: 1.641 / 1.133 / 0.824, district 0.3942 / 0.3717 / 0.3477 against 0.3912 / 0.3660 / 0.3455.
 FIT_SECONDS = 4.0
 #: Duality gap at which a coset's solve stops when its time share is not used up first.
 COSET_GAP = 1e-6
