@@ -59,8 +59,8 @@ from mdp_core.geo.utility import GeoProblem, check_lp_inputs
 
 __all__ = [
     "BLOCK_TARGETS",
+    "COSET_SECONDS",
     "COSET_TARGETS",
-    "FIT_SECONDS",
     "coset_lower_bound",
     "coset_step",
     "cosets",
@@ -73,15 +73,18 @@ COSET_TARGETS = 250
 BLOCK_TARGETS = 600
 #: Dilation of the spanner whose rows a coset's relaxation keeps.
 DILATION = 1.1
-#: Least solver seconds per coset (time limit x cores / cosets) for :func:`fitting_step` to offer cosets,
-#: so that :func:`~mdp_core.geo.bounds.geo_lower_bound` takes them instead of aggregating. Measured in
-#: 60 s on 2 cores: at depth 3, 16 cosets of the 15 km city (7.5 s each) and 25 of the district (4.8 s)
-#: were tighter at eps 0.5 / 1 / 1.5 (city 1.726 / 1.268 / 0.943 km against 1.689 / 1.178 / 0.854
-#: aggregated; district 0.3969 / 0.3772 / 0.3598 against 0.3933 / 0.3727 / 0.3548); at depth 4, 49 and
-#: 100 cosets (2.4 and 1.2 s) far looser (0.58 and 0.10 km against 0.82 and 0.34). Again at depth 3 on a
-#: slower day, back to back through ``python -m mdp_core.geo bench``: city 1.677 / 1.241 / 0.900 against
-#: 1.641 / 1.133 / 0.824, district 0.3942 / 0.3717 / 0.3477 against 0.3912 / 0.3660 / 0.3455.
-FIT_SECONDS = 4.0
+#: Seconds of one core that a coset's bound needs, per output and per (its largest coset's targets /
+#: 1000)^3 (each interior-point iteration inverts one such block per output; ~35 iterations). With less
+#: time the certificate collapses: 2.5 s for each of the city's 16 cosets (up to 235 targets, 117
+#: outputs) at depth 3 certified 0.0 km, so the constant is above 1.65; 4.8 s for each of the district's
+#: 25 (up to 219 targets, 112 outputs) was enough, so 4.08 is. The largest that is known to be enough is
+#: taken. So :func:`fitting_step` offers cosets in 60 s on 2 cores at depth 3 (tighter than aggregation,
+#: back to back: the city at eps 0.5 / 1 / 1.5 1.677 / 1.241 / 0.900 km against 1.641 / 1.133 / 0.824,
+#: the district 0.3942 / 0.3717 / 0.3477 against 0.3912 / 0.3660 / 0.3455) and in the page's 20 s at depth 2
+#: (9 cosets of up to 156 targets; at eps 0.35 / 1.39 / 3.47 the district 0.4009 / 0.3613 / 0.2749
+#: against 0.3935 / 0.3493 / 0.2492, the city 1.936 / 0.987 / 0.354 against 1.820 / 0.827 / 0.290), but
+#: not at depth 4 (49 and 100 cosets: far looser there, 0.58 and 0.10 km against 0.82 and 0.34).
+COSET_SECONDS = 4.0
 #: Duality gap at which a coset's solve stops when its time share is not used up first.
 COSET_GAP = 1e-6
 
@@ -114,12 +117,15 @@ def coset_step(problem: GeoProblem, max_targets: int | None = None) -> int:
 
 
 def fitting_step(problem: GeoProblem, time_limit: float) -> int | None:
-    """:func:`coset_step`'s step when its cosets get at least :data:`FIT_SECONDS` of solver time each
-    in ``time_limit`` seconds on this process's cores, else None (aggregation is then the better bound)."""
+    """:func:`coset_step`'s step when, shared over this process's cores, ``time_limit`` seconds give every
+    coset the time its bound needs (:data:`COSET_SECONDS`), else None (aggregation is then the better
+    bound)."""
     step = coset_step(problem)
     fine = problem.grid.fine_ij
-    count = len(np.unique((fine[:, 0] % step) * step + fine[:, 1] % step))
-    return step if float(time_limit) * worker_count() / count >= FIT_SECONDS else None
+    sizes = np.bincount((fine[:, 0] % step) * step + fine[:, 1] % step)
+    sizes = sizes[sizes > 0]
+    needed = COSET_SECONDS * problem.cost.shape[1] * (sizes.max() / 1000.0) ** 3
+    return step if float(time_limit) * worker_count() / len(sizes) >= needed else None
 
 
 def coset_lower_bound(

@@ -76,7 +76,7 @@ def test_default_bound_takes_the_cosets_where_they_get_enough_time(monkeypatch: 
     # asked for representatives, or too little time per coset: aggregated, as before
     explicit = geo_lower_bound(problem, 1.0, time_limit=60, representatives_count=n // 2)
     assert explicit.method.startswith("aggregated")
-    monkeypatch.setattr(cosets_module, "FIT_SECONDS", float("inf"))  # no time share is enough
+    monkeypatch.setattr(cosets_module, "COSET_SECONDS", float("inf"))  # no time share is enough
     assert fitting_step(problem, 60.0) is None
     assert geo_lower_bound(problem, 1.0, time_limit=60).method.startswith("aggregated")
 
