@@ -69,6 +69,11 @@ def test_default_bound_takes_the_cosets_where_they_get_enough_time(monkeypatch: 
     monkeypatch.setattr(cosets_module, "COSET_TARGETS", n // 4)
     step = fitting_step(problem, 60.0)
     assert step == coset_step(problem) > 1
+    sizes = np.bincount(np.ravel_multi_index((problem.grid.fine_ij % step).T, (step, step)))
+    needed = cosets_module.COSET_SECONDS * problem.cost.shape[1] * (sizes.max() / 1000.0) ** 3
+    cores = cosets_module.worker_count()
+    assert fitting_step(problem, 1.01 * needed * np.count_nonzero(sizes) / cores) == step  # just enough time
+    assert fitting_step(problem, 0.99 * needed * np.count_nonzero(sizes) / cores) is None  # just too little
     expected = coset_lower_bound(problem, 1.0, step=step, time_limit=60)
     chosen = geo_lower_bound(problem, 1.0, time_limit=60)
     assert chosen.method == expected.method and "cosets" in chosen.method
