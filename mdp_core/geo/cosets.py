@@ -77,7 +77,7 @@ DILATION = 1.1
 #: 1000)^3 (each interior-point iteration inverts one such block per output; ~35 iterations). With less
 #: time the certificate collapses: 2.5 s for each of the city's 16 cosets (up to 235 targets, 117
 #: outputs) at depth 3 certified 0.0 km, so the constant is above 1.65; 4.8 s for each of the district's
-#: 25 (up to 219 targets, 112 outputs) was enough, so 4.08 is. The largest that is known to be enough is
+#: 25 (up to 219 targets, 112 outputs) was enough, so 4.08 suffices; 4.0 is
 #: taken. So :func:`fitting_step` offers cosets in 60 s on 2 cores at depth 3 (tighter than aggregation,
 #: back to back: the city at eps 0.5 / 1 / 1.5 1.677 / 1.241 / 0.900 km against 1.641 / 1.133 / 0.824,
 #: the district 0.3942 / 0.3717 / 0.3477 against 0.3912 / 0.3660 / 0.3455) and in the page's 20 s at depth 2
