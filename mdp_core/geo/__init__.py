@@ -23,7 +23,7 @@ from mdp_core.geo.compare import (
     run_bench,
     tighter_bound,
 )
-from mdp_core.geo.cosets import coset_lower_bound
+from mdp_core.geo.cosets import auto_lower_bound, coset_lower_bound
 from mdp_core.geo.export import (
     export_geojson,
     km_to_lonlat,
@@ -79,6 +79,7 @@ __all__ = [
     "GeoVerification",
     "RoadNetwork",
     "SeedLPResult",
+    "auto_lower_bound",
     "axis_budget",
     "bilinear_mechanism",
     "bilinear_weights",

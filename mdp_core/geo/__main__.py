@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         type=_cosets,
         default=0,
         help="bound from the K x K cosets of the grid or 'auto' (cosets of <= 250 targets); "
-        "default 0: the bound's own choice (cosets where they get a few seconds each)",
+        "default 0: cosets where each gets the time it needs, else geo_lower_bound",
     )
     bench.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {METHODS}")
     bench.add_argument(

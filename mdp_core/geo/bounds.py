@@ -28,11 +28,7 @@ exactly, and it is tight to the degree the duals are accurate.
 
 **Aggregation (city scale).** Above ``aggregate_above`` targets the bound is taken on representatives
 (:mod:`mdp_core.geo.aggregation`): a certified bound of the representatives' problem with the aggregated
-cost, plus its constant, for any thresholds; the best of a few threshold rounds. Never exact. Where the
-grid's cosets each get a few seconds (:func:`~mdp_core.geo.cosets.fitting_step`), the default is the
-coset bound instead (:mod:`mdp_core.geo.cosets`), which keeps every coset's rows rather than merging
-targets: it was the tighter in all 12 measured configurations where it is chosen (both maps, three eps
-each, at depth 3 in 60 s and at depth 2 in the map page's 20 s).
+cost, plus its constant, for any thresholds; the best of a few threshold rounds. Never exact.
 """
 
 from __future__ import annotations
@@ -228,6 +224,11 @@ def _violated_rows(
     return rows[np.argsort(-worst_v)[:limit]]
 
 
+def aggregate_threshold(time_limit: float) -> int:
+    """Targets above which :func:`geo_lower_bound` aggregates by default, for a bound of ``time_limit`` s."""
+    return AGGREGATE_ABOVE if time_limit >= 45 else AGGREGATE_ABOVE_SHORT
+
+
 def geo_lower_bound(
     problem: GeoProblem,
     eps: float,
@@ -262,9 +263,6 @@ def geo_lower_bound(
         Above this many targets (default :data:`AGGREGATE_ABOVE`, :data:`AGGREGATE_ABOVE_SHORT` below 45 s)
         the bound is taken on
         ``representatives_count`` representatives (module docstring, "Aggregation"); never exact then.
-        When neither this nor ``representatives_count`` is given, such a grid is bounded by its cosets
-        instead where they get enough time (:func:`~mdp_core.geo.cosets.fitting_step`: on 2 cores depth 3
-        of the 15 km city and of the district in 60 s, depth 2 in 20 s; the tighter bound there).
     representatives_count : int, optional
         Representatives of an aggregated bound. Default :data:`REPRESENTATIVES` below 45 s, twice that from
         45 s on (measured: in 20 s 150 gave the better bound on the district at depth 3, 7 % vs 8 % below
@@ -278,7 +276,6 @@ def geo_lower_bound(
     eps = check_lp_inputs(problem, eps, time_limit)
     if not isinstance(neighbours, int | np.integer) or neighbours < 0:
         raise DataError(f"neighbours must be a non-negative integer, got {neighbours!r}")
-    ours_to_choose = aggregate_above is None and representatives_count is None
     if representatives_count is None:
         representatives_count = REPRESENTATIVES if time_limit < 45 else 2 * REPRESENTATIVES
     if not isinstance(representatives_count, int | np.integer) or representatives_count < 2:
@@ -289,17 +286,9 @@ def geo_lower_bound(
     cost = problem.cost
     n = len(targets)
     if aggregate_above is None:
-        aggregate_above = AGGREGATE_ABOVE if time_limit >= 45 else AGGREGATE_ABOVE_SHORT
+        aggregate_above = aggregate_threshold(time_limit)
     fine_ij = problem.grid.fine_ij if len(problem.grid.fine_ij) == n else None
     if n > aggregate_above:
-        if ours_to_choose:
-            from mdp_core.geo import cosets  # it builds on this module, so it is imported when needed
-
-            step = cosets.fitting_step(problem, time_limit)
-            if step is not None:
-                return cosets.coset_lower_bound(
-                    problem, eps, step=step, time_limit=time_limit, progress=progress
-                )
         return _aggregated_bound(
             problem,
             eps,

@@ -18,8 +18,8 @@ from mdp_core._validation import Progress, check_eps, report
 from mdp_core.errors import DataError
 from mdp_core.geo.baselines import em_remap_geo, exponential_geo, lp_coarse
 from mdp_core.geo.bilinear import bilinear_mechanism
-from mdp_core.geo.bounds import GeoBound, geo_lower_bound
-from mdp_core.geo.cosets import coset_lower_bound
+from mdp_core.geo.bounds import GeoBound
+from mdp_core.geo.cosets import auto_lower_bound, coset_lower_bound
 from mdp_core.geo.extension import GeoMechanism, tree_extension, tree_seed
 from mdp_core.geo.optimal import OPTIMAL_ADVICE, OPTIMAL_MAX_TARGETS, optimal_geo_mechanism
 from mdp_core.geo.roads import RoadNetwork, load_road_network
@@ -101,8 +101,9 @@ def compare_methods(
 ) -> GeoComparison:
     """Build each method on ``problem`` at ``eps`` (1/km), score it and verify it (neighbours + samples).
 
-    With ``bound=True`` also the certified lower bound (``bound_time_limit`` seconds; the spanner LP's own
-    certificate instead when ``"spanner"`` is built and its bound is tighter) and every method's gap
+    With ``bound=True`` also the certified lower bound (:func:`~mdp_core.geo.cosets.auto_lower_bound`,
+    ``bound_time_limit`` seconds; the spanner LP's own certificate instead when ``"spanner"`` is built
+    and its bound is tighter) and every method's gap
     ``utility / bound - 1``. ``worse_than_em_remap`` is filled whenever both a tree variant and
     ``em_remap`` are among ``methods``. The tree variants share one seed LP (``seed``: one solved before by
     :func:`~mdp_core.geo.extension.tree_seed` for this problem and eps, else solved here once).
@@ -164,7 +165,7 @@ def compare_methods(
                 step = None if bound_cosets == "auto" else int(bound_cosets)
                 lower = coset_lower_bound(problem, eps, step=step, time_limit=bound_time_limit)
             else:
-                lower = geo_lower_bound(problem, eps, time_limit=bound_time_limit)
+                lower = auto_lower_bound(problem, eps, time_limit=bound_time_limit)
         except DataError:  # too large for the bound's memory cap: reported as no bound
             lower = None
         lower = tighter_bound(lower, mechs.get("spanner"), mechs.get("optimal"))

@@ -52,7 +52,14 @@ from threadpoolctl import threadpool_limits
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
 from mdp_core.geo._lapack import worker_count
-from mdp_core.geo.bounds import GeoBound, _privacy_rows, _row_ratios, certified_bound, geo_lower_bound
+from mdp_core.geo.bounds import (
+    GeoBound,
+    _privacy_rows,
+    _row_ratios,
+    aggregate_threshold,
+    certified_bound,
+    geo_lower_bound,
+)
 from mdp_core.geo.ipm import solve_geo_lp
 from mdp_core.geo.pairs import spanner_pairs
 from mdp_core.geo.utility import GeoProblem, check_lp_inputs
@@ -61,6 +68,7 @@ __all__ = [
     "BLOCK_TARGETS",
     "COSET_SECONDS",
     "COSET_TARGETS",
+    "auto_lower_bound",
     "coset_lower_bound",
     "coset_step",
     "cosets",
@@ -118,7 +126,7 @@ def coset_step(problem: GeoProblem, max_targets: int | None = None) -> int:
 
 def fitting_step(problem: GeoProblem, time_limit: float) -> int | None:
     """:func:`coset_step`'s step when, shared over this process's cores, ``time_limit`` seconds give every
-    coset the time its bound needs (:data:`COSET_SECONDS`), else None (aggregation is then the better
+    coset the time its bound needs (:data:`COSET_SECONDS`), else None (aggregating is then the better
     bound)."""
     step = coset_step(problem)
     fine = problem.grid.fine_ij
@@ -126,6 +134,20 @@ def fitting_step(problem: GeoProblem, time_limit: float) -> int | None:
     sizes = sizes[sizes > 0]
     needed = COSET_SECONDS * problem.cost.shape[1] * (sizes.max() / 1000.0) ** 3
     return step if float(time_limit) * worker_count() / len(sizes) >= needed else None
+
+
+def auto_lower_bound(
+    problem: GeoProblem, eps: float, *, time_limit: float = 60.0, progress: Progress = None
+) -> GeoBound:
+    """The bound the comparison and the map page use: on a grid that :func:`geo_lower_bound` would
+    aggregate, the coset bound where its cosets get the time they need (:func:`fitting_step`; it was the
+    tighter in all 12 measured configurations where it is chosen, :data:`COSET_SECONDS`), else
+    :func:`geo_lower_bound` itself. Both are certified by weak duality; ``method`` says which it is."""
+    large = len(problem.targets_km) > aggregate_threshold(float(time_limit))
+    step = fitting_step(problem, time_limit) if large else None
+    if step is None:
+        return geo_lower_bound(problem, eps, time_limit=time_limit, progress=progress)
+    return coset_lower_bound(problem, eps, step=step, time_limit=time_limit, progress=progress)
 
 
 def coset_lower_bound(

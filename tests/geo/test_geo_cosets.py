@@ -17,6 +17,7 @@ from threadpoolctl import threadpool_info
 
 from mdp_core.errors import DataError
 from mdp_core.geo import (
+    auto_lower_bound,
     bounds,
     compare_methods,
     coset_lower_bound,
@@ -62,7 +63,7 @@ def test_default_step_keeps_every_coset_within_the_target_cap() -> None:
         coset_step(problem, max_targets=0)
 
 
-def test_default_bound_takes_the_cosets_where_they_get_enough_time(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_bound_takes_the_cosets_where_they_get_enough_time(monkeypatch: pytest.MonkeyPatch) -> None:
     problem = tiny_problem(5, 5, seed=3, depth=3, seed_n=2)
     n = problem.grid.n_targets
     monkeypatch.setattr(bounds, "AGGREGATE_ABOVE", n - 1)  # this grid counts as city scale
@@ -75,15 +76,17 @@ def test_default_bound_takes_the_cosets_where_they_get_enough_time(monkeypatch: 
     assert fitting_step(problem, 1.01 * needed * np.count_nonzero(sizes) / cores) == step  # just enough time
     assert fitting_step(problem, 0.99 * needed * np.count_nonzero(sizes) / cores) is None  # just too little
     expected = coset_lower_bound(problem, 1.0, step=step, time_limit=60)
-    chosen = geo_lower_bound(problem, 1.0, time_limit=60)
+    chosen = auto_lower_bound(problem, 1.0, time_limit=60)
     assert chosen.method == expected.method and "cosets" in chosen.method
     assert chosen.value == pytest.approx(expected.value, rel=1e-9)
-    # asked for representatives, or too little time per coset: aggregated, as before
-    explicit = geo_lower_bound(problem, 1.0, time_limit=60, representatives_count=n // 2)
-    assert explicit.method.startswith("aggregated")
+    assert geo_lower_bound(problem, 1.0, time_limit=60).method.startswith("aggregated")  # it stays as it was
     monkeypatch.setattr(cosets_module, "COSET_SECONDS", float("inf"))  # no time share is enough
     assert fitting_step(problem, 60.0) is None
-    assert geo_lower_bound(problem, 1.0, time_limit=60).method.startswith("aggregated")
+    assert auto_lower_bound(problem, 1.0, time_limit=60).method.startswith("aggregated")
+    monkeypatch.setattr(bounds, "AGGREGATE_ABOVE", n)  # not city scale: geo_lower_bound's own relaxation
+    small = auto_lower_bound(problem, 1.0, time_limit=60)
+    assert "cosets" not in small.method
+    assert small.value == pytest.approx(geo_lower_bound(problem, 1.0, time_limit=60).value, rel=1e-9)
 
 
 def test_a_spent_time_share_still_certifies_a_bound() -> None:
