@@ -119,9 +119,15 @@ def coset_step(problem: GeoProblem, max_targets: int | None = None) -> int:
         raise DataError(f"max_targets must be a positive integer, got {max_targets!r}")
     fine = problem.grid.fine_ij
     step = 1
-    while np.bincount((fine[:, 0] % step) * step + fine[:, 1] % step).max() > max_targets:
+    while _coset_sizes(fine, step).max() > max_targets:
         step += 1
     return step
+
+
+def _coset_sizes(fine: np.ndarray, step: int) -> np.ndarray:
+    """Targets per non-empty coset of the fine grid coordinates ``fine`` modulo ``step``."""
+    sizes = np.bincount((fine[:, 0] % step) * step + fine[:, 1] % step)
+    return sizes[sizes > 0]
 
 
 def fitting_step(problem: GeoProblem, time_limit: float) -> int | None:
@@ -129,9 +135,7 @@ def fitting_step(problem: GeoProblem, time_limit: float) -> int | None:
     coset the time its bound needs (:data:`COSET_SECONDS`), else None (aggregating is then the better
     bound)."""
     step = coset_step(problem)
-    fine = problem.grid.fine_ij
-    sizes = np.bincount((fine[:, 0] % step) * step + fine[:, 1] % step)
-    sizes = sizes[sizes > 0]
+    sizes = _coset_sizes(problem.grid.fine_ij, step)
     needed = COSET_SECONDS * problem.cost.shape[1] * (sizes.max() / 1000.0) ** 3
     return step if float(time_limit) * worker_count() / len(sizes) >= needed else None
 
