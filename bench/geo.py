@@ -3,7 +3,7 @@
 The embedded district and the 15 km city (``../shared/data/baltimore.osm.pbf``, drivable roads; skipped
 when absent), depths 1, 2, 3, 4 at eps 0.5, 1.0, 1.5 per km, 12 seed cells, 60 task points, uniform prior:
 utility (km) of every method, the bound (km, certified by weak duality, 60 s), gap = utility / bound - 1,
-seconds per stage and peak memory, one row per configuration. The bilinear lattice LP (eps-mDP on the
+seconds per stage and peak memory, one row per configuration. The bilinear lattice mechanism (eps-mDP on the
 whole plane, any depth) is built at every configuration and, where the grid has at most
 SPANNER_MAX_TARGETS targets (depths 1-2), the spanner LP mechanism (near-optimal on the full domain) too,
 whose LP's multipliers are also a certified bound (``bound_by`` says which bound was the tighter);

@@ -235,11 +235,11 @@ extras = {  # toggle name -> (label, help): optional rows of the table (short la
         "seed; slow at large ε.",
     ),
     "bilinear": (
-        "Bilinear lattice LP",
-        "LP-A made private: the LP over mechanisms interpolated bilinearly from a lattice, with rows that "
-        "bound the gradient at every cell corner, so it is ε-mDP between any two places. Often the closest "
-        f"to the lower bound; up to {geo.PAGE_LP_SECONDS['bilinear']:.0f} s of LP per build, in the "
-        "background.",
+        "Bilinear lattice",
+        "LP-A made private: the best mechanism interpolated bilinearly from a lattice, with the gradient "
+        "bounded at every cell corner, so it is ε-mDP between any two places. Often the closest to the "
+        f"lower bound; up to {geo.PAGE_LP_SECONDS['bilinear']:.0f} s per build (coarse lattice first, "
+        "finer while the time allows), in the background.",
     ),
     "spanner": (
         "Spanner LP",

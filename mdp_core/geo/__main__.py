@@ -4,7 +4,7 @@ Builds the tree extension and the baselines (EM, EM + remap, LP-A), verifies the
 mechanism to FILE.npz and prints, as its last line, one JSON object with keys targets, outputs, seconds,
 utility_km, violation_ratio, lower_bound (certified, km) and gap (utility / bound - 1 per method), and a
 few extras (``best_private``: the verified eps-mDP method of least utility), when ``--json`` is given; a
-short table otherwise. ``--reference`` adds the bilinear lattice LP (any depth) and the spanner LP
+short table otherwise. ``--reference`` adds the bilinear lattice mechanism (any depth) and the spanner LP
 mechanism (near-optimal on the full domain, up to 1,500 targets); ``--optimal`` the exact optimum (up to
 600 targets, i.e. depth 1: minutes), whose certificate then is the record's ``lower_bound`` and
 ``bound_exact`` is true when it is within 1e-5 of the optimum's utility (``utility_km["optimal"]``).

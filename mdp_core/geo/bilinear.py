@@ -1,64 +1,72 @@
-"""The bilinear lattice mechanism: the LP over piecewise-bilinear mechanisms, eps-mDP on the whole plane.
+"""The bilinear lattice mechanism: the optimal piecewise-bilinear mechanism, eps-mDP on the whole plane.
 
 LP-A (seed 004, :func:`~mdp_core.geo.baselines.lp_coarse`) solves the mechanism on a square lattice and
-interpolates it bilinearly to the targets, but is not private between targets. This module adds the rows
-that make the interpolated mechanism exactly eps-mDP for the Euclidean metric, between ANY two points of
-the lattice's rectangle, so at every depth of the grid.
+interpolates it bilinearly to the targets, but is not private between targets. This module adds the
+constraints that make the interpolated mechanism exactly eps-mDP for the Euclidean metric, between ANY two
+points of the lattice's rectangle, so at every depth of the grid.
 
-**Why corner rows suffice.** Fix an output y and a lattice cell of side D with corner values K00, K10, K01,
-K11 (one lattice row per corner, rows summing to 1, so every interpolated row sums to 1). Inside the cell
-``K = sum w_c K_c`` is bilinear in the local coordinates (s, t) in [0, 1]^2, ``dK/dx`` is affine in t only,
-``dK/dy`` affine in s only. For any direction u, ``u . grad K - eps K`` is therefore bilinear in (s, t) and
-takes its largest value at a corner. So ``|grad ln K| <= eps`` on the whole cell iff at each corner c
-``|g_c| <= eps K_c``, with g_c the cell's gradient at c: the two edge differences at c divided by D. K is
-continuous across cells, so ``|ln K(x, y) - ln K(x', y)| <= eps |x - x'|`` for every two points of the
-rectangle (the segment between them stays inside it).
+**Why corner constraints suffice.** Fix an output y and a lattice cell of side D with corner values K00,
+K10, K01, K11 (one lattice row per corner, rows summing to 1, so every interpolated row sums to 1). Inside
+the cell ``K = sum w_c K_c`` is bilinear in the local coordinates (s, t) in [0, 1]^2, ``dK/dx`` is affine in
+t only, ``dK/dy`` affine in s only. For any direction u, ``u . grad K - eps K`` is therefore bilinear in
+(s, t) and takes its largest value at a corner. So ``|grad ln K| <= eps`` on the whole cell iff at each
+corner c ``|g_c| <= eps K_c``, with g_c the cell's gradient at c: the two edge differences at c divided by
+D. K is continuous across cells, so ``|ln K(x, y) - ln K(x', y)| <= eps |x - x'|`` for every two points of
+the rectangle (the segment between them stays inside it).
 
-**The LP.** Per lattice edge e and output y an auxiliary ``a >= |K_p - K_q| / D``; per (cell, corner) the
-polygon ``cos(th) a_x + sin(th) a_y <= eps' K_c`` for th in 0, 22.5, ..., 90 degrees, which implies
-``|g_c| <= eps' / cos(11.25 deg)``; so ``eps' = (1 - margin) cos(11.25 deg) eps``. The objective is the
-targets' expected travel error (the bilinear weights project it onto the lattice, as for LP-A). HiGHS PDLP
-solves it; its size depends on the lattice, not on the depth.
+**The cone program.** Per (cell corner, output) the second-order cone ``|g_c| <= eps' K_c`` with
+``eps' = (1 - margin) eps``, rows summing to 1, the targets' expected travel error as objective (the
+bilinear weights project it onto the lattice, as for LP-A). Clarabel, an interior point for cone programs,
+solves it to ~1e-8, so the repair below is one round that moves nothing. (Until stop 34 a 16-gon LP
+solved by PDLP stood in: it gave up 2 % of eps to the polygon and met its rows only to ~1e-3, and its
+repair cost 1-3 % of utility.)
 
-**Repair and check.** PDLP's rows are met only to ~1e-3. Each column is raised (never lowered) until every
-corner meets ``|g_c| <= (1 - margin) eps K_c`` (a corner too small for its neighbours is raised to the
-smallest value that fits; neighbours too small for a corner are raised towards it), rows are normalised,
-and this repeats until the corner test holds at eps itself. Should it not within the rounds, the lattice
-is mixed with the uniform mechanism at the least weight beta the corner test allows (``|g| - eps K`` of
-the mixture is at most ``(1 - beta)`` that of K plus ``-beta eps / m``). The returned mechanism's corner
-excess (the certificate above) is computed from the final numbers and must be <= 0.
+**Coarse to fine.** Level 0 (the seed grid's spacing) is solved on every output; each finer level (spacing
+halved, up to ``level``) only on the outputs the previous optimum uses (an entry above
+:data:`SUPPORT_TOL`; the optima use few: 4 of 112 on the district at eps 1.5, 43 of 117 on the city). The
+previous level's optimum is bilinear on the finer lattice too, so each level's optimum is at most the
+last one's, and a left-out output can cost only utility, never privacy. A level is tried while its time,
+predicted from the last one's as (variables ratio)^:data:`_TIME_EXPONENT`, fits what is left of
+``time_limit``; should Clarabel stop short of a finer level, the previous optimum stands.
 
-Measured (``python -m bench geo``, PDLP 60 s): on the 15 km city (Baltimore, 117 outputs) at depth 3,
-eps 1.5 / km, lattice spacing 0.35 km: 1.212 km, MLaEt-O 1.581; at eps 0.5, spacing 0.70 km: 1.792 vs
-1.959. On the district (Helsinki) at depth 4, eps 1.5: 0.3671 vs 0.3911, certified bound 0.3504.
+**Repair and check.** Each column is raised (never lowered) until every corner meets
+``|g_c| <= (1 - margin) eps K_c`` (a corner too small for its neighbours is raised to the smallest value
+that fits; neighbours too small for a corner are raised towards it), rows are normalised, and this
+repeats until the corner test holds at eps itself. Should it not within the rounds (a level 0 that ran out
+of time), the lattice is mixed with the uniform mechanism at the least weight beta the corner test allows
+(``|g| - eps K`` of the mixture is at most ``(1 - beta)`` that of K plus ``-beta eps / m``). The returned
+mechanism's corner excess (the certificate above) is computed from the final numbers and must be <= 0.
+
+Measured (2 cores, depth 3, eps 1.5 / km; each level's own seconds): the district (Helsinki, 112 outputs)
+level 0 in 15 s (0.3660 km; the 16-gon LP by PDLP in 60 s gave 0.3687, by HiGHS IPX exactly 0.3663 in
+137 s), level 1 on 4 outputs 0.5 s (0.36425; on all 112 outputs 0.36421, in 236 s), level 2 6 s (0.36329),
+level 3 33 s (0.36280). The 15 km city (Baltimore, 117 outputs): level 0 in 47 s (1.2453), level 1 on 43
+outputs 133 s (1.1361; PDLP at level 2 in 60 s gave 1.2323).
 """
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
-import highspy
+import clarabel
 import numpy as np
 import scipy.sparse as sp
 
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
 from mdp_core.geo.extension import GeoMechanism
-from mdp_core.geo.seed_lp import _highs
 from mdp_core.geo.utility import GeoProblem, check_lp_inputs
 
-__all__ = ["AUTO_EPS_SPACING", "BILINEAR_MAX_VARIABLES", "bilinear_mechanism", "corner_excess"]
+__all__ = ["SUPPORT_TOL", "bilinear_mechanism", "corner_excess"]
 
-#: The automatic lattice level is the coarsest whose spacing D (km) has ``eps * D`` at most this: the
-#: interpolation between lattice points is linear, so the lattice must resolve the scale 1/eps.
-AUTO_EPS_SPACING = 0.6
-#: Largest LP (lattice points x outputs) the automatic level picks; an explicit level may exceed it.
-BILINEAR_MAX_VARIABLES = 100_000
-#: Polygon directions inside each quadrant (degrees); with the axes they give 16 directions.
-_QUADRANT_DEGREES = (22.5, 45.0, 67.5)
-_POLYGON = math.cos(math.pi / 16)
+#: A finer level keeps the outputs of which the previous level's optimum has an entry above this.
+SUPPORT_TOL = 1e-7
+#: A level's predicted seconds: the last level's times (variables ratio) to this power (measured 1.2-1.9).
+_TIME_EXPONENT = 1.5
+#: Clarabel statuses whose solution is taken as the level's optimum.
+_SOLVED = frozenset({"Solved", "AlmostSolved"})
 #: Rounds of raise-and-normalise before the uniform mix takes over.
 _REPAIR_ROUNDS = 40
 
@@ -70,8 +78,6 @@ class _Lattice:
     spacing: float
     weights: sp.csr_matrix  # (n targets, P points): bilinear weights, rows sum to 1
     corners: np.ndarray  # (C, 3): a cell corner, its x-neighbour and its y-neighbour in that cell
-    edges: np.ndarray  # (E, 2): lattice edges (point pairs)
-    corner_edges: np.ndarray  # (C, 2): index in ``edges`` of the corner's x-edge and y-edge
 
     @property
     def points(self) -> int:
@@ -100,10 +106,7 @@ def _lattice(problem: GeoProblem, level: int) -> _Lattice:
     corners = np.concatenate(
         [np.column_stack(c) for c in ((p00, p10, p01), (p10, p00, p11), (p01, p11, p00), (p11, p01, p10))]
     )
-    pairs = np.concatenate([corners[:, [0, 1]], corners[:, [0, 2]]])
-    edges, index = np.unique(np.sort(pairs, axis=1), axis=0, return_inverse=True)
-    c = len(corners)
-    return _Lattice(grid.h_fine * step, weights, corners, edges, index.reshape(2, c).T)
+    return _Lattice(grid.h_fine * step, weights, corners)
 
 
 def corner_excess(lattice_matrix: np.ndarray, corners: np.ndarray, spacing: float, eps: float) -> np.ndarray:
@@ -125,46 +128,34 @@ def corner_excess(lattice_matrix: np.ndarray, corners: np.ndarray, spacing: floa
     return np.hypot(k[xn] - k[c], k[yn] - k[c]) / spacing - eps * k[c]
 
 
-def _lp(lattice: _Lattice, cost: np.ndarray, eps_lp: float, seconds: float) -> tuple[np.ndarray, str, float]:
-    """The lattice LP (module docstring) with PDLP: (lattice matrix (P, m), status, objective)."""
+def _socp(
+    lattice: _Lattice, cost: np.ndarray, eps_socp: float, seconds: float
+) -> tuple[np.ndarray, str, float]:
+    """The lattice cone program (module docstring), by Clarabel: (matrix (P, m), status, objective)."""
     p, m = cost.shape
-    e = len(lattice.edges)
     d = lattice.spacing
-    aux = p + np.arange(e)
-    ep, eq = lattice.edges.T
-    blocks = [  # (point or aux index, coefficient) per term; every block is one row per edge or corner
-        [(ep, 1.0 / d), (eq, -1.0 / d), (aux, -1.0)],
-        [(eq, 1.0 / d), (ep, -1.0 / d), (aux, -1.0)],
-        [(aux, 1.0), (ep, -eps_lp)],
-        [(aux, 1.0), (eq, -eps_lp)],
-    ]
-    ex, ey = p + lattice.corner_edges[:, 0], p + lattice.corner_edges[:, 1]
-    for deg in _QUADRANT_DEGREES:
-        th = math.radians(deg)
-        blocks.append([(ex, math.cos(th)), (ey, math.sin(th)), (lattice.corners[:, 0], -eps_lp)])
-    r_idx, v_idx, coef, start = [], [], [], 0
-    for block in blocks:
-        size = len(block[0][0])
-        for var, w in block:
-            r_idx.append(start + np.arange(size))
-            v_idx.append(var)
-            coef.append(np.full(size, w))
-        start += size
-    pattern = sp.csr_matrix(
-        (np.concatenate(coef), (np.concatenate(r_idx), np.concatenate(v_idx))), shape=(start, p + e)
+    c, xn, yn = lattice.corners.T
+    # cone (corner i, output y) holds s = (eps K_c, (K_c - K_xn) / D, (K_c - K_yn) / D) = -A x in rows
+    # p + 3 (i m + y) + {0, 1, 2}; variable (point, y) is column point * m + y
+    cone = 3 * (np.arange(len(c))[:, None] * m + np.arange(m))
+    column = lambda points: points[:, None] * m + np.arange(m)  # noqa: E731
+    terms = [(0, c, -eps_socp), (1, c, -1.0 / d), (1, xn, 1.0 / d), (2, c, -1.0 / d), (2, yn, 1.0 / d)]
+    rows = [np.repeat(np.arange(p), m)] + [(p + cone + k).ravel() for k, _, _ in terms]
+    cols = [np.arange(p * m)] + [column(points).ravel() for _, points, _ in terms]
+    vals = [np.ones(p * m)] + [np.full(cone.size, w) for _, _, w in terms]
+    a = sp.csc_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(p + 3 * cone.size, p * m)
     )
-    # variable (v, y) is column v * m + y: each pattern row repeats once per output
-    privacy = sp.kron(pattern, sp.identity(m, format="csr"), format="csr")
-    sums = sp.hstack([sp.kron(sp.identity(p, format="csr"), np.ones((1, m))), sp.csr_matrix((p, e * m))])
-    a = sp.vstack([privacy, sums], format="csc")
-    rows = start * m
-    lower = np.concatenate([np.full(rows, -highspy.kHighsInf), np.ones(p)])
-    upper = np.concatenate([np.zeros(rows), np.ones(p)])
-    h = _highs(a, lower, upper, np.concatenate([cost.ravel(), np.zeros(e * m)]), solver="pdlp")
-    h.setOptionValue("time_limit", seconds)
-    h.run()
-    x = np.asarray(h.getSolution().col_value)[: p * m].reshape(p, m)
-    return x, h.modelStatusToString(h.getModelStatus()), float(h.getInfo().objective_function_value)
+    b = np.concatenate([np.ones(p), np.zeros(3 * cone.size)])
+    cones = [clarabel.ZeroConeT(p)] + [clarabel.SecondOrderConeT(3)] * cone.size
+    settings = clarabel.DefaultSettings()
+    settings.verbose, settings.time_limit = False, float(seconds)
+    settings.direct_solve_method, settings.max_threads = "faer", 0  # supernodal, on all cores
+    solution = clarabel.DefaultSolver(
+        sp.csc_matrix((p * m, p * m)), cost.ravel(), a, b, cones, settings
+    ).solve()
+    k = np.nan_to_num(np.asarray(solution.x, dtype=float)).reshape(p, m)
+    return k, str(solution.status), float(solution.obj_val)
 
 
 def _raise(
@@ -219,15 +210,43 @@ def _repair(
     return k, _REPAIR_ROUNDS, beta, float(corner_excess(k, corners, d, eps).max())
 
 
-def _auto_level(problem: GeoProblem, eps: float) -> int:
-    """Coarsest level with ``eps * D <= AUTO_EPS_SPACING``, within the depth and the variable budget."""
-    m = problem.loss.shape[1]
-    level = 0
-    while level < problem.grid.depth and eps * problem.grid.h0 / 2**level > AUTO_EPS_SPACING:
-        if _lattice(problem, level + 1).points * m > BILINEAR_MAX_VARIABLES:
+def _ladder(
+    problem: GeoProblem, eps_socp: float, finest: int, seconds: float, progress: Progress
+) -> tuple[_Lattice, np.ndarray, dict[str, Any], list[dict[str, Any]]]:
+    """Solve level 0 on every output, then finer levels on the outputs used, while the time allows.
+
+    Returns the finest solved lattice, its matrix over all outputs (P, m), that level's record and the
+    records of every level tried.
+    """
+    start, m = time.perf_counter(), problem.loss.shape[1]
+    outputs = np.arange(m)
+    best: tuple[_Lattice, np.ndarray, dict[str, Any]] | None = None
+    records: list[dict[str, Any]] = []
+    for level in range(finest + 1):
+        lattice = _lattice(problem, level)
+        left = seconds - (time.perf_counter() - start)
+        if records:
+            last = records[-1]
+            need = last["seconds"] * (lattice.points * len(outputs) / last["variables"]) ** _TIME_EXPONENT
+            if need > left:
+                break
+        report(progress, 0.05 + 0.8 * level / (finest + 1), f"bilinear: level {level}, {len(outputs)} outs")
+        t = time.perf_counter()
+        cost = np.asarray(lattice.weights.T @ problem.cost)[:, outputs]
+        k, status, objective = _socp(lattice, cost, eps_socp, max(left, 1.0))
+        solved = status in _SOLVED
+        record = {"level": level, "outputs": len(outputs), "variables": k.size, "status": status}
+        records.append(record | {"objective": objective, "seconds": time.perf_counter() - t})
+        if best is not None and not solved:  # the previous level's optimum stands
             break
-        level += 1
-    return level
+        full = np.zeros((lattice.points, m))
+        full[:, outputs] = k
+        best = (lattice, full, records[-1])
+        if not solved:  # level 0 out of time: its last iterate, which the repair makes private
+            break
+        outputs = outputs[k.max(axis=0) > SUPPORT_TOL]
+    assert best is not None  # level 0 always runs
+    return *best, records
 
 
 def bilinear_mechanism(
@@ -239,7 +258,7 @@ def bilinear_mechanism(
     margin: float = 0.003,
     progress: Progress = None,
 ) -> GeoMechanism:
-    """The LP-optimal piecewise-bilinear mechanism on a lattice, certified eps-mDP between all targets.
+    """The optimal piecewise-bilinear mechanism on a lattice, certified eps-mDP between all targets.
 
     Parameters
     ----------
@@ -248,45 +267,39 @@ def bilinear_mechanism(
     eps : float
         Privacy budget in 1/km.
     level : int, optional
-        Lattice spacing ``h0 / 2**level`` km (0 = the seed grid, at most the grid's depth). Default: the
-        coarsest with ``eps * spacing <= AUTO_EPS_SPACING`` within ``BILINEAR_MAX_VARIABLES``.
+        Finest lattice level tried, spacing ``h0 / 2**level`` km (0 = the seed grid, at most the grid's
+        depth, which is the default). Levels come coarse to fine while the time allows (module docstring).
     time_limit : float
-        Seconds of PDLP (lattice, repair and interpolation come on top, usually < 2 s).
+        Seconds for the cone programs (lattice, repair and interpolation come on top, usually < 2 s).
     margin : float
         Relative budget kept back for the repair (module docstring).
 
     Returns
     -------
     GeoMechanism
-        ``method="bilinear"``; ``info`` holds the level, spacing (km), lattice points, LP status and
-        objective, repair rounds, the uniform mix weight (0 when the raise sufficed) and the corner excess.
+        ``method="bilinear"``; ``info`` holds the level reached, its spacing (km), lattice points and
+        outputs, the cone program's eps, status and objective, one record per level tried (``levels``),
+        repair rounds, the uniform mix weight (0 when the raise sufficed) and the corner excess.
     """
     eps = check_lp_inputs(problem, eps, time_limit)
     if not 0.0 < margin < 0.5:
         raise DataError(f"margin must be in (0, 0.5), got {margin!r}")
     depth = problem.grid.depth
     if level is None:
-        level = _auto_level(problem, eps)
+        level = depth
     elif not (isinstance(level, int | np.integer) and 0 <= level <= depth):
         raise DataError(f"level must be an integer from 0 to the grid's depth {depth}, got {level!r}")
     start = time.perf_counter()
-    report(progress, 0.02, f"bilinear LP: lattice level {level}")
-    lattice = _lattice(problem, int(level))
-    cost = np.asarray(lattice.weights.T @ problem.cost)
-    report(progress, 0.05, f"bilinear LP: {lattice.points:,} lattice points, up to {time_limit:.0f} s")
-    t_lp = time.perf_counter()
-    eps_lp = (1.0 - margin) * _POLYGON * eps
-    raw, status, objective = _lp(lattice, cost, eps_lp, time_limit)
-    if status not in {"Optimal", "Time limit reached"}:
-        raise DataError(f"the bilinear LP failed: HiGHS status {status!r}")
+    eps_socp = (1.0 - margin) * eps
+    lattice, raw, final, levels = _ladder(problem, eps_socp, int(level), time_limit, progress)
     t_repair = time.perf_counter()
-    report(progress, 0.9, "bilinear LP: repairing to exact eps-mDP")
+    report(progress, 0.9, "bilinear: repairing to exact eps-mDP")
     k, rounds, beta, excess = _repair(raw, lattice, eps, margin)
     if excess > 0.0:  # the mix always succeeds in exact arithmetic; never return an unproven mechanism
         raise DataError(f"the bilinear mechanism's corner test failed (excess {excess:.3g})")
     matrix = np.asarray(lattice.weights @ k)
     end = time.perf_counter()
-    report(progress, 1.0, "bilinear LP: done")
+    report(progress, 1.0, "bilinear: done")
     return GeoMechanism(
         problem.targets_km,
         problem.outputs_km,
@@ -294,14 +307,16 @@ def bilinear_mechanism(
         eps,
         end - start,
         method="bilinear",
-        stages={"lattice": t_lp - start, "lp": t_repair - t_lp, "repair": end - t_repair},
+        stages={"socp": t_repair - start, "repair": end - t_repair},
         info={
-            "level": int(level),
+            "level": final["level"],
             "spacing_km": lattice.spacing,
             "lattice_points": lattice.points,
-            "lp_eps": eps_lp,
-            "lp_status": status,
-            "lp_objective": objective,
+            "outputs": final["outputs"],
+            "socp_eps": eps_socp,
+            "socp_status": final["status"],
+            "socp_objective": final["objective"],
+            "levels": levels,
             "repair_rounds": rounds,
             "uniform_mix": beta,
             "corner_excess": excess,

@@ -343,7 +343,7 @@ def test_bound_column(app: AppTest) -> None:
     _assert_agreement(at)
 
 
-BILINEAR = "Bilinear lattice LP (ε-mDP everywhere)"
+BILINEAR = "Bilinear lattice (ε-mDP everywhere)"
 
 
 def test_bilinear_lattice_lp_on_request(app: AppTest) -> None:
@@ -351,7 +351,7 @@ def test_bilinear_lattice_lp_on_request(app: AppTest) -> None:
     mechanism is eps-mDP on all target pairs (exhaustive check, independent of the page's sampled one)."""
     at = _run(app.switch_page("views/geo.py"))
     assert BILINEAR not in list(at.dataframe[0].value["method"])
-    _widget(at, "toggle", "Bilinear lattice LP").set_value(True)
+    _widget(at, "toggle", "Bilinear lattice").set_value(True)
     _run(at)
     table = at.dataframe[0].value
     row = table[table["method"] == BILINEAR]

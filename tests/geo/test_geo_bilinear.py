@@ -1,9 +1,11 @@
 """bilinear_mechanism: the corner test is the exact supremum of |grad ln K| (checked by dense sampling),
 the mechanism is eps-mDP on all target pairs (exhaustive check), never below the certified bound or an
-independent full LP, and its LP matches an independent scipy formulation of the same lattice LP."""
+independent full LP, its cone program lies between two independent polygon LPs (scipy) that enclose the
+cone, and the levels refine coarse to fine without ever getting worse."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -131,14 +133,41 @@ def scipy_lattice_lp(problem: GeoProblem, eps_lp: float, level: int) -> float:
     return float(res.fun)
 
 
-@pytest.mark.parametrize(("eps", "level"), [(0.5, 0), (2.0, 1)])
-def test_lp_matches_an_independent_formulation(eps: float, level: int) -> None:
+@pytest.mark.parametrize("eps", [0.5, 2.0])
+def test_cone_program_lies_between_the_polygon_lps_around_it(eps: float) -> None:
+    """``|g| <= e K`` implies the 16-gon rows at e and follows from them at e cos(pi / 16): so the cone
+    program's optimum lies between the two polygon LPs, each solved independently by scipy."""
     problem = tiny_problem(4, 3, seed=5, depth=1, seed_n=3)
-    mech = bilinear_mechanism(problem, eps, level=level, time_limit=20)
-    reference = scipy_lattice_lp(problem, mech.info["lp_eps"], level)
-    assert mech.info["lp_objective"] == pytest.approx(reference, rel=2e-3)
-    # the repair costs little utility
-    assert reference - 1e-9 <= mech.utility_km(problem) * (1 + 1e-3) <= 1.03 * reference * (1 + 1e-3)
+    mech = bilinear_mechanism(problem, eps, level=0, time_limit=20)
+    e = mech.info["socp_eps"]
+    assert e == pytest.approx((1 - 0.003) * eps) and mech.info["socp_status"] == "Solved"
+    outer, inner = scipy_lattice_lp(problem, e, 0), scipy_lattice_lp(problem, e * math.cos(math.pi / 16), 0)
+    assert outer - 1e-7 <= mech.info["socp_objective"] <= inner + 1e-7
+    assert outer < inner  # the sandwich is not trivially one number
+    # the solution meets its cones to solver accuracy, so the repair moves (almost) nothing
+    assert mech.info["repair_rounds"] == 1 and mech.info["uniform_mix"] == 0.0
+    assert mech.utility_km(problem) == pytest.approx(mech.info["socp_objective"], rel=1e-6)
+
+
+def test_levels_refine_coarse_to_fine_and_never_get_worse(monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = tiny_problem(4, 3, seed=1, depth=2, seed_n=2)
+    mech = bilinear_mechanism(problem, 1.5, time_limit=60)
+    levels = mech.info["levels"]
+    assert [r["level"] for r in levels] == [0, 1, 2] and mech.info["level"] == 2
+    assert all(r["status"] == "Solved" for r in levels)
+    assert levels[0]["outputs"] == len(problem.outputs_km)  # level 0 sees every output
+    objectives = [r["objective"] for r in levels]
+    # the coarser optimum is bilinear on the finer lattice too, and its outputs are all kept
+    assert all(b <= a + 1e-7 for a, b in itertools.pairwise(objectives))
+    assert mech.info["spacing_km"] == pytest.approx(problem.grid.h0 / 4)
+    unused = np.flatnonzero(mech.matrix.max(axis=0) == 0.0)  # outputs left out are never reported
+    assert len(unused) == len(problem.outputs_km) - levels[-1]["outputs"]
+    assert mdp_violation(mech.matrix, target_distances(problem), 1.5) <= 1e-9
+    # a finer level whose predicted time does not fit is not tried; level 0 always is
+    monkeypatch.setattr("mdp_core.geo.bilinear._TIME_EXPONENT", 60.0)
+    capped = bilinear_mechanism(problem, 1.5, time_limit=60)
+    assert [r["level"] for r in capped.info["levels"]] == [0] and capped.info["level"] == 0
+    assert capped.utility_km(problem) >= mech.utility_km(problem) - 1e-7
 
 
 @settings(max_examples=20, deadline=None)
@@ -154,15 +183,6 @@ def test_repair_makes_any_lattice_matrix_private(seed: int, noise: float, eps: f
     assert corner_excess(k, lattice.corners, lattice.spacing, eps).max() <= 0.0
     np.testing.assert_allclose(k.sum(axis=1), 1.0, atol=1e-12)
     assert np.all(k > 0)
-
-
-def test_automatic_level_resolves_one_over_eps() -> None:
-    problem = tiny_problem(4, 3, seed=1, depth=2, seed_n=2)
-    coarse = bilinear_mechanism(problem, 0.2, time_limit=2)
-    fine = bilinear_mechanism(problem, 6.0, time_limit=2)
-    assert coarse.info["level"] == 0
-    assert fine.info["level"] == 2  # capped by the depth
-    assert fine.info["spacing_km"] == pytest.approx(problem.grid.h0 / 4)
 
 
 def test_bad_input_is_refused_with_a_reason() -> None:
