@@ -27,7 +27,8 @@ halved, up to ``level``) only on the outputs the previous optimum uses (an entry
 previous level's optimum is bilinear on the finer lattice too, so each level's optimum is at most the
 last one's, and a left-out output can cost only utility, never privacy. A level is tried while its time,
 predicted from the last one's as (variables ratio)^:data:`_TIME_EXPONENT`, fits what is left of
-``time_limit``; should Clarabel stop short of a finer level, the previous optimum stands.
+``time_limit``; should Clarabel stop short of a finer level, its last iterate, repaired, replaces the
+previous optimum only where it is better.
 
 **Repair and check.** Each column is raised (never lowered) until every corner meets
 ``|g_c| <= (1 - margin) eps K_c`` (a corner too small for its neighbours is raised to the smallest value
@@ -57,13 +58,16 @@ import scipy.sparse as sp
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
 from mdp_core.geo.extension import GeoMechanism
-from mdp_core.geo.utility import GeoProblem, check_lp_inputs
+from mdp_core.geo.utility import GeoProblem, check_lp_inputs, expected_travel_error
 
 __all__ = ["SUPPORT_TOL", "bilinear_mechanism", "corner_excess"]
 
-#: A finer level keeps the outputs of which the previous level's optimum has an entry above this.
-SUPPORT_TOL = 1e-7
-#: A level's predicted seconds: the last level's times (variables ratio) to this power (measured 1.2-1.9).
+#: A finer level keeps the outputs of which the previous level's optimum has an entry above this (the
+#: interior point leaves ~1e-8 on unused outputs; at 1e-7 the city's level 1 had 81 outputs, at 1e-6 43).
+SUPPORT_TOL = 1e-6
+#: A level's predicted seconds: the last level's, times the outputs ratio, times the lattice points ratio
+#: to this power (measured: district levels 1 -> 2 -> 3 predicted 24.6 / 157 s, took 20.4 / 147 s; city
+#: level 0 -> 1 on 43 outputs 112 s, took 133 s).
 _TIME_EXPONENT = 1.5
 #: Clarabel statuses whose solution is taken as the level's optimum.
 _SOLVED = frozenset({"Solved", "AlmostSolved"})
@@ -192,7 +196,7 @@ def _raise(
 def _repair(
     raw: np.ndarray, lattice: _Lattice, eps: float, margin: float
 ) -> tuple[np.ndarray, int, float, float]:
-    """Exactly eps-mDP lattice rows from PDLP's: (matrix, rounds, uniform mix weight, corner excess)."""
+    """Exactly eps-mDP lattice rows from a solver's: (matrix, rounds, uniform mix weight, corner excess)."""
     m = raw.shape[1]
     k = np.maximum(raw, 0.0)
     sums = k.sum(axis=1, keepdims=True)
@@ -212,41 +216,38 @@ def _repair(
 
 def _ladder(
     problem: GeoProblem, eps_socp: float, finest: int, seconds: float, progress: Progress
-) -> tuple[_Lattice, np.ndarray, dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[list[tuple[_Lattice, np.ndarray, dict[str, Any]]], list[dict[str, Any]]]:
     """Solve level 0 on every output, then finer levels on the outputs used, while the time allows.
 
-    Returns the finest solved lattice, its matrix over all outputs (P, m), that level's record and the
-    records of every level tried.
+    Returns the candidates (lattice, matrix over all outputs (P, m), record): the finest solved level,
+    and after it the next level's last iterate when that one ran out of time; and every level's record.
     """
     start, m = time.perf_counter(), problem.loss.shape[1]
     outputs = np.arange(m)
-    best: tuple[_Lattice, np.ndarray, dict[str, Any]] | None = None
+    candidates: list[tuple[_Lattice, np.ndarray, dict[str, Any]]] = []
     records: list[dict[str, Any]] = []
     for level in range(finest + 1):
         lattice = _lattice(problem, level)
         left = seconds - (time.perf_counter() - start)
         if records:
             last = records[-1]
-            need = last["seconds"] * (lattice.points * len(outputs) / last["variables"]) ** _TIME_EXPONENT
-            if need > left:
+            scale = len(outputs) / last["outputs"] * (lattice.points / last["points"]) ** _TIME_EXPONENT
+            if last["seconds"] * scale > left:
                 break
         report(progress, 0.05 + 0.8 * level / (finest + 1), f"bilinear: level {level}, {len(outputs)} outs")
         t = time.perf_counter()
         cost = np.asarray(lattice.weights.T @ problem.cost)[:, outputs]
         k, status, objective = _socp(lattice, cost, eps_socp, max(left, 1.0))
-        solved = status in _SOLVED
-        record = {"level": level, "outputs": len(outputs), "variables": k.size, "status": status}
+        record = {"level": level, "points": lattice.points, "outputs": len(outputs), "status": status}
         records.append(record | {"objective": objective, "seconds": time.perf_counter() - t})
-        if best is not None and not solved:  # the previous level's optimum stands
-            break
         full = np.zeros((lattice.points, m))
         full[:, outputs] = k
-        best = (lattice, full, records[-1])
-        if not solved:  # level 0 out of time: its last iterate, which the repair makes private
+        candidates = [*candidates[-1:], (lattice, full, records[-1])]
+        if status not in _SOLVED:
             break
+        candidates = candidates[-1:]  # a solved level's optimum is at most the coarser one's
         outputs = outputs[k.max(axis=0) > SUPPORT_TOL]
-    assert best is not None  # level 0 always runs
-    return *best, records
+    return candidates, records
 
 
 def bilinear_mechanism(
@@ -291,13 +292,18 @@ def bilinear_mechanism(
         raise DataError(f"level must be an integer from 0 to the grid's depth {depth}, got {level!r}")
     start = time.perf_counter()
     eps_socp = (1.0 - margin) * eps
-    lattice, raw, final, levels = _ladder(problem, eps_socp, int(level), time_limit, progress)
+    candidates, levels = _ladder(problem, eps_socp, int(level), time_limit, progress)
     t_repair = time.perf_counter()
     report(progress, 0.9, "bilinear: repairing to exact eps-mDP")
-    k, rounds, beta, excess = _repair(raw, lattice, eps, margin)
+    # an unfinished finer level (last candidate) is kept only when it is better once repaired
+    repaired = [(_repair(raw, lattice, eps, margin), lattice, record) for lattice, raw, record in candidates]
+    matrices = [np.asarray(lattice.weights @ fixed[0]) for fixed, lattice, _ in repaired]
+    errors = [expected_travel_error(matrix, problem.prior, problem.loss) for matrix in matrices]
+    best = int(np.argmin(errors))
+    (_, rounds, beta, excess), lattice, final = repaired[best]
+    matrix = matrices[best]
     if excess > 0.0:  # the mix always succeeds in exact arithmetic; never return an unproven mechanism
         raise DataError(f"the bilinear mechanism's corner test failed (excess {excess:.3g})")
-    matrix = np.asarray(lattice.weights @ k)
     end = time.perf_counter()
     report(progress, 1.0, "bilinear: done")
     return GeoMechanism(

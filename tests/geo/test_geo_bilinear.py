@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 from test_geo_bounds import full_lp, tiny_problem  # tests/geo is on sys.path (rootdir conftest layout)
 
+import mdp_core.geo.bilinear as bilinear_module
 from mdp_core.errors import DataError
 from mdp_core.geo import bilinear_mechanism, geo_lower_bound, grid_road_network, run_bench, verify_geo
 from mdp_core.geo.bilinear import _lattice, _repair, corner_excess
@@ -168,6 +170,35 @@ def test_levels_refine_coarse_to_fine_and_never_get_worse(monkeypatch: pytest.Mo
     capped = bilinear_mechanism(problem, 1.5, time_limit=60)
     assert [r["level"] for r in capped.info["levels"]] == [0] and capped.info["level"] == 0
     assert capped.utility_km(problem) >= mech.utility_km(problem) - 1e-7
+
+
+@pytest.mark.parametrize("finer_is_better", [True, False])
+def test_a_finer_level_out_of_time_is_kept_only_when_better(
+    monkeypatch: pytest.MonkeyPatch, finer_is_better: bool
+) -> None:
+    """Level 1 stops at the time limit: its last iterate (here the true optimum, or the uniform
+    mechanism), repaired, is taken only when it beats level 0's optimum; either way it is private."""
+    problem = tiny_problem(4, 3, seed=1, depth=1, seed_n=2)
+    calls: list[int] = []
+
+    def out_of_time(lattice: Any, cost: np.ndarray, eps_socp: float, seconds: float) -> Any:
+        k, status, objective = real(lattice, cost, eps_socp, seconds)
+        calls.append(lattice.points)
+        if len(calls) == 1:
+            return k, status, objective
+        return (k if finer_is_better else np.full_like(k, 1.0 / k.shape[1])), "MaxTime", objective
+
+    real = bilinear_module._socp
+    level0 = bilinear_mechanism(problem, 1.5, level=0, time_limit=20)
+    monkeypatch.setattr(bilinear_module, "_socp", out_of_time)
+    mech = bilinear_mechanism(problem, 1.5, time_limit=20)
+    assert [r["status"] for r in mech.info["levels"]] == ["Solved", "MaxTime"]
+    assert mech.info["level"] == (1 if finer_is_better else 0)
+    if finer_is_better:
+        assert mech.utility_km(problem) < level0.utility_km(problem)
+    else:
+        assert mech.utility_km(problem) == pytest.approx(level0.utility_km(problem), rel=1e-12)
+    assert mdp_violation(mech.matrix, target_distances(problem), 1.5) <= 1e-9
 
 
 @settings(max_examples=20, deadline=None)
