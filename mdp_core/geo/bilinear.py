@@ -38,11 +38,12 @@ of time), the lattice is mixed with the uniform mechanism at the least weight be
 (``|g| - eps K`` of the mixture is at most ``(1 - beta)`` that of K plus ``-beta eps / m``). The returned
 mechanism's corner excess (the certificate above) is computed from the final numbers and must be <= 0.
 
-Measured (2 cores, depth 3, eps 1.5 / km; each level's own seconds): the district (Helsinki, 112 outputs)
-level 0 in 15 s (0.3660 km; the 16-gon LP by PDLP in 60 s gave 0.3687, by HiGHS IPX exactly 0.3663 in
-137 s), level 1 on 4 outputs 0.5 s (0.36425; on all 112 outputs 0.36421, in 236 s), level 2 6 s (0.36329),
-level 3 33 s (0.36280). The 15 km city (Baltimore, 117 outputs): level 0 in 47 s (1.2453), level 1 on 43
-outputs 133 s (1.1361; PDLP at level 2 in 60 s gave 1.2323).
+Measured (2 cores, depth 3, 240 s as in the comparison; each level's own seconds): the district (Helsinki,
+112 outputs) at eps 1.5 / km, levels 0-3 in 15 / 3 / 20 / 147 s on 112 / 7 / 7 / 7 outputs: 0.36602 /
+0.36421 / 0.36313 / 0.36257 km (the 16-gon LP at level 0 by PDLP in 60 s: 0.3687, by HiGHS IPX exactly:
+0.36632 in 137 s; Clarabel on all 112 outputs at level 1: 0.36421 in 236 s, the same as on 7). The 15 km
+city (Baltimore, 117 outputs): eps 0.5 level 1 on 23 outputs, 1.7637 km in 87 s (PDLP: 1.8083); eps 1.0
+level 1 on 26 outputs, 1.3941 in 62 s (1.5056); eps 1.5 level 1 on 43 outputs, 1.1361 in 137 s (1.2323).
 """
 
 from __future__ import annotations
