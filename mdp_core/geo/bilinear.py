@@ -39,7 +39,8 @@ of time), the lattice is mixed with the uniform mechanism at the least weight be
 mechanism's corner excess (the certificate above) is computed from the final numbers and must be <= 0.
 
 Measured (2 cores, depth 3, 240 s as in the comparison; each level's own seconds): the district (Helsinki,
-112 outputs) at eps 1.5 / km, levels 0-3 in 15 / 3 / 20 / 147 s on 112 / 7 / 7 / 7 outputs: 0.36602 /
+112 outputs) at eps 1.5 / km, levels 0-3 in 15 / 3 / 20 / 147 s on 112 / 7 / 7 / 7 outputs (support above
+1e-7; at 1e-6 level 1 keeps 4 and gives 0.36425): 0.36602 /
 0.36421 / 0.36313 / 0.36257 km (the 16-gon LP at level 0 by PDLP in 60 s: 0.3687, by HiGHS IPX exactly:
 0.36632 in 137 s; Clarabel on all 112 outputs at level 1: 0.36421 in 236 s, the same as on 7). The 15 km
 city (Baltimore, 117 outputs): eps 0.5 level 1 on 23 outputs, 1.7637 km in 87 s (PDLP: 1.8083); eps 1.0
