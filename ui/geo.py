@@ -119,7 +119,7 @@ BOUND_SECONDS = 20.0
 PAGE_LP_SECONDS = {"bilinear": 30.0, "spanner": 20.0}
 #: Largest map (targets) the spanner LP takes.
 SPANNER_MAX_TARGETS = cgeo.SPANNER_MAX_TARGETS
-#: Methods the page offers: the core's, then the reference LPs (opt-in: 10 s to 3 min per build).
+#: Methods the page offers: the core's, then the reference LPs (opt-in: 20 s to 3 min per build).
 PAGE_METHODS = (*cgeo.METHODS, "bilinear", "spanner")
 #: Seconds a page run waits for a queued build before drawing a preview and polling: a build that takes
 #: longer than this shows the roads and a progress bar first, so every run answers within a second

@@ -17,8 +17,8 @@ the rectangle (the segment between them stays inside it).
 **The cone program.** Per (cell corner, output) the second-order cone ``|g_c| <= eps' K_c`` with
 ``eps' = (1 - margin) eps``, rows summing to 1, the targets' expected travel error as objective (the
 bilinear weights project it onto the lattice, as for LP-A). Clarabel, an interior point for cone programs,
-solves it to ~1e-8, so the repair below is one round that moves nothing. (Until stop 34 a 16-gon LP
-solved by PDLP stood in: it gave up 2 % of eps to the polygon and met its rows only to ~1e-3, and its
+solves it to ~1e-8, so the repair below is one round that moves nothing. (The 16-gon LP solved by
+PDLP that stood in before gave up 2 % of eps to the polygon and met its rows only to ~1e-3, and its
 repair cost 1-3 % of utility.)
 
 **Coarse to fine.** Level 0 (the seed grid's spacing) is solved on every output; each finer level (spacing
@@ -26,7 +26,8 @@ halved, up to ``level``) only on the outputs the previous optimum uses (an entry
 :data:`SUPPORT_TOL`; the optima use few: 4 of 112 on the district at eps 1.5, 43 of 117 on the city). The
 previous level's optimum is bilinear on the finer lattice too, so each level's optimum is at most the
 last one's, and a left-out output can cost only utility, never privacy. A level is tried while its time,
-predicted from the last one's as (variables ratio)^:data:`_TIME_EXPONENT`, fits what is left of
+predicted from the last one's (times the outputs ratio and the lattice points ratio to the power
+:data:`_TIME_EXPONENT`), fits what is left of
 ``time_limit``; should Clarabel stop short of a finer level, its last iterate, repaired, replaces the
 previous optimum only where it is better.
 

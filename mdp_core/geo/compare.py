@@ -41,7 +41,7 @@ __all__ = [
 
 #: Method keys, in display order: the three MLaEt variants (A, M, O), EM, EM + remap, LP-A.
 METHODS = ("tree", "tree_m", "tree_o", "em", "em_remap", "lp_coarse")
-#: Methods compare_methods also builds on request, too slow for the map page (a minute of LP each): the
+#: Methods compare_methods also builds on request, too slow for the map page (minutes each): the
 #: LP on a spanner of the full target domain (:func:`~mdp_core.geo.spanner.spanner_mechanism`, up to
 #: SPANNER_MAX_TARGETS targets) and the bilinear lattice mechanism
 #: (:func:`~mdp_core.geo.bilinear.bilinear_mechanism`, any depth): the best eps-mDP mechanisms we can
