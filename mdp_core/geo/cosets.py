@@ -147,6 +147,7 @@ def auto_lower_bound(
     aggregate, the coset bound where its cosets get the time they need (:func:`fitting_step`; it was the
     tighter in all 12 measured configurations where it is chosen, :data:`COSET_SECONDS`), else
     :func:`geo_lower_bound` itself. Both are certified by weak duality; ``method`` says which it is."""
+    eps = check_lp_inputs(problem, eps, time_limit)  # before the size rule reads the time limit
     large = len(problem.targets_km) > aggregate_threshold(float(time_limit))
     step = fitting_step(problem, time_limit) if large else None
     if step is None:

@@ -174,3 +174,11 @@ def test_cli_refuses_a_bad_coset_choice() -> None:
     run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2
     assert "expected 'auto' or a non-negative integer" in run.stderr
+
+
+def test_auto_bound_refuses_bad_input_before_choosing() -> None:
+    problem = tiny_problem(3, 3, seed=0)
+    with pytest.raises(DataError, match="time_limit must be positive"):
+        auto_lower_bound(problem, 1.0, time_limit=0)
+    with pytest.raises(DataError, match="eps"):
+        auto_lower_bound(problem, -1.0)
