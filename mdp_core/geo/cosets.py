@@ -38,7 +38,9 @@ Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``s
   the correctors 0.3598 at eps 1.5, 0.3772 at 1.0, 0.3969 at 0.5 (bilinear within 1.9 / 1.5 / 0.5 %);
 * depth 4 (49 cosets of the city, 100 of the district) does NOT fit 60 s: each coset gets about 1 s and
   stops far from its optimum (0.58 and 0.10 km against 0.82 and 0.34 aggregated); the city's 64 cosets
-  of 8 x 8 need about 135 s for 0.89 km. There, give the bound minutes or keep the default bound.
+  of 8 x 8 need about 135 s for 0.89 km. There the targets are aggregated onto the grid one level
+  coarser first (``aggregate=True``, :func:`~mdp_core.geo.aggregation.coarser_problem`: 2,269 of the
+  city's 8,939 targets, 16 cosets of up to 158) and certify 0.852 km in 60 s (:data:`COARSER_TIME_FACTOR`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from threadpoolctl import threadpool_limits
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
 from mdp_core.geo._lapack import worker_count
+from mdp_core.geo.aggregation import coarser_problem
 from mdp_core.geo.bounds import (
     GeoBound,
     _privacy_rows,
@@ -66,6 +69,7 @@ from mdp_core.geo.utility import GeoProblem, check_lp_inputs
 
 __all__ = [
     "BLOCK_TARGETS",
+    "COARSER_TIME_FACTOR",
     "COSET_SECONDS",
     "COSET_TARGETS",
     "auto_lower_bound",
@@ -95,6 +99,16 @@ DILATION = 1.1
 COSET_SECONDS = 4.0
 #: Duality gap at which a coset's solve stops when its time share is not used up first.
 COSET_GAP = 1e-6
+#: :func:`auto_lower_bound` takes the cosets of the coarser grid's aggregated problem (``aggregate=True``)
+#: where they get this many times the time :data:`COSET_SECONDS` asks for: they must make up for what
+#: the aggregation gives away, and short of time their certificate collapses. Measured, against
+#: :func:`~mdp_core.geo.bounds.geo_lower_bound`'s representatives in the same time (time share / need):
+#: the 15 km city at depth 4 in 60 s (4.1) at eps 0.5 / 1 / 1.5: 1.615 / 1.187 / 0.852 km against
+#: 1.575 / 1.124 / 0.814; at depth 3 in 20 s (1.65) at eps 1 / 2: 1.157 / 0.609 against 1.080 / 0.568;
+#: the district at depth 3 in 20 s (2.6), eps 1: 0.3697 against 0.3639; but the district at depth 4 in
+#: 60 s (1.02): 0.3819 / 0.3612 / 0.3369 against 0.3908 / 0.3656 / 0.3467 (0.3534 at eps 1.5 in 150 s),
+#: and the city at depth 4 in 20 s (1.35), eps 1: 0.694 against 1.050.
+COARSER_TIME_FACTOR = 1.5
 
 
 def cosets(problem: GeoProblem, step: int) -> list[tuple[float, GeoProblem]]:
@@ -143,16 +157,27 @@ def fitting_step(problem: GeoProblem, time_limit: float) -> int | None:
 def auto_lower_bound(
     problem: GeoProblem, eps: float, *, time_limit: float = 60.0, progress: Progress = None
 ) -> GeoBound:
-    """The bound the comparison and the map page use: on a grid that :func:`geo_lower_bound` would
-    aggregate, the coset bound where its cosets get the time they need (:func:`fitting_step`; it was the
-    tighter in all 12 measured configurations where it is chosen, :data:`COSET_SECONDS`), else
-    :func:`geo_lower_bound` itself. Both are certified by weak duality; ``method`` says which it is."""
+    """The bound the comparison and the map page use. On a grid that :func:`geo_lower_bound` would
+    aggregate, the first of:
+
+    1. the coset bound where its cosets get the time they need (:func:`fitting_step`; it was the tighter
+       in all 12 measured configurations where it is chosen, :data:`COSET_SECONDS`);
+    2. the coset bound of the problem aggregated onto the grid one level coarser (``aggregate=True``)
+       where those cosets get :data:`COARSER_TIME_FACTOR` times their time (depth 4 of the 15 km city in
+       60 s, depth 3 in the page's 20 s);
+    3. :func:`geo_lower_bound` itself (its representatives).
+
+    All are certified by weak duality; ``method`` says which it is."""
     eps = check_lp_inputs(problem, eps, time_limit)  # before the size rule reads the time limit
-    large = len(problem.targets_km) > aggregate_threshold(float(time_limit))
-    step = fitting_step(problem, time_limit) if large else None
-    if step is None:
+    if len(problem.targets_km) <= aggregate_threshold(float(time_limit)):
         return geo_lower_bound(problem, eps, time_limit=time_limit, progress=progress)
-    return coset_lower_bound(problem, eps, step=step, time_limit=time_limit, progress=progress)
+    step = fitting_step(problem, time_limit)
+    if step is not None:
+        return coset_lower_bound(problem, eps, step=step, time_limit=time_limit, progress=progress)
+    coarser = coarser_problem(problem, eps)
+    if coarser is not None and fitting_step(coarser[0], time_limit / COARSER_TIME_FACTOR) is not None:
+        return coset_lower_bound(problem, eps, time_limit=time_limit, aggregate=True, progress=progress)
+    return geo_lower_bound(problem, eps, time_limit=time_limit, progress=progress)
 
 
 def coset_lower_bound(
@@ -161,6 +186,7 @@ def coset_lower_bound(
     *,
     step: int | None = None,
     time_limit: float = 60.0,
+    aggregate: bool = False,
     progress: Progress = None,
 ) -> GeoBound:
     """Certified lower bound (km) of every eps-mDP mechanism on these outputs, from bounds of the cosets.
@@ -177,18 +203,31 @@ def coset_lower_bound(
     time_limit : float
         Seconds for the whole bound, shared among the cosets still to do (a coset that finishes early
         leaves its time to the others), on every core (module docstring).
+    aggregate : bool
+        Aggregate the targets onto those of the grid one level coarser first
+        (:func:`~mdp_core.geo.aggregation.coarser_problem`) and take the cosets of that grid (``step`` is
+        then that grid's): a quarter of the targets for a little of the bound.
 
     Returns
     -------
     GeoBound
-        ``value`` is the prior-weighted sum of the cosets' certified bounds (module docstring); never exact.
+        ``value`` is the prior-weighted sum of the cosets' certified bounds (module docstring), plus the
+        aggregation's constant when aggregated; never exact.
     """
     eps = check_lp_inputs(problem, eps, time_limit)
+    start = time.perf_counter()
+    constant, note = 0.0, ""
+    if aggregate:
+        coarser = coarser_problem(problem, eps)
+        if coarser is None:
+            raise DataError("aggregate needs a grid of depth >= 1 with targets on the coarser grid")
+        problem, constant, margin = coarser
+        constant -= margin
+        note = f", aggregated onto the {len(problem.prior):,} targets of the coarser grid"
     if step is None:
         step = coset_step(problem)
     if not (isinstance(step, int | np.integer) and step >= 1):
         raise DataError(f"step must be a positive integer, got {step!r}")
-    start = time.perf_counter()
     deadline = start + float(time_limit)
     parts = cosets(problem, int(step))
     workers = min(worker_count(), len(parts))
@@ -209,13 +248,13 @@ def coset_lower_bound(
         for k, future in enumerate(futures):  # progress from this thread only (a UI callback needs it)
             bounds.append(future.result())
             report(progress, (k + 1) / len(parts), f"coset bound: {k + 1} of {len(parts)} cosets done")
-    value = sum(mass * bound.value for (mass, _), bound in zip(parts, bounds, strict=True))
+    value = constant + sum(mass * bound.value for (mass, _), bound in zip(parts, bounds, strict=True))
     rows = max(bound.rows for bound in bounds)
     methods = {bound.method for bound in bounds}
     return GeoBound(
-        value=value,
+        value=max(value, 0.0),  # travel errors are never negative
         exact=False,
-        method=f"{len(parts)} cosets ({step} x {step}) of " + " / ".join(sorted(methods)),
+        method=f"{len(parts)} cosets ({step} x {step}) of " + " / ".join(sorted(methods)) + note,
         seconds=time.perf_counter() - start,
         rows=rows,
     )

@@ -17,6 +17,7 @@ from threadpoolctl import threadpool_info
 
 from mdp_core.errors import DataError
 from mdp_core.geo import (
+    GeoProblem,
     auto_lower_bound,
     bounds,
     compare_methods,
@@ -28,6 +29,7 @@ from mdp_core.geo import (
     tree_extension,
 )
 from mdp_core.geo import cosets as cosets_module
+from mdp_core.geo.aggregation import coarser_problem
 from mdp_core.geo.cosets import DILATION, coset_step, cosets, fitting_step
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -182,3 +184,79 @@ def test_auto_bound_refuses_bad_input_before_choosing() -> None:
         auto_lower_bound(problem, 1.0, time_limit=0)
     with pytest.raises(DataError, match="eps"):
         auto_lower_bound(problem, -1.0)
+
+
+@pytest.mark.parametrize("eps", [0.5, 2.0])
+def test_coarser_problem_bounds_every_private_mechanism_from_below(eps: float) -> None:
+    """The aggregation inequality itself, on verified mechanisms: their cost on the fine targets is at
+    least the coarser problem's cost of their rows at the coarser targets, plus the constant."""
+    problem = tiny_problem(5, 4, seed=6, depth=2, seed_n=2)
+    coarse, constant, margin = coarser_problem(problem, eps)
+    fine = problem.grid.fine_ij
+    reps = np.flatnonzero((fine % 2 == 0).all(axis=1))
+    assert len(coarse.prior) == len(reps) < len(problem.prior) and coarse.grid.depth == 1
+    np.testing.assert_allclose(coarse.targets_km, problem.targets_km[reps], atol=1e-12)
+    assert coarse.prior.sum() == pytest.approx(1.0, abs=1e-12) and coarse.cost.min() >= 0.0
+    assert 0.0 < margin < 1e-9
+    uniform = np.full(problem.cost.shape, 1.0 / problem.cost.shape[1])
+    for mechanism in (tree_extension(problem, eps).matrix, uniform):
+        fine_cost = float(np.sum(problem.cost * mechanism))
+        assert float(np.sum(coarse.cost * mechanism[reps])) + constant <= fine_cost + 1e-12
+    assert coarser_problem(tiny_problem(4, 4, seed=6, depth=0, seed_n=2), eps) is None  # no coarser grid
+
+
+@pytest.mark.parametrize("eps", [0.5, 2.0])
+def test_aggregated_coset_bound_is_the_coarser_problems_plus_its_constant(eps: float) -> None:
+    problem = tiny_problem(5, 4, seed=6, depth=2, seed_n=2)
+    coarse, constant, margin = coarser_problem(problem, eps)
+    parts = cosets(coarse, 2)
+    # independent reference: scipy's HiGHS on each coset's spanner rows of the coarser problem
+    reference = (
+        constant
+        - margin
+        + sum(mass * full_lp(sub, eps, spanner_pairs(sub.targets_km, DILATION)[0]) for mass, sub in parts)
+    )
+    bound = coset_lower_bound(problem, eps, step=2, time_limit=30, aggregate=True)
+    assert f"aggregated onto the {len(coarse.prior)} targets of the coarser grid" in bound.method
+    assert bound.value <= reference + 1e-12
+    assert bound.value == pytest.approx(reference, rel=1e-5)
+    assert bound.value <= full_lp(problem, eps) + 1e-9  # never above the fine problem's optimum
+    with pytest.raises(DataError, match="aggregate needs a grid of depth >= 1"):
+        coset_lower_bound(tiny_problem(4, 4, seed=6, depth=0, seed_n=2), eps, aggregate=True)
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), eps=st.sampled_from([0.3, 1.0, 3.0]))
+def test_aggregated_coset_bound_never_above_a_verified_mechanism(seed: int, eps: float) -> None:
+    problem = tiny_problem(3 + seed % 3, 4, seed=seed % 11, depth=2, seed_n=2)
+    bound = coset_lower_bound(problem, eps, step=1 + seed % 2, time_limit=20, aggregate=True)
+    assert 0.0 <= bound.value <= tree_extension(problem, eps).utility_km(problem) + 1e-12
+
+
+def test_auto_bound_aggregates_when_only_the_coarser_cosets_get_their_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    problem = tiny_problem(5, 5, seed=3, depth=3, seed_n=2)
+    n = problem.grid.n_targets
+    for threshold in ("AGGREGATE_ABOVE", "AGGREGATE_ABOVE_SHORT"):  # city scale for any time limit
+        monkeypatch.setattr(bounds, threshold, n - 1)
+    monkeypatch.setattr(cosets_module, "COSET_TARGETS", 12)
+    coarse = coarser_problem(problem, 1.0)[0]
+    cores = cosets_module.worker_count()
+
+    def needed(p: GeoProblem) -> float:  # the seconds fitting_step asks for, all cosets together
+        sizes = cosets_module._coset_sizes(p.grid.fine_ij, coset_step(p))
+        per_coset = cosets_module.COSET_SECONDS * p.cost.shape[1] * (sizes.max() / 1000) ** 3
+        return per_coset * len(sizes) / cores
+
+    assert needed(coarse) < needed(problem)
+    limit = 1.01 * cosets_module.COARSER_TIME_FACTOR * needed(coarse)
+    assert fitting_step(problem, limit) is None and fitting_step(coarse, limit) is not None
+    chosen = auto_lower_bound(problem, 1.0, time_limit=limit)
+    expected = coset_lower_bound(problem, 1.0, time_limit=limit, aggregate=True)
+    assert "aggregated onto" in chosen.method and chosen.method == expected.method
+    assert chosen.value == pytest.approx(expected.value, rel=1e-6)
+    fallback = auto_lower_bound(
+        problem, 1.0, time_limit=0.99 * cosets_module.COARSER_TIME_FACTOR * needed(coarse)
+    )
+    assert fallback.method.startswith("aggregated onto")  # geo_lower_bound's representatives
