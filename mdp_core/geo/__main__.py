@@ -38,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         "--bound-cosets",
         type=_cosets,
         default=0,
-        help="bound from the K x K cosets of the grid or 'auto' (cosets of <= 250 targets); "
+        help="bound from the K x K cosets of the grid, 'auto' (cosets of <= 250 targets) or 'coarser' "
+        "(those of the grid one level coarser, targets aggregated onto it); "
         "default 0: cosets where each gets the time it needs, else geo_lower_bound",
     )
     bench.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {METHODS}")
@@ -102,11 +103,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _cosets(text: str) -> int | str:
-    """``--bound-cosets``: 'auto' or a non-negative integer (0: no cosets)."""
-    if text == "auto":
+    """``--bound-cosets``: 'auto', 'coarser' or a non-negative integer (0: no cosets)."""
+    if text in ("auto", "coarser"):
         return text
     if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected 'auto' or a non-negative integer, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected 'auto', 'coarser' or a non-negative integer, got {text!r}"
+        )
     return int(text)
 
 

@@ -111,12 +111,16 @@ def compare_methods(
     :func:`~mdp_core.geo.extension.tree_seed` for this problem and eps, else solved here once).
     ``reference_seconds`` replaces the reference methods' solver time (SPANNER_SECONDS, BILINEAR_SECONDS).
     ``bound_cosets=k > 0`` takes the bound from the k x k cosets of the fine grid instead, ``"auto"`` from
-    cosets of at most :data:`~mdp_core.geo.cosets.COSET_TARGETS` targets
+    cosets of at most :data:`~mdp_core.geo.cosets.COSET_TARGETS` targets, ``"coarser"`` from those of the
+    grid one level coarser, the targets aggregated onto it
     (:func:`~mdp_core.geo.cosets.coset_lower_bound`, ``bound_time_limit`` seconds for all of them).
     """
     eps = check_eps(eps)
-    if not (bound_cosets == "auto" or (isinstance(bound_cosets, int | np.integer) and bound_cosets >= 0)):
-        raise DataError(f"bound_cosets must be 'auto' or a non-negative integer, got {bound_cosets!r}")
+    named = isinstance(bound_cosets, str) and bound_cosets in ("auto", "coarser")
+    if not (named or (isinstance(bound_cosets, int | np.integer) and bound_cosets >= 0)):
+        raise DataError(
+            f"bound_cosets must be 'auto', 'coarser' or a non-negative integer, got {bound_cosets!r}"
+        )
     unknown = set(methods) - set(METHODS) - set(REFERENCE_METHODS)
     if unknown:
         raise DataError(f"unknown methods {sorted(unknown)}; choose from {list(METHODS + REFERENCE_METHODS)}")
@@ -164,8 +168,10 @@ def compare_methods(
             if optimum is not None and optimum.exact:  # nothing tighter to find
                 lower = None
             elif bound_cosets:
-                step = None if bound_cosets == "auto" else int(bound_cosets)
-                lower = coset_lower_bound(problem, eps, step=step, time_limit=bound_time_limit)
+                step = None if isinstance(bound_cosets, str) else int(bound_cosets)
+                lower = coset_lower_bound(
+                    problem, eps, step=step, time_limit=bound_time_limit, aggregate=bound_cosets == "coarser"
+                )
             else:
                 lower = auto_lower_bound(problem, eps, time_limit=bound_time_limit)
         except DataError:  # too large for the bound's memory cap: reported as no bound

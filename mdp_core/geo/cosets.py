@@ -38,9 +38,17 @@ Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``s
   the correctors 0.3598 at eps 1.5, 0.3772 at 1.0, 0.3969 at 0.5 (bilinear within 1.9 / 1.5 / 0.5 %);
 * depth 4 (49 cosets of the city, 100 of the district) does NOT fit 60 s: each coset gets about 1 s and
   stops far from its optimum (0.58 and 0.10 km against 0.82 and 0.34 aggregated); the city's 64 cosets
-  of 8 x 8 need about 135 s for 0.89 km. There the targets are aggregated onto the grid one level
-  coarser first (``aggregate=True``, :func:`~mdp_core.geo.aggregation.coarser_problem`: 2,269 of the
-  city's 8,939 targets, 16 cosets of up to 158) and certify 0.852 km in 60 s (:data:`COARSER_TIME_FACTOR`).
+  of 8 x 8 need about 135 s for 0.89 km;
+* ``aggregate=True`` aggregates the targets onto the grid one level coarser first
+  (:func:`~mdp_core.geo.aggregation.coarser_problem`: 2,269 of the city's 8,939 targets at depth 4, 16
+  cosets of up to 158) and takes that grid's cosets. At depth 4 of the city in 60 s, eps 0.5 / 1 / 1.5, it
+  certified 1.615 / 1.187 / 0.852 km against 1.575 / 1.124 / 0.814 from geo_lower_bound's representatives
+  when the machine was fast, but 0.761 against 0.809 at eps 1.5 half an hour later, with matrix products
+  1.5-2.5x slower (a coset then took 50 iterations and 18 s on one core, against the 1.6 s that
+  :data:`COSET_SECONDS` predicts); on the district at depth 4 (0.3819 / 0.3612 / 0.3369 against 0.3908 /
+  0.3656 / 0.3467) and at depth 3 in 20 s it was the looser or as tight. The representatives lose little
+  with the machine's speed, the cosets' certificate a lot, so :func:`auto_lower_bound` does not take it:
+  it is there on request (``bound_cosets="coarser"`` of the comparison, ``--bound-cosets coarser``).
 """
 
 from __future__ import annotations
@@ -69,7 +77,6 @@ from mdp_core.geo.utility import GeoProblem, check_lp_inputs
 
 __all__ = [
     "BLOCK_TARGETS",
-    "COARSER_TIME_FACTOR",
     "COSET_SECONDS",
     "COSET_TARGETS",
     "auto_lower_bound",
@@ -99,16 +106,6 @@ DILATION = 1.1
 COSET_SECONDS = 4.0
 #: Duality gap at which a coset's solve stops when its time share is not used up first.
 COSET_GAP = 1e-6
-#: :func:`auto_lower_bound` takes the cosets of the coarser grid's aggregated problem (``aggregate=True``)
-#: where they get this many times the time :data:`COSET_SECONDS` asks for: they must make up for what
-#: the aggregation gives away, and short of time their certificate collapses. Measured, against
-#: :func:`~mdp_core.geo.bounds.geo_lower_bound`'s representatives in the same time (time share / need):
-#: the 15 km city at depth 4 in 60 s (4.1) at eps 0.5 / 1 / 1.5: 1.615 / 1.187 / 0.852 km against
-#: 1.575 / 1.124 / 0.814; at depth 3 in 20 s (1.65) at eps 1 / 2: 1.157 / 0.609 against 1.080 / 0.568;
-#: the district at depth 3 in 20 s (2.6), eps 1: 0.3697 against 0.3639; but the district at depth 4 in
-#: 60 s (1.02): 0.3819 / 0.3612 / 0.3369 against 0.3908 / 0.3656 / 0.3467 (0.3534 at eps 1.5 in 150 s),
-#: and the city at depth 4 in 20 s (1.35), eps 1: 0.694 against 1.050.
-COARSER_TIME_FACTOR = 1.5
 
 
 def cosets(problem: GeoProblem, step: int) -> list[tuple[float, GeoProblem]]:
@@ -157,27 +154,18 @@ def fitting_step(problem: GeoProblem, time_limit: float) -> int | None:
 def auto_lower_bound(
     problem: GeoProblem, eps: float, *, time_limit: float = 60.0, progress: Progress = None
 ) -> GeoBound:
-    """The bound the comparison and the map page use. On a grid that :func:`geo_lower_bound` would
-    aggregate, the first of:
-
-    1. the coset bound where its cosets get the time they need (:func:`fitting_step`; it was the tighter
-       in all 12 measured configurations where it is chosen, :data:`COSET_SECONDS`);
-    2. the coset bound of the problem aggregated onto the grid one level coarser (``aggregate=True``)
-       where those cosets get :data:`COARSER_TIME_FACTOR` times their time (depth 4 of the 15 km city in
-       60 s, depth 3 in the page's 20 s);
-    3. :func:`geo_lower_bound` itself (its representatives).
-
-    All are certified by weak duality; ``method`` says which it is."""
+    """The bound the comparison and the map page use: on a grid that :func:`geo_lower_bound` would
+    aggregate, the coset bound where its cosets get the time they need (:func:`fitting_step`; it was the
+    tighter in all 12 measured configurations where it is chosen, :data:`COSET_SECONDS`), else
+    :func:`geo_lower_bound` itself. Both are certified by weak duality; ``method`` says which it is.
+    (The cosets of the coarser grid, ``coset_lower_bound(aggregate=True)``, are not among the choices:
+    module docstring.)"""
     eps = check_lp_inputs(problem, eps, time_limit)  # before the size rule reads the time limit
-    if len(problem.targets_km) <= aggregate_threshold(float(time_limit)):
+    large = len(problem.targets_km) > aggregate_threshold(float(time_limit))
+    step = fitting_step(problem, time_limit) if large else None
+    if step is None:
         return geo_lower_bound(problem, eps, time_limit=time_limit, progress=progress)
-    step = fitting_step(problem, time_limit)
-    if step is not None:
-        return coset_lower_bound(problem, eps, step=step, time_limit=time_limit, progress=progress)
-    coarser = coarser_problem(problem, eps)
-    if coarser is not None and fitting_step(coarser[0], time_limit / COARSER_TIME_FACTOR) is not None:
-        return coset_lower_bound(problem, eps, time_limit=time_limit, aggregate=True, progress=progress)
-    return geo_lower_bound(problem, eps, time_limit=time_limit, progress=progress)
+    return coset_lower_bound(problem, eps, step=step, time_limit=time_limit, progress=progress)
 
 
 def coset_lower_bound(
@@ -206,7 +194,7 @@ def coset_lower_bound(
     aggregate : bool
         Aggregate the targets onto those of the grid one level coarser first
         (:func:`~mdp_core.geo.aggregation.coarser_problem`) and take the cosets of that grid (``step`` is
-        then that grid's): a quarter of the targets for a little of the bound.
+        then that grid's): a quarter of the targets for a little of the bound (module docstring).
 
     Returns
     -------

@@ -17,7 +17,6 @@ from threadpoolctl import threadpool_info
 
 from mdp_core.errors import DataError
 from mdp_core.geo import (
-    GeoProblem,
     auto_lower_bound,
     bounds,
     compare_methods,
@@ -167,7 +166,7 @@ def test_bench_picks_the_coset_step_on_auto(monkeypatch: pytest.MonkeyPatch) -> 
 @pytest.mark.parametrize("bad", ["four", -1, 1.5])
 def test_bad_coset_choice_is_refused(bad: object) -> None:
     problem = tiny_problem(3, 3, seed=0)
-    with pytest.raises(DataError, match="bound_cosets must be 'auto' or a non-negative integer"):
+    with pytest.raises(DataError, match="bound_cosets must be 'auto', 'coarser' or a non-negative integer"):
         compare_methods(problem, 1.0, methods=("em",), bound=True, bound_cosets=bad)  # type: ignore[arg-type]
 
 
@@ -175,7 +174,7 @@ def test_cli_refuses_a_bad_coset_choice() -> None:
     cmd = [sys.executable, "-m", "mdp_core.geo", "bench", "--bound-cosets", "some", "--json"]
     run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2
-    assert "expected 'auto' or a non-negative integer" in run.stderr
+    assert "expected 'auto', 'coarser' or a non-negative integer" in run.stderr
 
 
 def test_auto_bound_refuses_bad_input_before_choosing() -> None:
@@ -233,30 +232,17 @@ def test_aggregated_coset_bound_never_above_a_verified_mechanism(seed: int, eps:
     assert 0.0 <= bound.value <= tree_extension(problem, eps).utility_km(problem) + 1e-12
 
 
-def test_auto_bound_aggregates_when_only_the_coarser_cosets_get_their_time(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    problem = tiny_problem(5, 5, seed=3, depth=3, seed_n=2)
-    n = problem.grid.n_targets
-    for threshold in ("AGGREGATE_ABOVE", "AGGREGATE_ABOVE_SHORT"):  # city scale for any time limit
-        monkeypatch.setattr(bounds, threshold, n - 1)
-    monkeypatch.setattr(cosets_module, "COSET_TARGETS", 12)
-    coarse = coarser_problem(problem, 1.0)[0]
-    cores = cosets_module.worker_count()
-
-    def needed(p: GeoProblem) -> float:  # the seconds fitting_step asks for, all cosets together
-        sizes = cosets_module._coset_sizes(p.grid.fine_ij, coset_step(p))
-        per_coset = cosets_module.COSET_SECONDS * p.cost.shape[1] * (sizes.max() / 1000) ** 3
-        return per_coset * len(sizes) / cores
-
-    assert needed(coarse) < needed(problem)
-    limit = 1.01 * cosets_module.COARSER_TIME_FACTOR * needed(coarse)
-    assert fitting_step(problem, limit) is None and fitting_step(coarse, limit) is not None
-    chosen = auto_lower_bound(problem, 1.0, time_limit=limit)
-    expected = coset_lower_bound(problem, 1.0, time_limit=limit, aggregate=True)
-    assert "aggregated onto" in chosen.method and chosen.method == expected.method
-    assert chosen.value == pytest.approx(expected.value, rel=1e-6)
-    fallback = auto_lower_bound(
-        problem, 1.0, time_limit=0.99 * cosets_module.COARSER_TIME_FACTOR * needed(coarse)
+def test_comparison_and_cli_take_the_coarser_cosets_on_request() -> None:
+    net = grid_road_network(5, 4, spacing_km=0.3, rng=np.random.default_rng(6))
+    record, comp = run_bench(
+        net, depth=2, eps=1.0, seed_n=2, n_tasks=6, verify_samples=2_000, bound_cosets="coarser"
     )
-    assert fallback.method.startswith("aggregated onto")  # geo_lower_bound's representatives
+    problem = comp.problem
+    assert comp.bound is not None and problem is not None
+    expected = coset_lower_bound(problem, 1.0, time_limit=60, aggregate=True)
+    assert (
+        "targets of the coarser grid" in record["bound_method"] and record["bound_method"] == expected.method
+    )
+    assert record["lower_bound"] == pytest.approx(expected.value, abs=1e-6)  # the record rounds to 1e-6
+    assert all(gap >= -1e-9 for key, gap in record["gap"].items() if key != "lp_coarse")
+    assert "coarser" not in auto_lower_bound(problem, 1.0).method  # never the default
