@@ -21,10 +21,11 @@ the thresholds that are best for the previous round's representative rows (:func
 at most put k times r's mass on its cheap outputs) and keep the best certified value. Never exact.
 
 **Onto the next coarser grid** (:func:`coarser_problem`). The representatives can also be the targets of
-the grid one level coarser (both fine coordinates even): every target is then within ``h_fine sqrt 2``
-of one (``w >= 0.88`` at eps 1.5 / km on the 15 km city at depth 4, spacing 44 m), so the aggregation
-costs little, and the coarser problem is a grid again, whose cosets :mod:`mdp_core.geo.cosets` bounds on
-request (``aggregate=True``) where the fine grid's cosets would not get their time.
+the grid one level coarser (both fine coordinates even): nearly every target is then within
+``h_fine sqrt 2`` of one (98.5 % on the 15 km city at depth 4, spacing 44 m: mean w 0.945 at eps 1.5 / km,
+the least 0.67), so the aggregation costs little, and the coarser problem is a grid again, whose
+cosets :mod:`mdp_core.geo.cosets` bounds on request (``aggregate=True``) where the fine grid's cosets
+would not get their time.
 """
 
 from __future__ import annotations
