@@ -45,10 +45,11 @@ Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``s
   certified 1.615 / 1.187 / 0.852 km against 1.575 / 1.124 / 0.814 from geo_lower_bound's representatives
   when the machine was fast, but 0.761 against 0.809 at eps 1.5 half an hour later, with matrix products
   1.5-2.5x slower (a coset then took 50 iterations and 18 s on one core, against the 1.6 s that
-  :data:`COSET_SECONDS` predicts); on the district at depth 4 (0.3819 / 0.3612 / 0.3369 against 0.3908 /
-  0.3656 / 0.3467) and at depth 3 in 20 s it was the looser or as tight. The representatives lose little
-  with the machine's speed, the cosets' certificate a lot, so :func:`auto_lower_bound` does not take it:
-  it is there on request (``bound_cosets="coarser"`` of the comparison, ``--bound-cosets coarser``).
+  :data:`COSET_SECONDS` predicts). On the district at depth 4 it was looser (0.3819 / 0.3612 / 0.3369
+  against 0.3908 / 0.3656 / 0.3467); at depth 3 in the page's 20 s, eps 1, tighter on the fast machine
+  (the city 1.157 against 1.080) and looser on the slow one (1.034 against 1.047). The representatives
+  lose little with the machine's speed, the cosets' certificate a lot, so :func:`auto_lower_bound` does
+  not take it: it is there on request (``bound_cosets="coarser"``, ``--bound-cosets coarser``).
 """
 
 from __future__ import annotations
