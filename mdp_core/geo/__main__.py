@@ -17,7 +17,7 @@ import json
 import sys
 
 from mdp_core.errors import DataError
-from mdp_core.geo.compare import METHODS
+from mdp_core.geo.compare import COSET_CHOICES, METHODS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _cosets(text: str) -> int | str:
     """``--bound-cosets``: 'auto', 'coarser' or a non-negative integer (0: no cosets)."""
-    if text in ("auto", "coarser"):
+    if text in COSET_CHOICES:
         return text
     if not text.isdigit():
         raise argparse.ArgumentTypeError(

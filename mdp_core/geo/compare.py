@@ -29,6 +29,7 @@ from mdp_core.geo.utility import GeoProblem, build_problem, check_target_count
 from mdp_core.geo.verify import verify_geo
 
 __all__ = [
+    "COSET_CHOICES",
     "METHODS",
     "REFERENCE_METHODS",
     "TREE_VARIANTS",
@@ -55,6 +56,8 @@ SPANNER_SECONDS = 60.0
 BILINEAR_SECONDS = 240.0
 OPTIMAL_SECONDS = 900.0
 _REFERENCE_SECONDS = {"spanner": SPANNER_SECONDS, "bilinear": BILINEAR_SECONDS, "optimal": OPTIMAL_SECONDS}
+#: Named ``bound_cosets`` choices (besides an integer step): the automatic step, the coarser grid's cosets.
+COSET_CHOICES = ("auto", "coarser")
 #: The eps-mDP tree variants, each compared with EM + remap (a variant worse than it is reported).
 TREE_VARIANTS = {"tree": "A", "tree_m": "M", "tree_o": "O"}
 
@@ -116,7 +119,7 @@ def compare_methods(
     (:func:`~mdp_core.geo.cosets.coset_lower_bound`, ``bound_time_limit`` seconds for all of them).
     """
     eps = check_eps(eps)
-    named = isinstance(bound_cosets, str) and bound_cosets in ("auto", "coarser")
+    named = isinstance(bound_cosets, str) and bound_cosets in COSET_CHOICES
     if not (named or (isinstance(bound_cosets, int | np.integer) and bound_cosets >= 0)):
         raise DataError(
             f"bound_cosets must be 'auto', 'coarser' or a non-negative integer, got {bound_cosets!r}"
