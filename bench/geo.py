@@ -5,9 +5,9 @@ when absent), depths 1, 2, 3, 4 at eps 0.5, 1.0, 1.5 per km, 12 seed cells, 60 t
 utility (km) of every method, the bound (km, certified by weak duality, 60 s), gap = utility / bound - 1,
 seconds per stage and peak memory, one row per configuration. The bilinear lattice mechanism (eps-mDP on the
 whole plane, any depth) is built at every configuration and, where the grid has at most
-SPANNER_MAX_TARGETS targets (depths 1-2), the spanner LP mechanism (near-optimal on the full domain) too,
-whose LP's multipliers are also a certified bound (``bound_by`` says which bound was the tighter);
-``best`` is the verified eps-mDP method of least utility and ``gap_best`` its gap.
+SPANNER_MAX_TARGETS targets (depths 1-2, and 3 on the city), the spanner LP mechanism (near-optimal on the
+full domain) too, whose LP's multipliers are also a certified bound (``bound_by`` says which bound was the
+tighter); ``best`` is the verified eps-mDP method of least utility and ``gap_best`` its gap.
 """
 
 from __future__ import annotations

@@ -247,7 +247,7 @@ extras = {  # toggle name -> (label, help): optional rows of the table (short la
         "spanner only, raised to ε-mDP on all pairs and checked on all of them; its multipliers also "
         f"certify the lower bound. Maps up to {geo.SPANNER_MAX_TARGETS:,} targets; "
         f"{geo.PAGE_LP_SECONDS['spanner']:.0f} s of LP plus the raise, in the background: about half a "
-        "minute at depth 1, up to three minutes at depth 2.",
+        "minute at depth 1, up to three minutes at depth 2, about five at depth 3.",
     ),
 }
 included: dict[str, bool] = {}

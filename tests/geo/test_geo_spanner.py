@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_geo_bounds import full_lp, tiny_problem  # tests/geo is on sys.path (rootdir conftest layout)
 
+import mdp_core.geo.spanner as spanner_module
 from mdp_core.errors import DataError
 from mdp_core.geo import (
     compare_methods,
@@ -20,9 +21,11 @@ from mdp_core.geo import (
     run_bench,
     spanner_mechanism,
     spanner_pairs,
+    spanner_slack,
     verify_geo,
     yao_pairs,
 )
+from mdp_core.geo.spanner import FINE_GRID_SLACK, FINE_GRID_TARGETS, SLACK
 from mdp_core.mechanisms import mdp_violation
 
 
@@ -95,6 +98,18 @@ def test_spanner_certificate_is_the_relaxation_optimum_and_below_the_full_optimu
     certificate = mech.info["lower_bound"].value
     assert certificate == pytest.approx(full_lp(problem, eps, pairs), rel=1e-6)
     assert certificate <= full_lp(problem, eps) + 1e-12 <= mech.utility_km(problem) + 1e-12
+
+
+def test_finer_grids_take_the_larger_default_slack(monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = tiny_problem(4, 3, seed=1, seed_n=3)
+    assert spanner_slack(FINE_GRID_TARGETS) == SLACK < FINE_GRID_SLACK == spanner_slack(FINE_GRID_TARGETS + 1)
+    small = spanner_mechanism(problem, 2.0)
+    np.testing.assert_array_equal(small.matrix, spanner_mechanism(problem, 2.0, slack=SLACK).matrix)
+    monkeypatch.setattr(spanner_module, "FINE_GRID_TARGETS", problem.grid.n_targets - 1)
+    fine = spanner_mechanism(problem, 2.0)
+    np.testing.assert_array_equal(fine.matrix, spanner_mechanism(problem, 2.0, slack=FINE_GRID_SLACK).matrix)
+    assert not np.array_equal(fine.matrix, small.matrix)  # the raise kept more back
+    assert verify_geo(fine, exhaustive=True).holds
 
 
 def test_spanner_refuses_bad_input() -> None:
