@@ -45,7 +45,13 @@ to 59.7 s. Leaving the outputs round 1 barely uses out of round 2 (56 of 117 at 
 0.5; pricing them 1-5 s), back to back: eps 1.0 in 51.8 s against 68.8 s (same iterations, 32+63; 0.64 M
 rows against 0.98 M); on a machine 2x slower earlier the same day 99-106 s against 125 s. Then, on the fast
 machine: eps 0.5 / 1.0 / 1.5 in 39.1 / 51.8 / 47.2 s (27+60, 32+63, 30+42 iterations; all exact, brackets
-1-4e-6).
+1-4e-6). Stop 36, gemm at ~74 GF/s: 31.2 / 45.3 / 37.9 s, all exact.
+
+Depth 2 (1,251 targets; ``max_targets`` raised, started from the outputs the depth-1 optimum uses), eps
+1.5: rounds of 32 / 68 / 131 / 95 / 13 iterations on 72-84 outputs, 1.1 M to 4.0 M rows; out of time
+after 1,864 s with the bracket 1.02464-1.02697 km (0.23 %), so the spanner mechanism there (1.0414 km)
+is within 1.6 % of the optimum. Twice the near rows a round (2 M) made round 2 433 s instead of 345 s,
+and round 3 was still a whole LP.
 """
 
 from __future__ import annotations
