@@ -62,7 +62,8 @@ FINE_GRID_TARGETS = 1_500
 
 
 def spanner_slack(n_targets: int) -> float:
-    """The raise's default slack for a grid of ``n_targets`` targets (:data:`FINE_GRID_SLACK`)."""
+    """The raise's default slack on a grid of ``n_targets`` targets: :data:`SLACK` up to
+    :data:`FINE_GRID_TARGETS`, :data:`FINE_GRID_SLACK` above (measured there)."""
     return SLACK if n_targets <= FINE_GRID_TARGETS else FINE_GRID_SLACK
 
 

@@ -271,28 +271,38 @@ def test_a_solution_breaking_left_out_rows_is_raised_with_next_to_no_slack_too(s
     assert float(np.sum(cost * tiny)) < float(np.sum(cost * loose))
 
 
+#: Maps and budgets on which a whole LP leaves rows of a few outputs broken with the settings below. Which
+#: ones do depends on the machine's float rounding (on one machine (5, 2.0) did with both neighbour
+#: counts, on another only the rest did), so the test asks for at least one pass among them. (Without the
+#: 1e-6 raise a case that takes no pass may stop a little above the optimum: only privacy and the bound's
+#: validity are asked of those.)
+PASS_CASES = [(5, 2.0), (4, 2.0), (6, 2.0), (7, 1.0), (10, 2.0), (12, 3.0), (34, 3.0), (36, 1.0), (37, 2.0)]
+
+
 @pytest.mark.parametrize("neighbours", [0, 2])
-@pytest.mark.parametrize(("seed", "eps"), [(5, 2.0)])
 def test_re_solving_only_the_outputs_of_broken_rows_still_reaches_the_optimum(
-    seed: int, eps: float, neighbours: int, monkeypatch: pytest.MonkeyPatch
+    neighbours: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # with these on these maps a whole LP leaves rows of a few outputs broken (the path depends on both)
     monkeypatch.setattr(optimal, "NEAR_MARGIN", 0.5)
     monkeypatch.setattr(ipm, "_WARM_MU", 1e-4)
     monkeypatch.setattr(optimal, "PASS_NEIGHBOURS", neighbours)
     monkeypatch.setattr(optimal, "_RAISE_SLACKS", (0.003,))  # with the 1e-6 raise round 2 closes: no pass
     monkeypatch.setattr(optimal, "_CERTIFY", None)  # stopped at the certificate, round 2 closes too
     monkeypatch.setattr(optimal, "LEAVE_OUT_BELOW", 0.0)  # every output in every whole LP
-    problem = tiny_problem(4, 3, seed=seed, seed_n=3)
-    m = problem.loss.shape[1]
-    mech = optimal_geo_mechanism(problem, eps, dilation=1.5)
-    solved = mech.info["outputs_solved"]
-    assert solved[:2] == [m, m] and 2 <= solved[-1] < m  # the last LP held most outputs fixed
-    assert len(mech.info["iterations"]) == len(solved)
-    bound = mech.info["lower_bound"]
-    assert bound.exact and bound.value <= full_lp(problem, eps) + 1e-12
-    assert mech.utility_km(problem) == pytest.approx(full_lp(problem, eps), rel=1e-5)
-    assert mdp_violation(mech.matrix, distances(problem), eps) <= 1e-9
+    passes = 0
+    for seed, eps in PASS_CASES:
+        problem = tiny_problem(4, 3, seed=seed, seed_n=3)
+        m = problem.loss.shape[1]
+        mech = optimal_geo_mechanism(problem, eps, dilation=1.5)
+        solved = mech.info["outputs_solved"]
+        assert solved[:2] == [m, m] and len(mech.info["iterations"]) == len(solved)
+        optimum, bound = full_lp(problem, eps), mech.info["lower_bound"]
+        assert bound.value <= optimum + 1e-12 <= mech.utility_km(problem) + 2e-12
+        assert mdp_violation(mech.matrix, distances(problem), eps) <= 1e-9
+        if 2 <= solved[-1] < m:  # the last LP held most outputs fixed, and still closed the bracket
+            passes += 1
+            assert bound.exact and mech.utility_km(problem) == pytest.approx(optimum, rel=1e-5)
+    assert passes >= 1
 
 
 def test_a_pass_takes_the_nearest_outputs_of_the_broken_ones_up_to_half_of_all(
