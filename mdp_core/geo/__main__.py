@@ -17,7 +17,7 @@ import json
 import sys
 
 from mdp_core.errors import DataError
-from mdp_core.geo.compare import COSET_CHOICES, METHODS
+from mdp_core.geo.compare import COSET_CHOICES, COSET_CHOICES_TEXT, METHODS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,9 +107,7 @@ def _cosets(text: str) -> int | str:
     if text in COSET_CHOICES:
         return text
     if not text.isdigit():
-        raise argparse.ArgumentTypeError(
-            f"expected 'auto', 'coarser' or a non-negative integer, got {text!r}"
-        )
+        raise argparse.ArgumentTypeError(f"expected {COSET_CHOICES_TEXT}, got {text!r}")
     return int(text)
 
 

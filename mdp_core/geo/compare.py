@@ -30,6 +30,7 @@ from mdp_core.geo.verify import verify_geo
 
 __all__ = [
     "COSET_CHOICES",
+    "COSET_CHOICES_TEXT",
     "METHODS",
     "REFERENCE_METHODS",
     "TREE_VARIANTS",
@@ -58,6 +59,8 @@ OPTIMAL_SECONDS = 900.0
 _REFERENCE_SECONDS = {"spanner": SPANNER_SECONDS, "bilinear": BILINEAR_SECONDS, "optimal": OPTIMAL_SECONDS}
 #: Named ``bound_cosets`` choices (besides an integer step): the automatic step, the coarser grid's cosets.
 COSET_CHOICES = ("auto", "coarser")
+#: What ``bound_cosets`` / ``--bound-cosets`` accept, in words, for their error messages.
+COSET_CHOICES_TEXT = ", ".join(map(repr, COSET_CHOICES)) + " or a non-negative integer"
 #: The eps-mDP tree variants, each compared with EM + remap (a variant worse than it is reported).
 TREE_VARIANTS = {"tree": "A", "tree_m": "M", "tree_o": "O"}
 
@@ -121,9 +124,7 @@ def compare_methods(
     eps = check_eps(eps)
     named = isinstance(bound_cosets, str) and bound_cosets in COSET_CHOICES
     if not (named or (isinstance(bound_cosets, int | np.integer) and bound_cosets >= 0)):
-        raise DataError(
-            f"bound_cosets must be 'auto', 'coarser' or a non-negative integer, got {bound_cosets!r}"
-        )
+        raise DataError(f"bound_cosets must be {COSET_CHOICES_TEXT}, got {bound_cosets!r}")
     unknown = set(methods) - set(METHODS) - set(REFERENCE_METHODS)
     if unknown:
         raise DataError(f"unknown methods {sorted(unknown)}; choose from {list(METHODS + REFERENCE_METHODS)}")
