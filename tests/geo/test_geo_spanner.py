@@ -54,6 +54,34 @@ def test_spanner_dilation_is_the_true_one_and_within_the_request(seed: int, n: i
     assert reached == pytest.approx(networkx_dilation(points, pairs), rel=1e-12)
 
 
+def all_pairs_spanner(points: np.ndarray, dilation: float) -> np.ndarray:
+    """Reference: the same greedy rounds with shortest paths from every point each round."""
+    n = len(points)
+    dist = np.linalg.norm(points[:, None] - points[None], axis=2)
+    pairs = yao_pairs(points, 12)
+    while True:
+        graph = nx.Graph()
+        graph.add_nodes_from(range(n))
+        graph.add_weighted_edges_from((a, b, dist[a, b]) for a, b in pairs.tolist())
+        paths = dict(nx.all_pairs_dijkstra_path_length(graph))
+        long = np.array(
+            [(a, b) for a in range(n) for b in range(a + 1, n) if paths[a][b] > dilation * dist[a, b]],
+            dtype=np.int64,
+        ).reshape(-1, 2)
+        if len(long) == 0:
+            return pairs
+        shortest = np.argsort(dist[long[:, 0], long[:, 1]])[: max(1, len(long) // 20)]
+        pairs = np.unique(np.concatenate([pairs, long[shortest]]), axis=0)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 70))
+def test_rechecking_only_the_long_pairs_endpoints_adds_the_same_edges(seed: int, n: int) -> None:
+    # a pair within the dilation stays within it as edges join, so only the long pairs' ends are re-run
+    points = np.random.default_rng(seed).uniform(0, 5, size=(n, 2))
+    np.testing.assert_array_equal(spanner_pairs(points, 1.05)[0], all_pairs_spanner(points, 1.05))
+
+
 def test_yao_graph_joins_each_point_to_its_nearest_in_every_sector() -> None:
     # a plus sign: with 4 sectors the centre's nearest point in each sector is the inner arm point
     points = np.array([[0, 0], [1, 0], [2, 0], [-1, 0], [0, 1], [0, -1]], dtype=float)
