@@ -33,14 +33,19 @@ _STALLED_ROUNDS = 5
 # Elements per temporary block in the chunked O(n^2 m) loops (~64 MB of float64).
 _BLOCK = 8_000_000
 
+# The check and the extensions take one target x' at a time against the whole (n, m) matrix: rows of m
+# contiguous numbers and two (n, m) temporaries, instead of (n, n, k) blocks reduced along their middle
+# axis. 3,469 x 117 (the 15 km city at depth 3): extension 2.0 s against 6.6-8.0 s, check 1.9 against 4.9 s,
+# the same numbers to the bit (the same operations on the same pairs).
+
 
 def mdp_violation(P: ArrayLike, dist_in: ArrayLike, eps: float) -> float:
     """Exact worst excess of the mDP constraint: ``max_{x != x', y} |ln P[x,y] - ln P[x',y]| - eps d(x,x')``.
 
     Pairs where both entries are 0 contribute 0 (no information); a pair with exactly one zero contributes
     ``+inf`` (the ratio is unbounded). A value ``<= 1e-9`` means the eps-mDP guarantee holds (000 Eq. 3
-    constraint, for every pair of inputs). The scan is exact over all ``x, x', y`` and chunked so that the
-    temporaries stay near 64 MB (``n = 5000`` fits in memory; time grows as ``n^2 |Y|``).
+    constraint, for every pair of inputs). The scan is exact over all ``x, x', y``, one ``x'`` at a time (two
+    ``n x |Y|`` temporaries; time grows as ``n^2 |Y|``).
 
     Parameters
     ----------
@@ -75,14 +80,12 @@ def mdp_violation(P: ArrayLike, dist_in: ArrayLike, eps: float) -> float:
         return 0.0  # every pair is "both zero"
     # max over ordered pairs of max_y (L[x, y] - L[x', y]) - eps d(x, x'); the order covers |.|.
     worst = float("-inf")
-    m = L.shape[1]
-    step = max(1, _BLOCK // (n * m))
-    for start in range(0, n, step):
-        rows = L[start : start + step]
-        gap = (rows[:, None, :] - L[None, :, :]).max(axis=2) - eps * d[start : start + step]
-        idx = np.arange(rows.shape[0])
-        gap[idx, start + idx] = -np.inf  # x == x'
-        worst = max(worst, float(gap.max()))
+    gap = np.empty_like(L)
+    for src in range(n):  # x' = src against every x (module comment on the loop)
+        np.subtract(L, L[src], out=gap)
+        excess = gap.max(axis=1) - eps * d[:, src]
+        excess[src] = -np.inf  # x == x'
+        worst = max(worst, float(excess.max()))
     return worst
 
 
@@ -120,10 +123,8 @@ def repair_mechanism(
     V = np.clip(as_float_array(Z, "Z", ndim=2), 0.0, None)
     d = check_distance_matrix(dist_in, "dist_in", check_triangle=False)
     eps = check_eps(eps)
-    n, m = V.shape
     with np.errstate(divide="ignore"):
         L = np.log(V)
-    step = max(1, _BLOCK // (n * n))
     # First raise every entry to the least value its column's other entries allow (the log-Lipschitz upper
     # extension from below, max_x' L_x' - eps d(x, x')). A solver returns entries below its tolerance as
     # exact zeros (e^{-eps d} ~ 1e-8 far from an output at large eps), and the envelope below would then
@@ -140,9 +141,7 @@ def repair_mechanism(
         # eps * margin * d then absorbs the row-sum spread, so the loop ends in a few rounds.
         margin = 0.0 if rounds == 1 else min(1e-9 * 4.0 ** (rounds - 2), 1e-5)
         eps_env = eps * (1.0 - margin)
-        for start in range(0, m, step):
-            block = L[:, start : start + step]  # (n, k)
-            L[:, start : start + step] = (block[None, :, :] + eps_env * d[:, :, None]).min(axis=1)
+        L = _extension(L, d, eps_env, np.minimum)
         top = L.max(axis=1, keepdims=True)
         if not np.all(np.isfinite(top)):
             break  # some row lost all its mass
@@ -157,13 +156,46 @@ def repair_mechanism(
 
 def _upper_extension(L: np.ndarray, d: np.ndarray, eps: float) -> np.ndarray:
     """Per column, the least log-Lipschitz majorant ``max_x' L[x', y] - eps d(x, x')`` (>= L; -inf stays)."""
-    n, m = L.shape
-    out = np.empty_like(L)
-    step = max(1, _BLOCK // (n * n))
-    for start in range(0, m, step):
-        block = L[:, start : start + step]
-        out[:, start : start + step] = (block[None, :, :] - eps * d[:, :, None]).max(axis=1)
+    return _extension(L, d, -eps, np.maximum)
+
+
+def _extension(L: np.ndarray, d: np.ndarray, slope: float, pick: np.ufunc) -> np.ndarray:
+    """``pick`` (np.maximum or np.minimum) over x' of ``L[x', y] + slope d(x, x')``, per entry (x, y)."""
+    out = L.copy()  # x' = x: d = 0
+    shifted = np.empty_like(L)
+    for src in range(len(L)):  # x' = src against every x (module comment on the loop)
+        np.add(L[src], slope * d[:, src, None], out=shifted)
+        pick(out, shifted, out=out)
     return out
+
+
+def _breaks_after_raise(L: np.ndarray, norm: np.ndarray, d: np.ndarray, eps: float, raised: float) -> bool:
+    """Whether some ratio of ``exp(L)`` breaks eps by more than 1e-12, where ``L + norm`` (per row) is
+    ``raised``-log-Lipschitz in every column (a fresh :func:`_upper_extension`).
+
+    ``L[a] - L[b] <= raised d(a, b) + norm[b] - norm[a]``, so only the pairs whose normaliser gap is
+    above ``(eps - raised) d(a, b)`` (less a 1e-9 margin for rounding) can break a ratio: those are
+    checked exactly, the rest never (n^2 work instead of n^2 m; the caller confirms a pass with
+    :func:`mdp_violation`).
+    """
+    n, m = L.shape
+    live = np.isfinite(L).all(axis=0)  # all-zero columns carry no information
+    L = L[:, live]
+    worst = float("-inf")
+    step = max(1, _BLOCK // max(1, n * m))
+    for start in range(0, n, step):
+        gap = norm[None, :] - norm[start : start + step, None] - (eps - raised) * d[start : start + step]
+        a, b = np.nonzero(gap > -1e-9)
+        a += start
+        keep = a != b
+        a, b = a[keep], b[keep]
+        for lo in range(0, len(a), step * n):
+            ca, cb = a[lo : lo + step * n], b[lo : lo + step * n]
+            excess = (L[ca] - L[cb]).max(axis=1) - eps * d[ca, cb]
+            worst = max(worst, float(excess.max(initial=float("-inf"))))
+            if worst > 1e-12:
+                return True
+    return False
 
 
 def _least_uniform_mix(P: np.ndarray, d: np.ndarray, eps: float) -> float:
@@ -235,14 +267,19 @@ def raise_repair(
         raise DataError("every row of Z needs positive mass")
     with np.errstate(divide="ignore"):
         L = np.log(V)
+    raised = (1.0 - slack) * eps
     for rounds in range(1, max_rounds + 1):
-        L = _upper_extension(L, d, (1.0 - slack) * eps)
-        top = L.max(axis=1, keepdims=True)
-        L -= top + np.log(np.exp(L - top).sum(axis=1, keepdims=True))  # normalise rows in log space
+        L = _upper_extension(L, d, raised)
+        top = L.max(axis=1)
+        norm = top + np.log(np.exp(L - top[:, None]).sum(axis=1))
+        L -= norm[:, None]  # normalise rows in log space
+        if _breaks_after_raise(L, norm, d, eps, raised):
+            continue
         P = np.exp(L)
         viol = mdp_violation(P, d, eps)
         if viol <= 1e-12:
             return P, viol, rounds
+    P = np.exp(L)
     P, viol, lowering = repair_mechanism(P, d, eps)
     rounds = max_rounds + lowering
     if viol <= 1e-12:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from mdp_core.errors import DataError
 from mdp_core.mechanisms import VIOLATION_TOL, mdp_violation, raise_repair
-from mdp_core.mechanisms.verify import _least_uniform_mix
+from mdp_core.mechanisms.verify import _breaks_after_raise, _least_uniform_mix, _upper_extension
 
 
 def points_and_matrix(seed: int, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -98,3 +98,25 @@ def test_bad_shapes_and_empty_rows_raise() -> None:
     z[2] = 0.0
     with pytest.raises(DataError, match="positive mass"):
         raise_repair(z, dist, 1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(2, 30),
+    m=st.integers(1, 6),
+    eps=st.floats(0.2, 4.0),
+    slack=st.sampled_from([1e-6, 0.003, 0.02, 0.3]),
+    spread=st.sampled_from([0.0, 1e-4, 0.5]),
+)
+def test_the_normaliser_screen_decides_as_the_exact_check(
+    seed: int, n: int, m: int, eps: float, slack: float, spread: float
+) -> None:
+    # after a raise only pairs whose row normalisers differ enough can break a ratio: the screen that
+    # looks at those alone must say "breaks" exactly when the full check finds an excess above 1e-12
+    dist, z = points_and_matrix(seed, n, m)
+    raised = (1.0 - slack) * eps
+    L = _upper_extension(np.log(z), dist, raised)
+    norm = np.log(np.exp(L).sum(axis=1)) + np.random.default_rng(seed).uniform(0, spread, n)
+    L -= norm[:, None]
+    assert _breaks_after_raise(L, norm, dist, eps, raised) == (mdp_violation(np.exp(L), dist, eps) > 1e-12)
