@@ -24,7 +24,7 @@ from mdp_core.geo.extension import GeoMechanism, tree_extension, tree_seed
 from mdp_core.geo.optimal import OPTIMAL_ADVICE, OPTIMAL_MAX_TARGETS, optimal_geo_mechanism
 from mdp_core.geo.roads import RoadNetwork, load_road_network
 from mdp_core.geo.seed_lp import SeedLPResult
-from mdp_core.geo.spanner import SPANNER_MAX_TARGETS, spanner_mechanism
+from mdp_core.geo.spanner import FINE_GRID_TARGETS, SPANNER_MAX_TARGETS, spanner_mechanism
 from mdp_core.geo.utility import GeoProblem, build_problem, check_target_count
 from mdp_core.geo.verify import verify_geo
 
@@ -57,6 +57,12 @@ SPANNER_SECONDS = 60.0
 BILINEAR_SECONDS = 240.0
 OPTIMAL_SECONDS = 900.0
 _REFERENCE_SECONDS = {"spanner": SPANNER_SECONDS, "bilinear": BILINEAR_SECONDS, "optimal": OPTIMAL_SECONDS}
+#: The spanner LP's seconds above :data:`~mdp_core.geo.spanner.FINE_GRID_TARGETS` targets, where PDLP
+#: converges slowly: 15 km city at depth 3 (3,469 targets), eps 1.5 / km, 60 / 120 / 200 / 240 s of PDLP:
+#: 1.0595 / 1.0353 / 1.0257 / 1.0267 km; at eps 0.5 / 1.0 1.8678 / 1.3959 km with 60 s, 1.7793 / 1.3403
+#: with 240 s. The spanner and the raise add 40-70 s: 288-314 s in all, about what 60 s of PDLP took
+#: before they were made faster. Depth 2 gains little (eps 1.5: 1.0415 km with 60 s, 1.0379 with 120).
+FINE_GRID_SPANNER_SECONDS = 240.0
 #: Named ``bound_cosets`` choices (besides an integer step): the automatic step, the coarser grid's cosets.
 COSET_CHOICES = ("auto", "coarser")
 #: What ``bound_cosets`` / ``--bound-cosets`` accept, in words, for their error messages.
@@ -115,7 +121,8 @@ def compare_methods(
     ``utility / bound - 1``. ``worse_than_em_remap`` is filled whenever both a tree variant and
     ``em_remap`` are among ``methods``. The tree variants share one seed LP (``seed``: one solved before by
     :func:`~mdp_core.geo.extension.tree_seed` for this problem and eps, else solved here once).
-    ``reference_seconds`` replaces the reference methods' solver time (SPANNER_SECONDS, BILINEAR_SECONDS).
+    ``reference_seconds`` replaces the reference methods' solver time (SPANNER_SECONDS, or
+    FINE_GRID_SPANNER_SECONDS on finer grids; BILINEAR_SECONDS).
     ``bound_cosets=k > 0`` takes the bound from the k x k cosets of the fine grid instead, ``"auto"`` from
     cosets of at most :data:`~mdp_core.geo.cosets.COSET_TARGETS` targets, ``"coarser"`` from those of the
     grid one level coarser, the targets aggregated onto it
@@ -150,6 +157,8 @@ def compare_methods(
                 "optimal": optimal_geo_mechanism,
             }
             build, seconds_lp = builders[name], _REFERENCE_SECONDS[name]
+            if name == "spanner" and problem.grid.n_targets > FINE_GRID_TARGETS:
+                seconds_lp = FINE_GRID_SPANNER_SECONDS
             try:
                 mechs[name] = build(problem, eps, time_limit=reference_seconds or seconds_lp)
             except DataError as exc:  # a reference only: say why, keep the other methods

@@ -47,8 +47,8 @@ from mdp_core.mechanisms.verify import VIOLATION_TOL, raise_repair
 __all__ = ["SPANNER_MAX_TARGETS", "spanner_mechanism", "spanner_slack"]
 
 #: Largest target count :func:`spanner_mechanism` accepts by default (all-pairs distances and the repair
-#: are O(n^2 m): 1,251 targets of the 15 km city at depth 2 take ~2 min in all, its 3,469 at depth 3
-#: ~5 min: spanner 86 s, PDLP 60 s, raise 136 s).
+#: are O(n^2 m): with 60 s of PDLP 1,251 targets of the 15 km city at depth 2 take 71 s in all, its
+#: 3,469 at depth 3 ~2 min: spanner 19 s, PDLP 60 s, raise 21-48 s).
 SPANNER_MAX_TARGETS = 4_000
 #: Default ``slack`` of the raise: :data:`SLACK` on grids up to :data:`FINE_GRID_TARGETS` targets,
 #: :data:`FINE_GRID_SLACK` above. On finer grids the neighbours are closer, so normalising the rows moves
@@ -86,9 +86,9 @@ def spanner_mechanism(
     certificate was the tighter bound in 6 of the 12 district and city configurations at depths 1-2.
     Against the exact optimum at depth 1 (``bench geo_optimal``) it is 0.4 / 0.7 / 0.8 % above it, its
     certificate 0.7 / 1.3 / 1.7 % below: most of the bracket is the bound's. At depth 3 of the city (3,469
-    targets, slack 0.02): 1.8678 / 1.3959 / 1.0764 km in 287-297 s, against the bilinear lattice's 1.7522 /
-    1.3941 / 1.1361: PDLP's 60 s leave a rougher solution there, which the raise pays for most at small
-    eps; the comparison keeps the better of the two.
+    targets, slack 0.02) 60 s of PDLP leave a rough solution, which the raise pays for: 1.8678 / 1.3959 /
+    1.0764 km; with 240 s (a comparison's default there) 1.7793 / 1.3403 / 1.0267 km in 288-314 s in all,
+    against the bilinear lattice's 1.7522 / 1.3941 / 1.1361; the comparison keeps the better of the two.
 
     Parameters
     ----------

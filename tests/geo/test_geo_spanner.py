@@ -25,7 +25,9 @@ from mdp_core.geo import (
     verify_geo,
     yao_pairs,
 )
+from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.spanner import FINE_GRID_SLACK, FINE_GRID_TARGETS, SLACK
+from mdp_core.geo.utility import GeoProblem
 from mdp_core.mechanisms import mdp_violation
 
 
@@ -198,6 +200,26 @@ def test_a_spanner_that_cannot_be_built_is_reported_not_fatal(monkeypatch: pytes
     comp = compare_methods(problem, 1.0, methods=("em", "spanner"), verify_samples=500)
     assert set(comp.utility_km) == {"em"}
     assert comp.failed["spanner"].startswith("the spanner LP takes at most 5 targets")
+
+
+def test_finer_grids_give_the_spanner_lp_more_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mdp_core.geo.compare as compare
+
+    problem = tiny_problem(4, 3, seed=1)
+    asked: list[float] = []
+
+    def timed(p: GeoProblem, eps: float, *, time_limit: float) -> GeoMechanism:
+        asked.append(time_limit)
+        return spanner_mechanism(p, eps, time_limit=5.0)
+
+    monkeypatch.setattr(compare, "spanner_mechanism", timed)
+    for fine_above in (problem.grid.n_targets, problem.grid.n_targets - 1):
+        monkeypatch.setattr(compare, "FINE_GRID_TARGETS", fine_above)
+        compare_methods(problem, 1.0, methods=("spanner",), verify_samples=100)
+    assert asked == [compare.SPANNER_SECONDS, compare.FINE_GRID_SPANNER_SECONDS]
+    assert compare.SPANNER_SECONDS < compare.FINE_GRID_SPANNER_SECONDS
+    compare_methods(problem, 1.0, methods=("spanner",), verify_samples=100, reference_seconds=7.0)
+    assert asked[-1] == 7.0  # the page's own time wins on any grid
 
 
 def test_short_bounds_aggregate_from_fewer_targets(monkeypatch: pytest.MonkeyPatch) -> None:
