@@ -43,9 +43,11 @@ __all__ = [
     "BOUND_SECONDS",
     "CUSTOM",
     "DEFAULT_LEVEL",
+    "FINE_GRID_TARGETS",
     "LEVEL_RADIUS_KM",
     "MAP_HEIGHT",
     "NO_BASE_MAP",
+    "PAGE_FINE_SPANNER_SECONDS",
     "PAGE_LP_SECONDS",
     "PAGE_METHODS",
     "POLL_SECONDS",
@@ -117,8 +119,14 @@ BOUND_SECONDS = 20.0
 #: district's default (depth 2, medium eps) takes the bilinear lattice to level 2 in 31 s (0.3674 km;
 #: level 0 alone, 20 s: 0.3699; PDLP's 16-gon LP in 10 s, before: 0.3756).
 PAGE_LP_SECONDS = {"bilinear": 30.0, "spanner": 20.0}
+#: The spanner LP's seconds on maps of more than FINE_GRID_TARGETS targets, where 20 s of PDLP leave a
+#: rough solution that the raise pays for: the 15 km city at depth 3, eps 1 / km, 2.278 km in 54 s in all
+#: (worse than EM + remap) against 1.3547 km with 120 s (197 s in all; the bilinear lattice 1.3941).
+PAGE_FINE_SPANNER_SECONDS = 120.0
 #: Largest map (targets) the spanner LP takes.
 SPANNER_MAX_TARGETS = cgeo.SPANNER_MAX_TARGETS
+#: Maps above this many targets give the spanner LP :data:`PAGE_FINE_SPANNER_SECONDS`.
+FINE_GRID_TARGETS = cgeo.FINE_GRID_TARGETS
 #: Methods the page offers: the core's, then the reference LPs (opt-in: 20 s to 3 min per build).
 PAGE_METHODS = (*cgeo.METHODS, "bilinear", "spanner")
 #: Seconds a page run waits for a queued build before drawing a preview and polling: a build that takes
@@ -312,6 +320,13 @@ def mechanism(config: GeoConfig, eps: float, method: str, progress: Progress = N
     )
 
 
+def page_lp_seconds(method: str, n_targets: int) -> float | None:
+    """Seconds of solver a reference method gets on the page (None: not a reference LP)."""
+    if method == "spanner" and n_targets > cgeo.FINE_GRID_TARGETS:
+        return PAGE_FINE_SPANNER_SECONDS
+    return PAGE_LP_SECONDS.get(method)
+
+
 def _build(config: GeoConfig, eps: float, method: str, progress: Progress) -> GeoComparison:
     """One method on ``config`` at ``eps``; the tree variants share one seed LP through the store."""
     seed = None
@@ -327,7 +342,7 @@ def _build(config: GeoConfig, eps: float, method: str, progress: Progress) -> Ge
         verify_samples=PAGE_SAMPLES,
         rng=np.random.default_rng(config.seed + 1),
         seed=seed,
-        reference_seconds=PAGE_LP_SECONDS.get(method),
+        reference_seconds=page_lp_seconds(method, cached_problem(config).grid.n_targets),
         progress=progress,
     )
     if method in comp.failed:  # the page shows the reason where the map would be

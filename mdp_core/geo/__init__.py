@@ -59,12 +59,13 @@ from mdp_core.geo.seed_lp import (
     seed_cost,
     solve_seed_lp,
 )
-from mdp_core.geo.spanner import SPANNER_MAX_TARGETS, spanner_mechanism, spanner_slack
+from mdp_core.geo.spanner import FINE_GRID_TARGETS, SPANNER_MAX_TARGETS, spanner_mechanism, spanner_slack
 from mdp_core.geo.utility import GeoProblem, build_problem, expected_travel_error, travel_loss
 from mdp_core.geo.verify import GeoVerification, verify_geo
 
 __all__ = [
     "DEFAULT_CITY",
+    "FINE_GRID_TARGETS",
     "METHODS",
     "OPTIMAL_MAX_TARGETS",
     "SPANNER_MAX_TARGETS",

@@ -44,7 +44,7 @@ from mdp_core.geo.pairs import spanner_pairs
 from mdp_core.geo.utility import GeoProblem, check_lp_inputs, check_target_count
 from mdp_core.mechanisms.verify import VIOLATION_TOL, raise_repair
 
-__all__ = ["SPANNER_MAX_TARGETS", "spanner_mechanism", "spanner_slack"]
+__all__ = ["FINE_GRID_TARGETS", "SPANNER_MAX_TARGETS", "spanner_mechanism", "spanner_slack"]
 
 #: Largest target count :func:`spanner_mechanism` accepts by default (all-pairs distances and the repair
 #: are O(n^2 m): with 60 s of PDLP 1,251 targets of the 15 km city at depth 2 take 71 s in all, its

@@ -419,6 +419,15 @@ def test_spanner_lp_on_request_certifies_the_bound(app: AppTest) -> None:
     assert any("multipliers of the spanner LP" in c.value for c in at.caption)
 
 
+def test_the_page_gives_the_spanner_lp_more_time_on_fine_maps() -> None:
+    n = cgeo.FINE_GRID_TARGETS
+    coarse, fine = geo.page_lp_seconds("spanner", n), geo.page_lp_seconds("spanner", n + 1)
+    assert coarse == geo.PAGE_LP_SECONDS["spanner"] and fine == geo.PAGE_FINE_SPANNER_SECONDS
+    assert coarse < fine
+    assert geo.page_lp_seconds("bilinear", n + 1) == geo.PAGE_LP_SECONDS["bilinear"]
+    assert geo.page_lp_seconds("em", n) is None  # not a reference LP: the comparison's own default
+
+
 def test_downloads_carry_the_map(app: AppTest) -> None:
     """GeoJSON points fall inside the network's lon/lat box; the .npz carries eps, CRS and metadata."""
     at = _run(app.switch_page("views/geo.py"))
