@@ -55,16 +55,25 @@ SPANNER_MAX_TARGETS = 4_000
 #: more of their small ratios and the raise settles slowly. 15 km city, eps 1.5 / km, 60 s of PDLP:
 #: depth 2 (1,251 targets) 1.0414 km at 0.003 (19 rounds, 127 s in all) against 1.0547 at 0.02 (6
 #: rounds, 88 s); depth 3 (3,469) 1.0875 at 0.003 (12 raise rounds, then 51 lowering: 642 s) against
-#: 1.0764 at 0.02 (17 rounds: 290 s); the bilinear lattice mechanism there: 1.1361.
+#: 1.0764 at 0.02 (17 rounds: 290 s); the bilinear lattice mechanism there: 1.1361. A longer LP leaves
+#: smoother rows, and then a small slack wins there too: with :data:`LONG_LP_SECONDS` of PDLP or more,
+#: :data:`LONG_LP_FINE_SLACK`. Depth 3, 240 s of PDLP, the same LP solution raised with slack 0.04 / 0.02
+#: / 0.01 / 0.005: eps 1.0 1.3580 / 1.3402 / 1.3315 / 1.3272 km (6 / 12 / 18 / 19 rounds, 14-51 s), eps
+#: 1.5 - / 1.0263 / 1.0182 / 1.0142 km.
 SLACK = 0.003
 FINE_GRID_SLACK = 0.02
 FINE_GRID_TARGETS = 1_500
+LONG_LP_SECONDS = 240.0
+LONG_LP_FINE_SLACK = 0.005
 
 
-def spanner_slack(n_targets: int) -> float:
-    """The raise's default slack on a grid of ``n_targets`` targets: :data:`SLACK` up to
-    :data:`FINE_GRID_TARGETS`, :data:`FINE_GRID_SLACK` above (measured there)."""
-    return SLACK if n_targets <= FINE_GRID_TARGETS else FINE_GRID_SLACK
+def spanner_slack(n_targets: int, time_limit: float = 0.0) -> float:
+    """The raise's default slack on a grid of ``n_targets`` targets after ``time_limit`` seconds of PDLP:
+    :data:`SLACK` up to :data:`FINE_GRID_TARGETS`; above, :data:`LONG_LP_FINE_SLACK` from
+    :data:`LONG_LP_SECONDS` on, else :data:`FINE_GRID_SLACK` (measured there)."""
+    if n_targets <= FINE_GRID_TARGETS:
+        return SLACK
+    return LONG_LP_FINE_SLACK if time_limit >= LONG_LP_SECONDS else FINE_GRID_SLACK
 
 
 def spanner_mechanism(
@@ -88,7 +97,8 @@ def spanner_mechanism(
     certificate 0.7 / 1.3 / 1.7 % below: most of the bracket is the bound's. At depth 3 of the city (3,469
     targets, slack 0.02) 60 s of PDLP leave a rough solution, which the raise pays for: 1.8678 / 1.3959 /
     1.0764 km; with 240 s (a comparison's default there) 1.7793 / 1.3403 / 1.0267 km in 288-314 s in all,
-    against the bilinear lattice's 1.7522 / 1.3941 / 1.1361; the comparison keeps the better of the two.
+    and 1.3272 / 1.0142 at eps 1.0 / 1.5 with the slack 0.005 that :func:`spanner_slack` takes after 240
+    s, against the bilinear lattice's 1.7522 / 1.3941 / 1.1361; the comparison keeps the better of the two.
 
     Parameters
     ----------
@@ -102,7 +112,7 @@ def spanner_mechanism(
         Seconds of PDLP (the rest, spanner and repair, comes on top).
     slack : float, optional
         Relative budget the raise keeps back (it raises to ``(1 - slack) eps``) for normalising the rows;
-        default :func:`spanner_slack` of the target count.
+        default :func:`spanner_slack` of the target count and ``time_limit``.
     max_targets : int
         Refuse larger problems (DataError): the repair and the check are O(n^2 m).
 
@@ -115,7 +125,7 @@ def spanner_mechanism(
     """
     eps = check_lp_inputs(problem, eps, time_limit)
     if slack is None:
-        slack = spanner_slack(problem.grid.n_targets)
+        slack = spanner_slack(problem.grid.n_targets, time_limit)
     if not 0.0 < slack < 0.5:
         raise DataError(f"slack must be in (0, 0.5), got {slack!r}")
     targets, cost = problem.targets_km, problem.cost

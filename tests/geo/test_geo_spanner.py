@@ -26,7 +26,13 @@ from mdp_core.geo import (
     yao_pairs,
 )
 from mdp_core.geo.extension import GeoMechanism
-from mdp_core.geo.spanner import FINE_GRID_SLACK, FINE_GRID_TARGETS, SLACK
+from mdp_core.geo.spanner import (
+    FINE_GRID_SLACK,
+    FINE_GRID_TARGETS,
+    LONG_LP_FINE_SLACK,
+    LONG_LP_SECONDS,
+    SLACK,
+)
 from mdp_core.geo.utility import GeoProblem
 from mdp_core.mechanisms import mdp_violation
 
@@ -133,12 +139,20 @@ def test_spanner_certificate_is_the_relaxation_optimum_and_below_the_full_optimu
 def test_finer_grids_take_the_larger_default_slack(monkeypatch: pytest.MonkeyPatch) -> None:
     problem = tiny_problem(4, 3, seed=1, seed_n=3)
     assert spanner_slack(FINE_GRID_TARGETS) == SLACK < FINE_GRID_SLACK == spanner_slack(FINE_GRID_TARGETS + 1)
+    long_lp = spanner_slack(FINE_GRID_TARGETS + 1, LONG_LP_SECONDS)
+    assert long_lp == LONG_LP_FINE_SLACK < FINE_GRID_SLACK
+    assert spanner_slack(FINE_GRID_TARGETS, LONG_LP_SECONDS) == SLACK  # coarse grids: whatever the time
     small = spanner_mechanism(problem, 2.0)
     np.testing.assert_array_equal(small.matrix, spanner_mechanism(problem, 2.0, slack=SLACK).matrix)
     monkeypatch.setattr(spanner_module, "FINE_GRID_TARGETS", problem.grid.n_targets - 1)
     fine = spanner_mechanism(problem, 2.0)
     np.testing.assert_array_equal(fine.matrix, spanner_mechanism(problem, 2.0, slack=FINE_GRID_SLACK).matrix)
     assert not np.array_equal(fine.matrix, small.matrix)  # the raise kept more back
+    long_lp = spanner_mechanism(problem, 2.0, time_limit=LONG_LP_SECONDS)
+    np.testing.assert_array_equal(
+        long_lp.matrix, spanner_mechanism(problem, 2.0, slack=LONG_LP_FINE_SLACK).matrix
+    )
+    assert verify_geo(long_lp, exhaustive=True).holds
     assert verify_geo(fine, exhaustive=True).holds
 
 
