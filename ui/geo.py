@@ -329,20 +329,21 @@ def page_lp_seconds(method: str, n_targets: int) -> float | None:
 
 def _build(config: GeoConfig, eps: float, method: str, progress: Progress) -> GeoComparison:
     """One method on ``config`` at ``eps``; the tree variants share one seed LP through the store."""
+    problem = cached_problem(config)
     seed = None
     if method in cgeo.TREE_VARIANTS:
         seed = store().get_or_compute(
             ("geo-seed", config, round(float(eps), 12)),
-            lambda: cgeo.tree_seed(cached_problem(config), eps, progress=progress),
+            lambda: cgeo.tree_seed(problem, eps, progress=progress),
         )
     comp = cgeo.compare_methods(
-        cached_problem(config),
+        problem,
         eps,
         methods=(method,),
         verify_samples=PAGE_SAMPLES,
         rng=np.random.default_rng(config.seed + 1),
         seed=seed,
-        reference_seconds=page_lp_seconds(method, cached_problem(config).grid.n_targets),
+        reference_seconds=page_lp_seconds(method, problem.grid.n_targets),
         progress=progress,
     )
     if method in comp.failed:  # the page shows the reason where the map would be
