@@ -56,12 +56,10 @@ _WARM_MIX, _WARM_MU = 0.02, 0.1
 _STEP = 0.995
 #: Iterative refinement of the Newton systems: at most this many steps, until this relative residual.
 _REFINE_STEPS, _REFINE_TOL = 4, 1e-10
-#: Gondzio's multiple centrality correctors: at most this many a step, each accepted while it lengthens
-#: the step by a factor of at least ``_CORRECTOR_GAIN``; products pulled into
-#: ``[_CENTRE_LOW, _CENTRE_HIGH] * sigma mu`` at a trial step ``_ASPIRATION`` longer.
-_CORRECTORS = 3
-_CORRECTOR_GAIN = 1.01
-_ASPIRATION = 0.3
+#: Gondzio's centrality correctors: at most this many a step, each kept while it lengthens the step by a
+#: factor ``_CORRECTOR_GAIN``; products pulled into ``[_CENTRE_LOW, _CENTRE_HIGH] * sigma mu`` at a trial
+#: step ``_ASPIRATION`` longer.
+_CORRECTORS, _CORRECTOR_GAIN, _ASPIRATION = 3, 1.01, 0.3
 _CENTRE_LOW, _CENTRE_HIGH = 0.1, 10.0
 #: Largest centring weight: Mehrotra's ``(mu_aff / mu)^3`` stays at 0.4-0.8 on the city's LPs (the affine
 #: step is blocked at 0.1-0.2 by a few dozen of a million rows), so mu fell by only ~0.8 an iteration.
@@ -338,7 +336,7 @@ def solve_geo_lp(
         Relative duality gap and residuals at which to stop.
     max_iter : int
     deadline : float, optional
-        ``time.perf_counter()`` value after which to return the current iterate (``converged=False``).
+        ``perf_counter()`` time to return by (``converged=False``): no step starts that would overrun it.
     start : GeoLPSolution, optional
         A solution of the same LP on the first ``len(start.nu)`` of ``rows`` (row generation): the solve
         starts near it instead of at the uniform mechanism.
@@ -392,7 +390,7 @@ def _interior_point(
         x, s, lam, w, y = _warm_point(st, c, budget, start)
     count = len(s) + len(x)
     buffer = np.empty((m, n, n))  # the Hessian blocks, then their inverses, every iteration
-    gap, converged, iterations = 1.0, False, 0
+    gap, converged, iterations, tick = 1.0, False, 0, time.perf_counter()
     scale = 1.0 + float(np.abs(c).max())  # of the dual residual
     best_estimate, best_lam = -np.inf, lam
     for iterations in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
@@ -415,8 +413,10 @@ def _interior_point(
         if feasible and (certified or (gap <= tol and np.abs(rd).max() <= tol * scale)):
             converged = True
             break
-        if deadline is not None and time.perf_counter() > deadline:
+        now = time.perf_counter()
+        if deadline is not None and 2.0 * now - tick > deadline:  # the next step would end past it
             break
+        tick = now
         done = min(0.99, np.log10(max(gap, 1e-12)) / np.log10(tol))
         report(progress, done, f"interior point: gap {gap:.1e}")
         mu = (float(lam @ s) + float(w @ x)) / count

@@ -14,7 +14,11 @@ n (n - 1) m), which makes it a relaxation of the full problem, and serves twice:
 * **a mechanism**: :func:`~mdp_core.mechanisms.raise_repair` fixes the pairs it left out: it raises each
   column to its least log-Lipschitz majorant at ``(1 - slack) eps`` and normalises the rows, until
   :func:`~mdp_core.mechanisms.mdp_violation` is within 1e-12 on ALL pairs (a mix with the uniform
-  mechanism at the least sufficient weight if rounds do not settle it);
+  mechanism at the least sufficient weight if rounds do not settle it). The raise lifts far outputs of
+  every row; a Bayesian remap (:func:`~mdp_core.geo.baselines.remap_matrix`: each output becomes the one
+  of least expected loss given it, a post-processing, so eps-mDP is kept) merges them back, and the exact
+  check runs on the result (15 km city, depth 3, 240 s of PDLP: 1.0142 to 1.0067 km at eps 1.5 / km, 69
+  of 117 outputs left; one pass: a second moves none);
 * **a lower bound**: the LP's multipliers, whatever their accuracy, certify
   ``sum_x min_y (c + A'nu)[x, y]`` by weak duality (:func:`~mdp_core.geo.bounds.certified_bound`) for
   every eps-mDP mechanism with these outputs.
@@ -38,11 +42,12 @@ import time
 
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
+from mdp_core.geo.baselines import remap_matrix
 from mdp_core.geo.bounds import GeoBound, _privacy_rows, _row_ratios, _solve, certified_bound
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.pairs import spanner_pairs
 from mdp_core.geo.utility import GeoProblem, check_lp_inputs, check_target_count
-from mdp_core.mechanisms.verify import VIOLATION_TOL, raise_repair
+from mdp_core.mechanisms.verify import VIOLATION_TOL, mdp_violation, raise_repair
 
 __all__ = ["FINE_GRID_TARGETS", "SPANNER_MAX_TARGETS", "spanner_mechanism", "spanner_slack"]
 
@@ -153,8 +158,9 @@ def spanner_mechanism(
         lp_objective=objective,
     )
     report(progress, 0.8, "spanner LP: raising to exact eps-mDP on all pairs")
-    # the repair returns the matrix's exact mdp_violation over all pairs: the check, done once
-    matrix, violation, rounds = raise_repair(raw, dist, eps, slack=slack)
+    raised, _, rounds = raise_repair(raw, dist, eps, slack=slack)
+    matrix = remap_matrix(raised, problem.prior, problem.loss)  # post-processing: eps-mDP kept (docstring)
+    violation = mdp_violation(matrix, dist, eps)  # the check of the returned matrix over all pairs
     if violation > VIOLATION_TOL:  # float rounding beyond the mix's margin: never return it unproven
         raise DataError(f"the spanner LP's solution could not be made eps-mDP (excess {violation:.3g})")
     end = time.perf_counter()

@@ -8,6 +8,7 @@ optimal_geo_mechanism equals an independent full LP (every ordered pair), is eps
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -97,6 +98,18 @@ def test_a_certify_stop_returns_once_the_certificate_is_that_close() -> None:
     assert early.objective <= certificate * (1 + 1e-4)
     excess = early.p[rows[:, 0], rows[:, 2]] - ratios * early.p[rows[:, 1], rows[:, 2]]
     assert excess.max() <= 1e-4  # the rows met to the same accuracy
+
+
+def test_a_deadline_stops_before_a_step_that_would_overrun_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = tiny_problem(10, 8, seed=3, seed_n=5)
+    cost, rows, ratios = lp_rows(problem, 1.5, 1.1)
+    clock = iter(np.arange(100.0))  # every reading of the clock one second later: every step takes 1 s
+    monkeypatch.setattr(ipm, "time", SimpleNamespace(perf_counter=lambda: float(next(clock))))
+    sol = solve_geo_lp(cost, rows, ratios, tol=1e-11, deadline=5.5)
+    # start at 0; the check of step k reads k; the step after the 5th would end at 6 > 5.5
+    assert sol.iterations == 5 and not sol.converged
+    full = solve_geo_lp(cost, rows, ratios, tol=1e-11)
+    assert full.iterations > 5 and sol.objective > full.objective
 
 
 @pytest.mark.parametrize("eps", [1.0, 2.0])
