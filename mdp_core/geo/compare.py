@@ -63,7 +63,7 @@ _REFERENCE_SECONDS = {"spanner": SPANNER_SECONDS, "bilinear": BILINEAR_SECONDS, 
 #: with 240 s. The spanner and the raise add 40-70 s: 288-314 s in all, about what 60 s of PDLP took
 #: before they were made faster. Depth 2 gains little (eps 1.5: 1.0415 km with 60 s, 1.0379 with 120).
 #: These at slack 0.02; after 240 s :func:`~mdp_core.geo.spanner.spanner_slack` takes 0.005, which raised
-#: the same LP solutions to 1.3272 / 1.0142 km at eps 1.0 / 1.5.
+#: the same LP solutions to 1.3272 / 1.0142 km at eps 1.0 / 1.5, and the remap to 1.3145 / 1.0067.
 FINE_GRID_SPANNER_SECONDS = 240.0
 #: Named ``bound_cosets`` choices (besides an integer step): the automatic step, the coarser grid's cosets.
 COSET_CHOICES = ("auto", "coarser")

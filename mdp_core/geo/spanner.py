@@ -17,8 +17,8 @@ n (n - 1) m), which makes it a relaxation of the full problem, and serves twice:
   mechanism at the least sufficient weight if rounds do not settle it). The raise lifts far outputs of
   every row; a Bayesian remap (:func:`~mdp_core.geo.baselines.remap_matrix`: each output becomes the one
   of least expected loss given it, a post-processing, so eps-mDP is kept) merges them back, and the exact
-  check runs on the result (15 km city, depth 3, 240 s of PDLP: 1.0142 to 1.0067 km at eps 1.5 / km, 69
-  of 117 outputs left; one pass: a second moves none);
+  check runs on the result (15 km city, depth 3, 240 s of PDLP, eps 1.0 / 1.5 per km: 1.3272 / 1.0142 to
+  1.3145 / 1.0067 km, 52 / 69 of 117 outputs left; a second pass moves none);
 * **a lower bound**: the LP's multipliers, whatever their accuracy, certify
   ``sum_x min_y (c + A'nu)[x, y]`` by weak duality (:func:`~mdp_core.geo.bounds.certified_bound`) for
   every eps-mDP mechanism with these outputs.
@@ -103,7 +103,8 @@ def spanner_mechanism(
     targets, slack 0.02) 60 s of PDLP leave a rough solution, which the raise pays for: 1.8678 / 1.3959 /
     1.0764 km; with 240 s (a comparison's default there) 1.7793 / 1.3403 / 1.0267 km in 288-314 s in all,
     and 1.3272 / 1.0142 at eps 1.0 / 1.5 with the slack 0.005 that :func:`spanner_slack` takes after 240
-    s, against the bilinear lattice's 1.7522 / 1.3941 / 1.1361; the comparison keeps the better of the two.
+    s, remapped 1.3145 / 1.0067, against the bilinear lattice's 1.7522 / 1.3941 / 1.1361 (a remap moves
+    none of its outputs); the comparison keeps the better of the two.
 
     Parameters
     ----------
