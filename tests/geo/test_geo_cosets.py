@@ -46,7 +46,7 @@ def test_bound_is_the_weighted_sum_of_the_cosets_spanner_relaxations(eps: float)
         mass * full_lp(sub, eps, spanner_pairs(sub.targets_km, DILATION)[0]) for mass, sub in parts
     )
     bound = coset_lower_bound(problem, eps, step=2, time_limit=30)
-    assert not bound.exact and "4 cosets (2 x 2) of 1.1-spanner relaxation" in bound.method
+    assert not bound.exact and f"4 cosets (2 x 2) of {DILATION}-spanner relaxation" in bound.method
     assert bound.value <= reference + 1e-12  # certified: never above the relaxations' optima
     assert bound.value == pytest.approx(reference, rel=1e-5)  # each small coset's solve converges
     assert bound.value <= full_lp(problem, eps) + 1e-9  # never above the whole problem's optimum
