@@ -59,7 +59,7 @@ from mdp_core.geo.seed_lp import (
     seed_cost,
     solve_seed_lp,
 )
-from mdp_core.geo.spanner import FINE_GRID_TARGETS, SPANNER_MAX_TARGETS, spanner_mechanism, spanner_slack
+from mdp_core.geo.spanner import FINE_GRID_TARGETS, SPANNER_MAX_TARGETS, spanner_mechanism, spanner_slacks
 from mdp_core.geo.utility import GeoProblem, build_problem, expected_travel_error, travel_loss
 from mdp_core.geo.verify import GeoVerification, verify_geo
 
@@ -116,7 +116,7 @@ __all__ = [
     "solve_seed_lp",
     "spanner_mechanism",
     "spanner_pairs",
-    "spanner_slack",
+    "spanner_slacks",
     "tighter_bound",
     "travel_loss",
     "tree_extension",

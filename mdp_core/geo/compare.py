@@ -62,7 +62,7 @@ _REFERENCE_SECONDS = {"spanner": SPANNER_SECONDS, "bilinear": BILINEAR_SECONDS, 
 #: 1.0595 / 1.0353 / 1.0257 / 1.0267 km; at eps 0.5 / 1.0 1.8678 / 1.3959 km with 60 s, 1.7793 / 1.3403
 #: with 240 s. The spanner and the raise add 40-70 s: 288-314 s in all, about what 60 s of PDLP took
 #: before they were made faster. Depth 2 gains little (eps 1.5: 1.0415 km with 60 s, 1.0379 with 120).
-#: These at slack 0.02; after 240 s :func:`~mdp_core.geo.spanner.spanner_slack` takes 0.005, which raised
+#: These at slack 0.02; after 240 s :func:`~mdp_core.geo.spanner.spanner_slacks` offers 0.005, which raised
 #: the same LP solutions to 1.3272 / 1.0142 km at eps 1.0 / 1.5, and the remap to 1.3145 / 1.0067.
 FINE_GRID_SPANNER_SECONDS = 240.0
 #: Named ``bound_cosets`` choices (besides an integer step): the automatic step, the coarser grid's cosets.

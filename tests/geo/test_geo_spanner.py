@@ -21,7 +21,7 @@ from mdp_core.geo import (
     run_bench,
     spanner_mechanism,
     spanner_pairs,
-    spanner_slack,
+    spanner_slacks,
     verify_geo,
     yao_pairs,
 )
@@ -29,7 +29,7 @@ from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.spanner import (
     FINE_GRID_SLACK,
     FINE_GRID_TARGETS,
-    LONG_LP_FINE_SLACK,
+    LONG_LP_FINE_SLACKS,
     LONG_LP_SECONDS,
     SLACK,
 )
@@ -164,22 +164,35 @@ def test_spanner_certificate_is_the_relaxation_optimum_and_below_the_full_optimu
 
 def test_finer_grids_take_the_larger_default_slack(monkeypatch: pytest.MonkeyPatch) -> None:
     problem = tiny_problem(4, 3, seed=1, seed_n=3)
-    assert spanner_slack(FINE_GRID_TARGETS) == SLACK < FINE_GRID_SLACK == spanner_slack(FINE_GRID_TARGETS + 1)
-    long_lp = spanner_slack(FINE_GRID_TARGETS + 1, LONG_LP_SECONDS)
-    assert long_lp == LONG_LP_FINE_SLACK < FINE_GRID_SLACK
-    assert spanner_slack(FINE_GRID_TARGETS, LONG_LP_SECONDS) == SLACK  # coarse grids: whatever the time
+    assert spanner_slacks(FINE_GRID_TARGETS) == (SLACK,)
+    assert spanner_slacks(FINE_GRID_TARGETS + 1) == (FINE_GRID_SLACK,)
+    assert spanner_slacks(FINE_GRID_TARGETS + 1, LONG_LP_SECONDS) == LONG_LP_FINE_SLACKS
+    assert max(LONG_LP_FINE_SLACKS) < FINE_GRID_SLACK
+    assert spanner_slacks(FINE_GRID_TARGETS, LONG_LP_SECONDS) == (SLACK,)  # coarse grids: whatever the time
     small = spanner_mechanism(problem, 2.0)
     np.testing.assert_array_equal(small.matrix, spanner_mechanism(problem, 2.0, slack=SLACK).matrix)
     monkeypatch.setattr(spanner_module, "FINE_GRID_TARGETS", problem.grid.n_targets - 1)
     fine = spanner_mechanism(problem, 2.0)
     np.testing.assert_array_equal(fine.matrix, spanner_mechanism(problem, 2.0, slack=FINE_GRID_SLACK).matrix)
     assert not np.array_equal(fine.matrix, small.matrix)  # the raise kept more back
-    long_lp = spanner_mechanism(problem, 2.0, time_limit=LONG_LP_SECONDS)
-    np.testing.assert_array_equal(
-        long_lp.matrix, spanner_mechanism(problem, 2.0, slack=LONG_LP_FINE_SLACK).matrix
-    )
-    assert verify_geo(long_lp, exhaustive=True).holds
     assert verify_geo(fine, exhaustive=True).holds
+
+
+@pytest.mark.parametrize("slacks", [(0.3, 0.01), (0.01, 0.3)])
+def test_after_a_long_lp_the_best_of_the_slacks_is_kept(
+    slacks: tuple[float, float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    problem = tiny_problem(4, 3, seed=1, seed_n=3)
+    monkeypatch.setattr(spanner_module, "FINE_GRID_TARGETS", problem.grid.n_targets - 1)
+    monkeypatch.setattr(spanner_module, "LONG_LP_FINE_SLACKS", slacks)
+    candidates = [spanner_mechanism(problem, 2.0, slack=slack) for slack in slacks]
+    errors = [mech.utility_km(problem) for mech in candidates]
+    assert errors[0] != pytest.approx(errors[1], rel=1e-3)  # the choice matters
+    best = candidates[int(np.argmin(errors))]
+    chosen = spanner_mechanism(problem, 2.0, time_limit=LONG_LP_SECONDS)
+    np.testing.assert_array_equal(chosen.matrix, best.matrix)
+    assert chosen.info["slack"] == best.info["slack"] == 0.01  # the smaller slack raises less here
+    assert verify_geo(chosen, exhaustive=True).holds
 
 
 def test_spanner_refuses_bad_input() -> None:
