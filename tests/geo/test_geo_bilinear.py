@@ -237,3 +237,8 @@ def test_bench_reference_builds_the_bilinear_mechanism_at_any_size() -> None:
     assert comp.violation_ratio["bilinear"] == 0.0
     assert record["best_private"] in {"bilinear", "spanner", "tree", "tree_m", "tree_o", "em", "em_remap"}
     assert record["gap"]["bilinear"] >= -1e-12
+    # the bound found in the time limit is kept apart from the spanner LP's certificate; the tighter is used
+    timed, certificate = record["timed_lower_bound"], record["spanner_lower_bound"]
+    assert comp.timed_bound is not None and timed == round(comp.timed_bound.value, 6)
+    assert record["lower_bound"] == max(timed, certificate)
+    assert record["seconds"]["bound"] == round(comp.timed_bound.seconds, 4)

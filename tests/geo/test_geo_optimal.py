@@ -394,6 +394,7 @@ def test_comparison_takes_the_exact_optimum_as_its_bound() -> None:
     comp = compare_methods(problem, 1.0, methods=methods, bound=True)
     optimum = comp.mechanisms["optimal"]
     assert comp.bound is optimum.info["lower_bound"] and comp.bound.exact
+    assert comp.timed_bound is None and "bound" not in comp.seconds  # nothing tighter to look for
     assert comp.bound.method.startswith("exact optimum")
     assert comp.violation_ratio["optimal"] == 0.0
     assert 0.0 <= comp.gap["optimal"] <= 1e-5
@@ -407,6 +408,7 @@ def test_bench_record_carries_the_optimum_and_refuses_large_grids(monkeypatch: p
     certificate = comp.mechanisms["optimal"].info["lower_bound"].value
     assert record["lower_bound"] == pytest.approx(certificate, abs=1e-6)
     assert record["bound_exact"] is True and record["best_private"] == "optimal"
+    assert record["timed_lower_bound"] is None  # with the exact optimum no other bound is computed
     monkeypatch.setattr(compare, "OPTIMAL_MAX_TARGETS", 3)
     with pytest.raises(DataError, match="at most 3 targets"):
         run_bench(net, depth=1, eps=1.0, seed_n=3, n_tasks=6, optimal=True)
