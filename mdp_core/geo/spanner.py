@@ -64,7 +64,7 @@ SPANNER_MAX_TARGETS = 4_000
 #: rounds, 88 s); depth 3 (3,469) 1.0875 at 0.003 (12 raise rounds, then 51 lowering: 642 s) against
 #: 1.0764 at 0.02 (17 rounds: 290 s); the bilinear lattice mechanism there: 1.1361. A longer LP leaves
 #: smoother rows, and then a small slack wins there too: with :data:`LONG_LP_SECONDS` of PDLP or more,
-#: :data:`LONG_LP_FINE_SLACK`. Depth 3, 240 s of PDLP, the same LP solution raised with slack 0.04 / 0.02
+#: :data:`LONG_LP_FINE_SLACKS`. Depth 3, 240 s of PDLP, the same LP solution raised with slack 0.04 / 0.02
 #: / 0.01 / 0.005: eps 1.0 1.3580 / 1.3402 / 1.3315 / 1.3272 km (6 / 12 / 18 / 19 rounds, 14-51 s), eps
 #: 1.5 - / 1.0263 / 1.0182 / 1.0142 km. How small a slack still settles depends on the LP solution, so
 #: after a long LP both :data:`LONG_LP_FINE_SLACKS` are tried and the better remapped matrix is kept: an
@@ -196,12 +196,10 @@ def _raise_and_remap(
 ) -> tuple[np.ndarray, float, int]:
     """The raise at each slack, remapped (post-processing: eps-mDP kept, module docstring); the matrix of
     least expected error, its slack and its raise's rounds."""
-    best: tuple[float, np.ndarray, float, int] | None = None
+    candidates = []
     for slack in slacks:
         raised, _, rounds = raise_repair(raw, dist, eps, slack=slack)
         matrix = remap_matrix(raised, problem.prior, problem.loss)
-        utility = float((problem.cost * matrix).sum())
-        if best is None or utility < best[0]:
-            best = (utility, matrix, slack, rounds)
-    assert best is not None  # slacks is never empty
-    return best[1:]
+        candidates.append((float((problem.cost * matrix).sum()), slack, rounds, matrix))
+    _, slack, rounds, matrix = min(candidates, key=lambda candidate: candidate[0])
+    return matrix, slack, rounds
