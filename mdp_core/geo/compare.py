@@ -184,19 +184,19 @@ def compare_methods(
         optimum = tighter_bound(None, mechs.get("optimal"))
         try:
             if optimum is not None and optimum.exact:  # nothing tighter to find
-                lower = None
+                timed = None
             elif bound_cosets:
                 step = None if isinstance(bound_cosets, str) else int(bound_cosets)
-                lower = coset_lower_bound(
+                timed = coset_lower_bound(
                     problem, eps, step=step, time_limit=bound_time_limit, aggregate=bound_cosets == "coarser"
                 )
             else:
-                lower = auto_lower_bound(problem, eps, time_limit=bound_time_limit)
+                timed = auto_lower_bound(problem, eps, time_limit=bound_time_limit)
         except DataError:  # too large for the bound's memory cap: reported as no bound
-            lower = None
-        timed, lower = lower, tighter_bound(lower, mechs.get("spanner"), mechs.get("optimal"))
+            timed = None
         if timed is not None:
             seconds["bound"] = timed.seconds
+        lower = tighter_bound(timed, mechs.get("spanner"), mechs.get("optimal"))
         if lower is not None:
             gap = {
                 k: (u / lower.value - 1.0 if lower.value > 0 else float("inf")) for k, u in utility.items()

@@ -48,7 +48,7 @@ from mdp_core.geo.baselines import remap_matrix
 from mdp_core.geo.bounds import GeoBound, _privacy_rows, _row_ratios, _solve, certified_bound
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.pairs import spanner_pairs
-from mdp_core.geo.utility import GeoProblem, check_lp_inputs, check_target_count
+from mdp_core.geo.utility import GeoProblem, check_lp_inputs, check_target_count, expected_travel_error
 from mdp_core.mechanisms.verify import VIOLATION_TOL, mdp_violation, raise_repair
 
 __all__ = ["FINE_GRID_TARGETS", "SPANNER_MAX_TARGETS", "spanner_mechanism", "spanner_slacks"]
@@ -200,6 +200,6 @@ def _raise_and_remap(
     for slack in slacks:
         raised, _, rounds = raise_repair(raw, dist, eps, slack=slack)
         matrix = remap_matrix(raised, problem.prior, problem.loss)
-        candidates.append((float((problem.cost * matrix).sum()), slack, rounds, matrix))
+        candidates.append((expected_travel_error(matrix, problem.prior, problem.loss), slack, rounds, matrix))
     _, slack, rounds, matrix = min(candidates, key=lambda candidate: candidate[0])
     return matrix, slack, rounds
