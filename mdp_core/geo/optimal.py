@@ -47,11 +47,17 @@ rows against 0.98 M); on a machine 2x slower earlier the same day 99-106 s again
 machine: eps 0.5 / 1.0 / 1.5 in 39.1 / 51.8 / 47.2 s (27+60, 32+63, 30+42 iterations; all exact, brackets
 1-4e-6). Stop 36, gemm at ~74 GF/s: 31.2 / 45.3 / 37.9 s, all exact.
 
-Depth 2 (1,251 targets; ``max_targets`` raised, started from the outputs the depth-1 optimum uses), eps
-1.5: rounds of 32 / 68 / 131 / 95 / 13 iterations on 72-84 outputs, 1.1 M to 4.0 M rows; out of time
-after 1,864 s with the bracket 1.02464-1.02697 km (0.23 %), so the spanner mechanism there (1.0414 km)
-is within 1.6 % of the optimum. Twice the near rows a round (2 M) made round 2 433 s instead of 345 s,
-and round 3 was still a whole LP.
+Depth 2 (1,251 targets; ``max_targets`` raised), eps 1.5, on a machine with gemm at ~115 GF/s (``bench
+geo_optimal``'s last row): started from the 106 outputs to which the depth-1 optimum, solved with every output
+kept (``leave_out=False``, 24 s), gives more than 1e-6, exact in two LPs (40 + 69 iterations, 6.4 M rows, up
+to 4.0 M of them near rows): 506.6 s in all, the depth-1 solve included; 1.0258014 km against the certificate
+1.0257919 (bracket 9.3e-6), verified eps-mDP on all pairs. Before, in the same session: started from the 72
+outputs the depth-1 optimum gives more than 1e-2 (its round 2 had left the small ones out) with 0.5 M near
+rows a round, seven LPs (32 / 68 / 132 / 98 iterations, then passes of 46 / 50 / 32 on 74 / 26 / 31 outputs;
+13 outputs came in at round 3) took 1,203 s for a bracket of 1.0e-5; from 84 outputs (1e-6 of that optimum)
+with 2 M near rows the third LP was still running at 620 s. Each whole LP restarts the interior point from a
+mixed point (its warm starts cut ~10 % of the iterations, not more: off the central path, the steps stay
+short), so what pays is to need fewer of them: all outputs the optimum uses, and enough rows, from the start.
 """
 
 from __future__ import annotations
@@ -76,7 +82,8 @@ from mdp_core.mechanisms.verify import VIOLATION_TOL, raise_repair, repair_mecha
 __all__ = ["OPTIMAL_MAX_TARGETS", "optimal_geo_mechanism"]
 
 #: Largest target count :func:`optimal_geo_mechanism` accepts by default: each interior-point iteration
-#: factorises m blocks of n x n (O(m n^3): 0.45 s at 406 targets, ~10 s at 1,251).
+#: factorises m blocks of n x n (O(m n^3): 0.45 s at 406 targets, 3.4 s at 1,251 with 106 outputs on a
+#: machine with gemm at ~115 GF/s).
 OPTIMAL_MAX_TARGETS = 600
 #: What to do instead, when a grid has more targets than that.
 OPTIMAL_ADVICE = "use depth 1, or the spanner LP (near-optimal, with a certified bound)"
@@ -100,6 +107,11 @@ NEAR_MARGIN = 0.25
 #: (66 against 68 iterations), the district at eps 1.5 81.2 against 68.6 s; all two rounds and exact.
 #: At 0.25 M eps 0.5 took 60.4 s but eps 1.0 three rounds (109.5 s).
 NEAR_ROWS = 500_000
+#: ... or this many per pair of targets, when more (above ~440 targets): depth 2 of the city (1,251
+#: targets, 106 outputs from depth 1), eps 1.5: with 4.0 M near rows round 2's LP closed the bracket (two
+#: LPs, 506.6 s with the depth-1 solve); with 2.0 M a third LP over 105 outputs followed (54 iterations,
+#: 241 s; 694 s without the depth-1 solve). Depth 1 keeps NEAR_ROWS (more was slower there, above).
+NEAR_ROWS_PER_PAIR = 2.56
 #: Spanner rows that round 1's solution meets with more than this share of their ratio to spare
 #: (``P[a] < (1 - share) r P[b]``) are left out of round 2's LP: they seldom bind at the optimum, and
 #: row generation brings back any that round 2's solution breaks. City depth 1, eps 1.5: 0.29 M of 0.54 M
@@ -134,6 +146,7 @@ def optimal_geo_mechanism(
     max_rounds: int = 12,
     max_targets: int = OPTIMAL_MAX_TARGETS,
     outputs: np.ndarray | None = None,
+    leave_out: bool = True,
     progress: Progress = None,
 ) -> GeoMechanism:
     """The eps-mDP mechanism of least expected travel error over ALL pairs of targets (module docstring).
@@ -156,6 +169,12 @@ def optimal_geo_mechanism(
     outputs : ndarray of int, optional
         Outputs to start from (those a coarser grid's optimum uses, say); the others are priced from the
         first round on and come into the LP when they pay. Default: all.
+    leave_out : bool
+        Leave the outputs round 1 gives less than :data:`LEAVE_OUT_BELOW` out of the later LPs (pricing
+        certifies them). Never done to a start set ``outputs``; False keeps every output in every LP, so
+        the result also shows which outputs carry small masses (a start set for the next finer grid: the
+        city's depth-1 optimum gives 106 outputs more than 1e-6 so, against 84 with them left out, from
+        which depth 2 brought 13 more in at round 3: a whole LP of 132 iterations).
 
     Returns
     -------
@@ -192,7 +211,7 @@ def optimal_geo_mechanism(
             spare = _spare_rows(p, rows, state.ratios(rows))
             rows, sol = rows[~spare], replace(sol, nu=sol.nu[~spare])
         rows = np.concatenate([rows, _new_rows(p, targets, eps, rows, broken, implied)])
-        if round_ == 2:
+        if round_ == 2 and leave_out and outputs is None:  # a start set is the caller's: kept whole
             rows, sol = state.outputs.leave_out(rows, sol, LEAVE_OUT_BELOW)
         entered = len(state.outputs.entering) > 0  # outputs whose pricing says they lower the objective
         rows, sol = state.outputs.enter(rows, sol)
@@ -347,14 +366,14 @@ def _new_rows(
     implied: np.ndarray,
 ) -> np.ndarray:
     """Rows of the full problem not in ``rows`` that ``p`` breaks (``broken``, when already scanned), and
-    up to :data:`NEAR_ROWS` more that it comes within :data:`NEAR_MARGIN` of breaking (largest excess
-    first); never those of the ``implied`` pairs."""
+    up to :data:`NEAR_ROWS` (:data:`NEAR_ROWS_PER_PAIR` per pair, when more) more that it comes within
+    :data:`NEAR_MARGIN` of breaking (largest excess first); never those of the ``implied`` pairs."""
     n, m = p.shape
     if broken is None:
         broken = _violated_rows(p, targets, eps, ROW_TOL, limit=n * n * m, skip=implied)
-    near = _violated_rows(
-        p, targets, eps, ROW_TOL, limit=len(broken) + NEAR_ROWS, relative=NEAR_MARGIN, skip=implied
-    )
+    cap = max(NEAR_ROWS, round(NEAR_ROWS_PER_PAIR * n * n))
+    limit = len(broken) + cap
+    near = _violated_rows(p, targets, eps, ROW_TOL, limit=limit, relative=NEAR_MARGIN, skip=implied)
     both = np.concatenate([broken, near])
     keys, first = np.unique(_row_keys(both, n, m), return_index=True)
     return both[first[~np.isin(keys, _row_keys(rows, n, m))]]

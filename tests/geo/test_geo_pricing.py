@@ -115,6 +115,26 @@ def test_the_exact_optimum_started_from_a_few_outputs_brings_in_those_it_needs(
     assert mdp_violation(mech.matrix, distances(problem), eps) <= 1e-9
 
 
+@pytest.mark.parametrize("start_set", [True, False])
+def test_a_start_set_or_leave_out_false_keeps_the_outputs_whole_in_round_2(
+    monkeypatch: pytest.MonkeyPatch, start_set: bool
+) -> None:
+    """The caller's start set (a coarser grid's optimum's outputs), or every output with ``leave_out=False``,
+    is not trimmed after round 1, even where the threshold would leave most outputs out (0.3: 12 of 16 in
+    the test above)."""
+    monkeypatch.setattr(optimal, "LEAVE_OUT_BELOW", 0.3)
+    problem = tiny_problem(5, 4, seed=2, seed_n=3)
+    m = problem.loss.shape[1]
+    start = np.arange(m - 2) if start_set else None
+    mech = optimal_geo_mechanism(problem, 1.0, dilation=1.5, outputs=start, leave_out=start_set)
+    solved = mech.info["outputs_solved"]
+    first = m - 2 if start_set else m
+    assert solved[0] == first and solved[1] >= first
+    bound = mech.info["lower_bound"]
+    assert bound.exact and mech.utility_km(problem) == pytest.approx(full_lp(problem, 1.0), rel=1e-5)
+    assert mdp_violation(mech.matrix, distances(problem), 1.0) <= 1e-9
+
+
 @pytest.mark.parametrize("outputs", [[3], [0, 99], [-1, 2]])
 def test_outputs_to_start_from_must_be_two_valid_indices(outputs: list[int]) -> None:
     problem = tiny_problem(4, 3, seed=1, seed_n=3)
