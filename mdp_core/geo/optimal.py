@@ -60,8 +60,8 @@ mixed point (its warm starts cut ~10 % of the iterations, not more: off the cent
 short), so what pays is to need fewer of them: all outputs the optimum uses, and enough rows, from the start.
 At eps 0.5 / 1.0, the same way: 461.8 s (62 start outputs, 35 + 92 iterations, bracket 5.1e-6) and 644.3 s
 (107 start outputs, 43 + 88 iterations, bracket 6.9e-6; 674.5 s from 102 outputs in a run shared with tests),
-all exact and verified. Which outputs the depth-1 optimum gives more than 1e-6 varies between runs (102 and
-107 at eps 1.0): masses that small depend on the last iterations.
+all exact and verified. Which outputs the depth-1 optimum gives more than 1e-6 varied between runs (102 and
+107 at eps 1.0; not yet explained).
 """
 
 from __future__ import annotations
