@@ -99,6 +99,15 @@ class GeoComparison:
     timed_bound: GeoBound | None = None
 
 
+def _timed_bound(problem: GeoProblem, eps: float, bound_cosets: int | str, time_limit: float) -> GeoBound:
+    """The bound within ``time_limit``: from the cosets asked for, else :func:`auto_lower_bound`'s."""
+    if not bound_cosets:
+        return auto_lower_bound(problem, eps, time_limit=time_limit)
+    step = None if isinstance(bound_cosets, str) else int(bound_cosets)
+    coarser = bound_cosets == "coarser"
+    return coset_lower_bound(problem, eps, step=step, time_limit=time_limit, aggregate=coarser)
+
+
 def peak_memory_mb() -> float:
     """Peak resident memory of this process in MB (Linux ru_maxrss is in KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -183,15 +192,8 @@ def compare_methods(
         report(progress, len(methods) / (len(methods) + 1), "lower bound")
         optimum = tighter_bound(None, mechs.get("optimal"))
         try:
-            if optimum is not None and optimum.exact:  # nothing tighter to find
-                timed = None
-            elif bound_cosets:
-                step = None if isinstance(bound_cosets, str) else int(bound_cosets)
-                timed = coset_lower_bound(
-                    problem, eps, step=step, time_limit=bound_time_limit, aggregate=bound_cosets == "coarser"
-                )
-            else:
-                timed = auto_lower_bound(problem, eps, time_limit=bound_time_limit)
+            if optimum is None or not optimum.exact:  # an exact optimum leaves nothing tighter to find
+                timed = _timed_bound(problem, eps, bound_cosets, bound_time_limit)
         except DataError:  # too large for the bound's memory cap: reported as no bound
             timed = None
         if timed is not None:
