@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from mdp_core.geo import _lapack
-from mdp_core.geo._lapack import invert_spd_blocks, over_blocks, worker_count
+from mdp_core.geo._lapack import invert_spd_blocks, over_blocks, product_by_parts, row_parts, worker_count
 
 
 def spd_blocks(m: int, n: int, seed: int) -> np.ndarray:
@@ -23,6 +24,24 @@ def test_inverses_equal_numpys(workers: int) -> None:
     assert invert_spd_blocks(blocks, workers=workers) is None
     np.testing.assert_allclose(blocks, expected, rtol=1e-12, atol=1e-14)
     np.testing.assert_array_equal(blocks, blocks.transpose(0, 2, 1))  # both triangles filled
+
+
+@pytest.mark.parametrize("n", [1, 5, _lapack._TILE, _lapack._TILE + 1, 2 * _lapack._TILE + 37])
+def test_the_upper_triangle_is_mirrored_tile_by_tile(n: int) -> None:
+    block = np.random.default_rng(n).standard_normal((n, n))
+    expected = np.triu(block) + np.triu(block, 1).T  # the lower triangle's old values must all go
+    _lapack._upper_to_lower(block)
+    np.testing.assert_array_equal(block, expected)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 40])
+def test_a_product_by_row_parts_equals_the_whole_product(count: int) -> None:
+    matrix = sp.random(37, 23, density=0.2, format="csr", random_state=count)
+    v = np.random.default_rng(count).standard_normal(23)
+    parts = row_parts(matrix, count)
+    sizes = [part.shape[0] for _, part in parts]
+    assert len(parts) == count and [first for first, _ in parts] == np.cumsum([0, *sizes[:-1]]).tolist()
+    np.testing.assert_allclose(product_by_parts(parts, v, 37), matrix @ v, rtol=1e-15, atol=1e-15)
 
 
 @pytest.mark.parametrize(("count", "workers"), [(0, 2), (1, 3), (5, 1), (5, 2), (7, 3), (2, 8)])
