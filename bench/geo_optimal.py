@@ -91,14 +91,13 @@ print(json.dumps(out))
 _DEPTH2 = """
 import json, sys, time
 import numpy as np
-from mdp_core.geo import build_problem, load_road_network, optimal_geo_mechanism, verify_geo
+from mdp_core.geo import build_problem, coarser_start, load_road_network, optimal_geo_mechanism, verify_geo
 city, eps = sys.argv[1], float(sys.argv[2])
 net = load_road_network(city)
 start = time.perf_counter()
 coarse = build_problem(net, seed_n=12, depth=1, n_tasks=60, rng=np.random.default_rng(0))
 fine = build_problem(net, seed_n=12, depth=2, n_tasks=60, rng=np.random.default_rng(0))
-first = optimal_geo_mechanism(coarse, eps, leave_out=False)  # its small masses too
-used = np.flatnonzero(first.matrix.max(axis=0) > 1e-6)  # outputs it gives more than this somewhere
+used = coarser_start(coarse, fine, eps)  # the outputs the depth-1 optimum uses
 s_depth1 = time.perf_counter() - start
 opt = optimal_geo_mechanism(fine, eps, max_targets=2000, outputs=used, time_limit=1800.0)
 seconds = time.perf_counter() - start

@@ -42,7 +42,7 @@ from mdp_core.geo.extension import (
 )
 from mdp_core.geo.grid import GeoGrid, build_grid, tree_levels
 from mdp_core.geo.ipm import GeoLPSolution, solve_geo_lp
-from mdp_core.geo.optimal import OPTIMAL_MAX_TARGETS, optimal_geo_mechanism
+from mdp_core.geo.optimal import OPTIMAL_MAX_TARGETS, START_MASS, coarser_start, optimal_geo_mechanism
 from mdp_core.geo.pairs import relaxation_pairs, spanner_pairs, yao_pairs
 from mdp_core.geo.roads import (
     DEFAULT_CITY,
@@ -69,6 +69,7 @@ __all__ = [
     "METHODS",
     "OPTIMAL_MAX_TARGETS",
     "SPANNER_MAX_TARGETS",
+    "START_MASS",
     "TREE_VARIANTS",
     "VARIANTS",
     "GeoBound",
@@ -86,6 +87,7 @@ __all__ = [
     "bilinear_weights",
     "build_grid",
     "build_problem",
+    "coarser_start",
     "compare_methods",
     "coset_lower_bound",
     "em_remap_geo",

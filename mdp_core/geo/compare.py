@@ -5,6 +5,7 @@ Used by the CLI (``python -m mdp_core.geo bench``), ``bench/geo.py`` and the map
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import time
@@ -21,7 +22,7 @@ from mdp_core.geo.bilinear import bilinear_mechanism
 from mdp_core.geo.bounds import GeoBound
 from mdp_core.geo.cosets import auto_lower_bound, coset_lower_bound
 from mdp_core.geo.extension import GeoMechanism, tree_extension, tree_seed
-from mdp_core.geo.optimal import OPTIMAL_ADVICE, OPTIMAL_MAX_TARGETS, optimal_geo_mechanism
+from mdp_core.geo.optimal import OPTIMAL_ADVICE, OPTIMAL_MAX_TARGETS, coarser_start, optimal_geo_mechanism
 from mdp_core.geo.roads import RoadNetwork, load_road_network
 from mdp_core.geo.seed_lp import SeedLPResult
 from mdp_core.geo.spanner import FINE_GRID_TARGETS, SPANNER_MAX_TARGETS, spanner_mechanism
@@ -65,6 +66,10 @@ _REFERENCE_SECONDS = {"spanner": SPANNER_SECONDS, "bilinear": BILINEAR_SECONDS, 
 #: These at slack 0.02; after 240 s :func:`~mdp_core.geo.spanner.spanner_slacks` offers 0.005, which raised
 #: the same LP solutions to 1.3272 / 1.0142 km at eps 1.0 / 1.5, and the remap to 1.3145 / 1.0067.
 FINE_GRID_SPANNER_SECONDS = 240.0
+#: Targets up to which :func:`run_bench` still offers the exact optimum above OPTIMAL_MAX_TARGETS, from depth
+#: 2 on: started from the outputs of the grid one level coarser (:func:`~mdp_core.geo.optimal.coarser_start`;
+#: depth 2 of the 15 km city, 1,251 targets: 396 / 587 / 464 s at eps 0.5 / 1 / 1.5, ``bench geo_optimal``).
+OPTIMAL_FROM_COARSER_TARGETS = 2_000
 #: Named ``bound_cosets`` choices (besides an integer step): the automatic step, the coarser grid's cosets.
 COSET_CHOICES = ("auto", "coarser")
 #: What ``bound_cosets`` / ``--bound-cosets`` accept, in words, for their error messages.
@@ -125,6 +130,7 @@ def compare_methods(
     bound_cosets: int | str = 0,
     seed: SeedLPResult | None = None,
     reference_seconds: float | None = None,
+    optimal_start: np.ndarray | None = None,
     progress: Progress = None,
 ) -> GeoComparison:
     """Build each method on ``problem`` at ``eps`` (1/km), score it and verify it (neighbours + samples).
@@ -136,7 +142,9 @@ def compare_methods(
     ``em_remap`` are among ``methods``. The tree variants share one seed LP (``seed``: one solved before by
     :func:`~mdp_core.geo.extension.tree_seed` for this problem and eps, else solved here once).
     ``reference_seconds`` replaces the reference methods' solver time (SPANNER_SECONDS, or
-    FINE_GRID_SPANNER_SECONDS on finer grids; BILINEAR_SECONDS).
+    FINE_GRID_SPANNER_SECONDS on finer grids; BILINEAR_SECONDS). ``optimal_start``: outputs that start the
+    exact optimum (:func:`~mdp_core.geo.optimal.coarser_start`), which then takes up to
+    :data:`OPTIMAL_FROM_COARSER_TARGETS` targets.
     ``bound_cosets=k > 0`` takes the bound from the k x k cosets of the fine grid instead, ``"auto"`` from
     cosets of at most :data:`~mdp_core.geo.cosets.COSET_TARGETS` targets, ``"coarser"`` from those of the
     grid one level coarser, the targets aggregated onto it
@@ -168,7 +176,11 @@ def compare_methods(
             builders: dict[str, Callable[..., GeoMechanism]] = {  # looked up per call (tests patch them)
                 "spanner": spanner_mechanism,
                 "bilinear": bilinear_mechanism,
-                "optimal": optimal_geo_mechanism,
+                "optimal": optimal_geo_mechanism
+                if optimal_start is None
+                else functools.partial(
+                    optimal_geo_mechanism, outputs=optimal_start, max_targets=OPTIMAL_FROM_COARSER_TARGETS
+                ),
             }
             build, seconds_lp = builders[name], _REFERENCE_SECONDS[name]
             if name == "spanner" and problem.grid.n_targets > FINE_GRID_TARGETS:
@@ -278,8 +290,11 @@ def run_bench(
         small = problem.grid.n_targets <= SPANNER_MAX_TARGETS
         extra = [m for m in ("spanner", "bilinear") if m not in methods and (small or m != "spanner")]
         methods = (*methods, *extra)
+    start_set, s_start = None, 0.0
     if optimal and "optimal" not in methods:  # asked for by name: refused, not reported as failed
-        check_target_count(problem.grid.n_targets, OPTIMAL_MAX_TARGETS, "the exact optimum", OPTIMAL_ADVICE)
+        t_start = time.perf_counter()
+        start_set = _optimal_start(network, problem, eps, depth, seed_n, n_tasks, prior, seed)
+        s_start = time.perf_counter() - t_start
         methods = (*methods, "optimal")
     comp = compare_methods(
         problem,
@@ -290,9 +305,12 @@ def run_bench(
         bound=bound,
         bound_time_limit=bound_time_limit,
         bound_cosets=bound_cosets,
+        optimal_start=start_set,
     )
     spanner = comp.mechanisms.get("spanner")  # its LP's own certificate, beside the table's bound
     seconds = {"load": t_load - start, "grid_and_loss": t_problem - t_load, **comp.seconds}
+    if start_set is not None:
+        seconds["optimal_start"] = s_start
     seconds["total"] = time.perf_counter() - start
     record: dict[str, object] = {
         "targets": problem.grid.n_targets,
@@ -323,6 +341,28 @@ def run_bench(
         "prior": prior,
     }
     return record, comp
+
+
+def _optimal_start(
+    network: RoadNetwork,
+    problem: GeoProblem,
+    eps: float,
+    depth: int,
+    seed_n: int,
+    n_tasks: int,
+    prior: str,
+    seed: int,
+) -> np.ndarray | None:
+    """None when the exact optimum takes ``problem`` as it is; from depth 2 on, above OPTIMAL_MAX_TARGETS
+    targets, the outputs of the grid one level coarser that start it (DataError when too large for both)."""
+    n = problem.grid.n_targets
+    if n <= OPTIMAL_MAX_TARGETS or depth < 2:  # depth 0 has other outputs than depth 1
+        check_target_count(n, OPTIMAL_MAX_TARGETS, "the exact optimum", OPTIMAL_ADVICE)
+        return None
+    check_target_count(n, OPTIMAL_FROM_COARSER_TARGETS, "the exact optimum", OPTIMAL_ADVICE)
+    rng = np.random.default_rng(seed)
+    coarse = build_problem(network, seed_n=seed_n, depth=depth - 1, n_tasks=n_tasks, prior=prior, rng=rng)
+    return coarser_start(coarse, problem, eps, time_limit=OPTIMAL_SECONDS)
 
 
 def _best_private(comp: GeoComparison) -> str | None:

@@ -47,21 +47,23 @@ rows against 0.98 M); on a machine 2x slower earlier the same day 99-106 s again
 machine: eps 0.5 / 1.0 / 1.5 in 39.1 / 51.8 / 47.2 s (27+60, 32+63, 30+42 iterations; all exact, brackets
 1-4e-6). Stop 36, gemm at ~74 GF/s: 31.2 / 45.3 / 37.9 s, all exact.
 
-Depth 2 (1,251 targets; ``max_targets`` raised), eps 1.5, on a machine with gemm at ~115 GF/s (``bench
-geo_optimal``'s last row): started from the 106 outputs to which the depth-1 optimum, solved with every output
-kept (``leave_out=False``, 24 s), gives more than 1e-6, exact in two LPs (40 + 69 iterations, 6.4 M rows, up
-to 4.0 M of them near rows): 506.6 s in all, the depth-1 solve included; 1.0258014 km against the certificate
-1.0257919 (bracket 9.3e-6), verified eps-mDP on all pairs. Before, in the same session: started from the 72
-outputs the depth-1 optimum gives more than 1e-2 (its round 2 had left the small ones out) with 0.5 M near
-rows a round, seven LPs (32 / 68 / 132 / 98 iterations, then passes of 46 / 50 / 32 on 74 / 26 / 31 outputs;
-13 outputs came in at round 3) took 1,203 s for a bracket of 1.0e-5; from 84 outputs (1e-6 of that optimum)
-with 2 M near rows the third LP was still running at 620 s. Each whole LP restarts the interior point from a
-mixed point (its warm starts cut ~10 % of the iterations, not more: off the central path, the steps stay
-short), so what pays is to need fewer of them: all outputs the optimum uses, and enough rows, from the start.
-At eps 0.5 / 1.0, the same way: 461.8 s (62 start outputs, 35 + 92 iterations, bracket 5.1e-6) and 644.3 s
-(107 start outputs, 43 + 88 iterations, bracket 6.9e-6; 674.5 s from 102 outputs in a run shared with tests),
-all exact and verified. Which outputs the depth-1 optimum gives more than 1e-6 varied between runs (102 and
-107 at eps 1.0; not yet explained).
+Depth 2 (1,251 targets; ``max_targets`` raised), on a machine with gemm at ~115 GF/s (``bench geo_optimal``'s
+last row, one run at a time): started (:func:`coarser_start`) from the outputs to which the depth-1 optimum,
+solved with every output kept (``leave_out=False``, 21-28 s), gives more than 1e-6, exact in two LPs at eps
+0.5 / 1.0 / 1.5 in 396.2 / 586.8 / 463.8 s in all, the depth-1 solve included (62 / 107 / 106 start outputs;
+35 + 92, 43 + 88, 40 + 71 iterations; 6.2 / 7.1 / 6.4 M rows, up to 4.0 M of them near rows; brackets 5.1e-6
+/ 6.9e-6 / 7.2e-6), verified eps-mDP on all pairs; at eps 1.5 1.0258019 km against the certificate
+1.0257946. Half of that time is the blocks' inversion (~92 GF/s), most of the rest the work on 6-7 M rows:
+inverses mirrored tile by tile, the rows' transpose product on 2 cores: eps 1.0 603 s (profiled) -> 574 s.
+Before, started from the 72 outputs the depth-1 optimum gives more than 1e-2 (its round 2 had left the small
+ones out) with 0.5 M near rows a round, eps 1.5 took seven LPs (32 / 68 / 132 / 98 iterations, then passes
+of 46 / 50 / 32 on 74 / 26 / 31 outputs; 13 outputs came in at round 3), 1,203 s for a bracket of 1.0e-5;
+from 84 outputs (1e-6 of that optimum) with 2 M near rows the third LP was still running at 620 s. Each
+whole LP restarts the interior point from a mixed point (its warm starts cut ~10 % of the iterations, not
+more: off the central path, the steps stay short), so what pays is to need fewer of them: all outputs the
+optimum uses, and enough rows, from the start. Dropped at eps 1.0: round 1 to a gap of 1e-2 (24 iterations,
+not 43) revealed too few rows, so a third LP followed (853 s before it); round 2 from the depth-1 optimum
+interpolated onto depth 2 instead of round 1 needed a third LP too. The start set varies (102-107 at eps 1).
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ from mdp_core.geo.utility import GeoProblem, check_lp_inputs, check_target_count
 from mdp_core.mechanisms.lp import chain_implied
 from mdp_core.mechanisms.verify import VIOLATION_TOL, raise_repair, repair_mechanism
 
-__all__ = ["OPTIMAL_MAX_TARGETS", "optimal_geo_mechanism"]
+__all__ = ["OPTIMAL_MAX_TARGETS", "START_MASS", "coarser_start", "optimal_geo_mechanism"]
 
 #: Largest target count :func:`optimal_geo_mechanism` accepts by default: each interior-point iteration
 #: factorises m blocks of n x n (O(m n^3): 0.45 s at 406 targets, 3.4 s at 1,251 with 106 outputs on a
@@ -139,6 +141,21 @@ PASS_NEIGHBOURS = 8
 LEAVE_OUT_BELOW = 1e-2
 #: A left-out output whose pricing LP is below ``-_ENTER`` times the objective comes back into the LP.
 _ENTER = 1e-7
+#: Outputs that the coarser grid's optimum gives more than this somewhere start the finer one's rows
+#: (:func:`coarser_start`; 1e-2 left 13 outputs to come in at round 3 of depth 2, module docstring).
+START_MASS = 1e-6
+
+
+def coarser_start(
+    coarse: GeoProblem, fine: GeoProblem, eps: float, *, time_limit: float = 900.0
+) -> np.ndarray:
+    """The start set ``outputs`` for the exact optimum of ``fine`` (module docstring, depth 2): the outputs
+    that the exact optimum of ``coarse``, the same map one level coarser with the same outputs, solved with
+    every output kept (``leave_out=False``), gives more than :data:`START_MASS` somewhere."""
+    if not np.array_equal(coarse.outputs_km, fine.outputs_km):
+        raise DataError("the coarser grid has other outputs than this one: it cannot start its optimum")
+    first = optimal_geo_mechanism(coarse, eps, time_limit=time_limit, leave_out=False)
+    return np.flatnonzero(first.matrix.max(axis=0) > START_MASS)
 
 
 def optimal_geo_mechanism(

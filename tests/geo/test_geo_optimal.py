@@ -20,7 +20,9 @@ from test_geo_bounds import full_lp, tiny_problem  # tests/geo is on sys.path (r
 
 from mdp_core.errors import DataError
 from mdp_core.geo import (
+    GeoProblem,
     build_problem,
+    coarser_start,
     compare,
     compare_methods,
     em_remap_geo,
@@ -412,3 +414,31 @@ def test_bench_record_carries_the_optimum_and_refuses_large_grids(monkeypatch: p
     monkeypatch.setattr(compare, "OPTIMAL_MAX_TARGETS", 3)
     with pytest.raises(DataError, match="at most 3 targets"):
         run_bench(net, depth=1, eps=1.0, seed_n=3, n_tasks=6, optimal=True)
+
+
+def test_bench_starts_a_finer_grids_optimum_from_the_coarser_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    net = grid_road_network(4, 3, spacing_km=0.3, rng=np.random.default_rng(1))
+    monkeypatch.setattr(compare, "OPTIMAL_MAX_TARGETS", 30)  # depth 2 has 34 targets, depth 1 28
+    calls: list[tuple[int, int]] = []
+
+    def spy(coarse: GeoProblem, fine: GeoProblem, eps: float, **kw: float) -> np.ndarray:
+        start = coarser_start(coarse, fine, eps, **kw)
+        calls.append((coarse.grid.n_targets, len(start)))
+        return start
+
+    monkeypatch.setattr(compare, "coarser_start", spy)
+    record, comp = run_bench(net, depth=2, eps=1.0, seed_n=3, n_tasks=6, verify_samples=2_000, optimal=True)
+    assert calls and calls[0][0] == 28 and 1 <= calls[0][1] <= 16
+    assert record["seconds"]["optimal_start"] > 0.0 and record["targets"] == 34
+    assert record["bound_exact"] is True and comp.violation_ratio["optimal"] == 0.0
+    assert comp.problem is not None
+    assert comp.utility_km["optimal"] == pytest.approx(full_lp(comp.problem, 1.0), rel=1e-5)
+    monkeypatch.setattr(compare, "OPTIMAL_FROM_COARSER_TARGETS", 33)
+    with pytest.raises(DataError, match="at most 33 targets"):
+        run_bench(net, depth=2, eps=1.0, seed_n=3, n_tasks=6, optimal=True)
+
+
+def test_a_coarser_grid_with_other_outputs_cannot_start_the_optimum() -> None:
+    fine = tiny_problem(4, 3, seed=5, seed_n=3)
+    with pytest.raises(DataError, match="other outputs"):
+        coarser_start(tiny_problem(4, 3, seed=5, seed_n=2), fine, 1.0)
