@@ -92,7 +92,9 @@ __all__ = ["OPTIMAL_MAX_TARGETS", "START_MASS", "coarser_start", "optimal_geo_me
 #: machine with gemm at ~115 GF/s).
 OPTIMAL_MAX_TARGETS = 600
 #: What to do instead, when a grid has more targets than that.
-OPTIMAL_ADVICE = "use depth 1, or the spanner LP (near-optimal, with a certified bound)"
+OPTIMAL_ADVICE = (
+    "use depth 1 (depth 2 started by coarser_start), or the spanner LP (near-optimal, with a certified bound)"
+)
 #: A row of the full problem counts as broken above this absolute excess ``P[a, y] - r P[b, y]``.
 ROW_TOL = 1e-10
 #: Relative width of the certified bracket (verified mechanism against certified bound) under which the
@@ -141,17 +143,15 @@ PASS_NEIGHBOURS = 8
 LEAVE_OUT_BELOW = 1e-2
 #: A left-out output whose pricing LP is below ``-_ENTER`` times the objective comes back into the LP.
 _ENTER = 1e-7
-#: Outputs that the coarser grid's optimum gives more than this somewhere start the finer one's rows
-#: (:func:`coarser_start`; 1e-2 left 13 outputs to come in at round 3 of depth 2, module docstring).
+#: Mass above which the coarser optimum's outputs start the finer one (:func:`coarser_start`; 1e-2: short).
 START_MASS = 1e-6
 
 
 def coarser_start(
     coarse: GeoProblem, fine: GeoProblem, eps: float, *, time_limit: float = 900.0
 ) -> np.ndarray:
-    """The start set ``outputs`` for the exact optimum of ``fine`` (module docstring, depth 2): the outputs
-    that the exact optimum of ``coarse``, the same map one level coarser with the same outputs, solved with
-    every output kept (``leave_out=False``), gives more than :data:`START_MASS` somewhere."""
+    """Start set ``outputs`` for the exact optimum of ``fine`` (module docstring): the outputs to which the
+    optimum of ``coarse`` (a level coarser, same outputs, ``leave_out=False``) gives > :data:`START_MASS`."""
     if not np.array_equal(coarse.outputs_km, fine.outputs_km):
         raise DataError("the coarser grid has other outputs than this one: it cannot start its optimum")
     first = optimal_geo_mechanism(coarse, eps, time_limit=time_limit, leave_out=False)
