@@ -92,6 +92,7 @@ _DEPTH2 = """
 import json, sys, time
 import numpy as np
 from mdp_core.geo import build_problem, coarser_start, load_road_network, optimal_geo_mechanism, verify_geo
+from mdp_core.geo.compare import OPTIMAL_FROM_COARSER_TARGETS
 city, eps = sys.argv[1], float(sys.argv[2])
 net = load_road_network(city)
 start = time.perf_counter()
@@ -99,7 +100,8 @@ coarse = build_problem(net, seed_n=12, depth=1, n_tasks=60, rng=np.random.defaul
 fine = build_problem(net, seed_n=12, depth=2, n_tasks=60, rng=np.random.default_rng(0))
 used = coarser_start(coarse, fine, eps)  # the outputs the depth-1 optimum uses
 s_depth1 = time.perf_counter() - start
-opt = optimal_geo_mechanism(fine, eps, max_targets=2000, outputs=used, time_limit=1800.0)
+limit = OPTIMAL_FROM_COARSER_TARGETS
+opt = optimal_geo_mechanism(fine, eps, max_targets=limit, outputs=used, time_limit=1800.0)
 seconds = time.perf_counter() - start
 bound = opt.info["lower_bound"]
 print(json.dumps({

@@ -276,15 +276,19 @@ def run_bench(
     ``timed_lower_bound`` the bound found within ``bound_time_limit`` (``seconds["bound"]``),
     ``spanner_lower_bound`` the spanner LP's own certificate when it was built (``lower_bound`` is the
     tighter of it and the relaxation's). With ``optimal=True`` the exact optimum joins too (at most
-    :data:`~mdp_core.geo.optimal.OPTIMAL_MAX_TARGETS` targets, else DataError); its certificate is then the
-    bound, exact when within 1e-5 of its utility.
+    :data:`~mdp_core.geo.optimal.OPTIMAL_MAX_TARGETS` targets, or from depth 2 on
+    :data:`OPTIMAL_FROM_COARSER_TARGETS` started from the grid one level coarser; else DataError); its
+    certificate is then the bound, exact when within 1e-5 of its utility.
     """
     start = time.perf_counter()
     network = city if isinstance(city, RoadNetwork) else load_road_network(city)
     t_load = time.perf_counter()
-    problem = build_problem(
-        network, seed_n=seed_n, depth=depth, n_tasks=n_tasks, prior=prior, rng=np.random.default_rng(seed)
-    )
+
+    def at_depth(level: int) -> GeoProblem:  # the grid of this map at ``level``, same tasks and prior
+        rng = np.random.default_rng(seed)
+        return build_problem(network, seed_n=seed_n, depth=level, n_tasks=n_tasks, prior=prior, rng=rng)
+
+    problem = at_depth(depth)
     t_problem = time.perf_counter()
     if reference:
         small = problem.grid.n_targets <= SPANNER_MAX_TARGETS
@@ -293,7 +297,7 @@ def run_bench(
     start_set, s_start = None, 0.0
     if optimal and "optimal" not in methods:  # asked for by name: refused, not reported as failed
         t_start = time.perf_counter()
-        start_set = _optimal_start(network, problem, eps, depth, seed_n, n_tasks, prior, seed)
+        start_set = _optimal_start(problem, eps, depth, at_depth)
         s_start = time.perf_counter() - t_start
         methods = (*methods, "optimal")
     comp = compare_methods(
@@ -344,14 +348,7 @@ def run_bench(
 
 
 def _optimal_start(
-    network: RoadNetwork,
-    problem: GeoProblem,
-    eps: float,
-    depth: int,
-    seed_n: int,
-    n_tasks: int,
-    prior: str,
-    seed: int,
+    problem: GeoProblem, eps: float, depth: int, at_depth: Callable[[int], GeoProblem]
 ) -> np.ndarray | None:
     """None when the exact optimum takes ``problem`` as it is; from depth 2 on, above OPTIMAL_MAX_TARGETS
     targets, the outputs of the grid one level coarser that start it (DataError when too large for both)."""
@@ -360,9 +357,7 @@ def _optimal_start(
         check_target_count(n, OPTIMAL_MAX_TARGETS, "the exact optimum", OPTIMAL_ADVICE)
         return None
     check_target_count(n, OPTIMAL_FROM_COARSER_TARGETS, "the exact optimum", OPTIMAL_ADVICE)
-    rng = np.random.default_rng(seed)
-    coarse = build_problem(network, seed_n=seed_n, depth=depth - 1, n_tasks=n_tasks, prior=prior, rng=rng)
-    return coarser_start(coarse, problem, eps, time_limit=OPTIMAL_SECONDS)
+    return coarser_start(at_depth(depth - 1), problem, eps, time_limit=OPTIMAL_SECONDS)
 
 
 def _best_private(comp: GeoComparison) -> str | None:
