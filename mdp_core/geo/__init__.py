@@ -59,7 +59,14 @@ from mdp_core.geo.seed_lp import (
     seed_cost,
     solve_seed_lp,
 )
-from mdp_core.geo.spanner import FINE_GRID_TARGETS, SPANNER_MAX_TARGETS, spanner_mechanism, spanner_slacks
+from mdp_core.geo.spanner import (
+    FINE_GRID_TARGETS,
+    SPANNER_FROM_COARSER_TARGETS,
+    SPANNER_MAX_TARGETS,
+    spanner_from_coarser,
+    spanner_mechanism,
+    spanner_slacks,
+)
 from mdp_core.geo.utility import GeoProblem, build_problem, expected_travel_error, travel_loss
 from mdp_core.geo.verify import GeoVerification, verify_geo
 
@@ -68,6 +75,7 @@ __all__ = [
     "FINE_GRID_TARGETS",
     "METHODS",
     "OPTIMAL_MAX_TARGETS",
+    "SPANNER_FROM_COARSER_TARGETS",
     "SPANNER_MAX_TARGETS",
     "START_MASS",
     "TREE_VARIANTS",
@@ -116,6 +124,7 @@ __all__ = [
     "seed_cost",
     "solve_geo_lp",
     "solve_seed_lp",
+    "spanner_from_coarser",
     "spanner_mechanism",
     "spanner_pairs",
     "spanner_slacks",

@@ -25,7 +25,13 @@ from mdp_core.geo.extension import GeoMechanism, tree_extension, tree_seed
 from mdp_core.geo.optimal import OPTIMAL_ADVICE, OPTIMAL_MAX_TARGETS, coarser_start, optimal_geo_mechanism
 from mdp_core.geo.roads import RoadNetwork, load_road_network
 from mdp_core.geo.seed_lp import SeedLPResult
-from mdp_core.geo.spanner import FINE_GRID_TARGETS, SPANNER_MAX_TARGETS, spanner_mechanism
+from mdp_core.geo.spanner import (
+    FINE_GRID_TARGETS,
+    SPANNER_FROM_COARSER_TARGETS,
+    SPANNER_MAX_TARGETS,
+    spanner_from_coarser,
+    spanner_mechanism,
+)
 from mdp_core.geo.utility import GeoProblem, build_problem, check_target_count
 from mdp_core.geo.verify import verify_geo
 
@@ -131,6 +137,7 @@ def compare_methods(
     seed: SeedLPResult | None = None,
     reference_seconds: float | None = None,
     optimal_start: np.ndarray | None = None,
+    spanner_coarse: GeoProblem | None = None,
     progress: Progress = None,
 ) -> GeoComparison:
     """Build each method on ``problem`` at ``eps`` (1/km), score it and verify it (neighbours + samples).
@@ -144,7 +151,8 @@ def compare_methods(
     ``reference_seconds`` replaces the reference methods' solver time (SPANNER_SECONDS, or
     FINE_GRID_SPANNER_SECONDS on finer grids; BILINEAR_SECONDS). ``optimal_start``: outputs that start the
     exact optimum (:func:`~mdp_core.geo.optimal.coarser_start`), which then takes up to
-    :data:`OPTIMAL_FROM_COARSER_TARGETS` targets.
+    :data:`OPTIMAL_FROM_COARSER_TARGETS` targets. ``spanner_coarse``: the grid one level coarser, whose
+    spanner LP mechanism is extended to this one (:func:`~mdp_core.geo.spanner.spanner_from_coarser`).
     ``bound_cosets=k > 0`` takes the bound from the k x k cosets of the fine grid instead, ``"auto"`` from
     cosets of at most :data:`~mdp_core.geo.cosets.COSET_TARGETS` targets, ``"coarser"`` from those of the
     grid one level coarser, the targets aggregated onto it
@@ -174,7 +182,9 @@ def compare_methods(
             mechs[name] = em_remap_geo(problem, eps, em=mechs.get("em"))
         elif name in REFERENCE_METHODS:
             builders: dict[str, Callable[..., GeoMechanism]] = {  # looked up per call (tests patch them)
-                "spanner": spanner_mechanism,
+                "spanner": spanner_mechanism
+                if spanner_coarse is None
+                else functools.partial(spanner_from_coarser, spanner_coarse),
                 "bilinear": bilinear_mechanism,
                 "optimal": optimal_geo_mechanism
                 if optimal_start is None
@@ -271,7 +281,9 @@ def run_bench(
     """Load, grid, build all methods, verify; return the CLI's JSON record and the comparison.
 
     With ``reference=True`` the bilinear lattice mechanism joins ``methods``, and the spanner LP mechanism too
-    when the grid has at most :data:`~mdp_core.geo.spanner.SPANNER_MAX_TARGETS` targets. ``best_private``
+    when the grid has at most :data:`~mdp_core.geo.spanner.SPANNER_MAX_TARGETS` targets, or, from depth 2
+    on, up to :data:`~mdp_core.geo.spanner.SPANNER_FROM_COARSER_TARGETS` extended from the grid one level
+    coarser. ``best_private``
     in the record is the verified eps-mDP method of least utility (LP-A is never private across targets);
     ``timed_lower_bound`` the bound found within ``bound_time_limit`` (``seconds["bound"]``),
     ``spanner_lower_bound`` the spanner LP's own certificate when it was built (``lower_bound`` is the
@@ -290,8 +302,12 @@ def run_bench(
 
     problem = at_depth(depth)
     t_problem = time.perf_counter()
+    spanner_coarse = None
     if reference:
-        small = problem.grid.n_targets <= SPANNER_MAX_TARGETS
+        n = problem.grid.n_targets
+        if SPANNER_MAX_TARGETS < n <= SPANNER_FROM_COARSER_TARGETS and depth >= 2:  # depth 0: other outputs
+            spanner_coarse = at_depth(depth - 1)
+        small = n <= SPANNER_MAX_TARGETS or spanner_coarse is not None
         extra = [m for m in ("spanner", "bilinear") if m not in methods and (small or m != "spanner")]
         methods = (*methods, *extra)
     start_set, s_start = None, 0.0
@@ -310,6 +326,7 @@ def run_bench(
         bound_time_limit=bound_time_limit,
         bound_cosets=bound_cosets,
         optimal_start=start_set,
+        spanner_coarse=spanner_coarse,
     )
     spanner = comp.mechanisms.get("spanner")  # its LP's own certificate, beside the table's bound
     seconds = {"load": t_load - start, "grid_and_loss": t_problem - t_load, **comp.seconds}
@@ -331,7 +348,7 @@ def run_bench(
         "bound_method": None if comp.bound is None else comp.bound.method,
         "timed_lower_bound": None if comp.timed_bound is None else round(comp.timed_bound.value, 6),
         "spanner_lower_bound": None
-        if spanner is None
+        if spanner is None or "lower_bound" not in spanner.info  # extended from the coarser grid: none
         else round(cast(GeoBound, spanner.info["lower_bound"]).value, 6),
         "gap": {k: round(v, 6) for k, v in comp.gap.items()},
         "worse_than_em_remap": list(comp.worse_than_em_remap),

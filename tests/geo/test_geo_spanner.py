@@ -27,11 +27,13 @@ from mdp_core.geo import (
 )
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.spanner import (
+    EXTENSION_SLACK,
     FINE_GRID_SLACK,
     FINE_GRID_TARGETS,
     LONG_LP_FINE_SLACKS,
     LONG_LP_SECONDS,
     SLACK,
+    spanner_from_coarser,
 )
 from mdp_core.geo.utility import GeoProblem, expected_travel_error
 from mdp_core.mechanisms import mdp_violation, raise_repair
@@ -286,3 +288,55 @@ def test_short_bounds_aggregate_from_fewer_targets(monkeypatch: pytest.MonkeyPat
     long = geo_lower_bound(problem, 1.0, time_limit=50)
     assert short.method.startswith("aggregated") and not long.method.startswith("aggregated")
     assert short.value <= long.value + 1e-9 <= full_lp(problem, 1.0) + 2e-9
+
+
+def test_a_finer_grid_takes_the_coarser_grids_spanner_mechanism_raised_to_exact_privacy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    coarse, fine = (tiny_problem(4, 3, seed=1, depth=depth, seed_n=3) for depth in (1, 2))
+    started: list[tuple[np.ndarray, float]] = []
+
+    def keep(Z: np.ndarray, dist: np.ndarray, eps: float, *, slack: float) -> tuple[np.ndarray, float, int]:
+        started.append((np.array(Z), slack))
+        return raise_repair(Z, dist, eps, slack=slack)
+
+    monkeypatch.setattr(spanner_module, "raise_repair", keep)
+    mech = spanner_from_coarser(coarse, fine, 1.0, time_limit=10.0)
+    (first, _), (extended, slack) = started  # the coarse mechanism's own raise, then the fine one
+    assert first.shape[0] == coarse.grid.n_targets < fine.grid.n_targets == extended.shape[0]
+    coarse_mech = spanner_mechanism(coarse, 1.0, time_limit=10.0)
+    # independently: each fine target starts from the row of a nearest coarse target (ties: any of them)
+    between = np.linalg.norm(fine.targets_km[:, None] - coarse.targets_km[None], axis=2)
+    for row, dists in zip(extended, between, strict=True):
+        nearest = np.flatnonzero(dists <= dists.min() + 1e-12)
+        assert np.abs(coarse_mech.matrix[nearest] - row).max(axis=1).min() <= 1e-9
+    assert slack == EXTENSION_SLACK
+    dist = np.linalg.norm(fine.targets_km[:, None] - fine.targets_km[None], axis=2)
+    assert mdp_violation(mech.matrix, dist, 1.0) <= 1e-9 and verify_geo(mech, exhaustive=True).holds
+    np.testing.assert_allclose(mech.matrix.sum(axis=1), 1.0, atol=1e-12)
+    assert full_lp(fine, 1.0) - 1e-9 <= mech.utility_km(fine) <= 1.05 * full_lp(fine, 1.0)
+    # the coarse LP's certificate bounds the coarse grid, not this one: none is carried
+    assert "lower_bound" not in mech.info and mech.info["coarse"]["targets"] == coarse.grid.n_targets
+    with pytest.raises(DataError, match="other outputs"):
+        spanner_from_coarser(tiny_problem(4, 3, seed=1, seed_n=2), fine, 1.0)
+    with pytest.raises(DataError, match="at most 20 targets"):
+        spanner_from_coarser(coarse, fine, 1.0, max_targets=20)
+
+
+def test_bench_extends_the_spanner_from_the_coarser_grid_above_its_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import mdp_core.geo.compare as compare
+
+    net = grid_road_network(4, 3, spacing_km=0.3, rng=np.random.default_rng(1))
+    monkeypatch.setattr(compare, "SPANNER_MAX_TARGETS", 30)  # depth 2 has 34 targets, depth 1 28
+    kw = {"depth": 2, "eps": 1.0, "seed_n": 3, "n_tasks": 6, "verify_samples": 2_000, "bound_time_limit": 20}
+    record, comp = run_bench(net, reference=True, **kw)
+    spanner = comp.mechanisms["spanner"]
+    assert spanner.info["coarse"]["targets"] == 28 and record["targets"] == 34
+    assert comp.violation_ratio["spanner"] == 0.0 and record["spanner_lower_bound"] is None
+    assert comp.problem is not None and comp.bound is not None
+    assert comp.bound.value <= full_lp(comp.problem, 1.0) + 1e-12 <= record["utility_km"]["spanner"] + 1e-12
+    monkeypatch.setattr(compare, "SPANNER_FROM_COARSER_TARGETS", 33)
+    record, _ = run_bench(net, reference=True, **kw)
+    assert "spanner" not in record["utility_km"] and "bilinear" in record["utility_km"]
