@@ -5,7 +5,8 @@ mechanism to FILE.npz and prints, as its last line, one JSON object with keys ta
 utility_km, violation_ratio, lower_bound (certified, km) and gap (utility / bound - 1 per method), and a
 few extras (``best_private``: the verified eps-mDP method of least utility), when ``--json`` is given; a
 short table otherwise. ``--reference`` adds the bilinear lattice mechanism (any depth) and the spanner LP
-mechanism (near-optimal on the full domain, up to 1,500 targets); ``--optimal`` the exact optimum (up to
+mechanism (near-optimal on the full domain, up to 4,000 targets, and from depth 2 on up to 10,000 extended
+from the grid one level coarser); ``--optimal`` the exact optimum (up to
 600 targets, or 2,000 from depth 2 on, started from the optimum one level coarser: minutes; depth 2 of a
 15 km city 7-10 minutes), whose certificate then is the record's ``lower_bound`` and
 ``bound_exact`` is true when it is within 1e-5 of the optimum's utility (``utility_km["optimal"]``).

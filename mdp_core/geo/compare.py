@@ -52,7 +52,8 @@ __all__ = [
 METHODS = ("tree", "tree_m", "tree_o", "em", "em_remap", "lp_coarse")
 #: Methods compare_methods also builds on request, too slow for the map page (minutes each): the
 #: LP on a spanner of the full target domain (:func:`~mdp_core.geo.spanner.spanner_mechanism`, up to
-#: SPANNER_MAX_TARGETS targets) and the bilinear lattice mechanism
+#: SPANNER_MAX_TARGETS targets; :func:`~mdp_core.geo.spanner.spanner_from_coarser` beyond, when the grid
+#: one level coarser is given) and the bilinear lattice mechanism
 #: (:func:`~mdp_core.geo.bilinear.bilinear_mechanism`, any depth): the best eps-mDP mechanisms we can
 #: build at city scale and the fairest yardsticks for the lower bound; and the exact optimum
 #: (:func:`~mdp_core.geo.optimal.optimal_geo_mechanism`, up to OPTIMAL_MAX_TARGETS targets: minutes).
