@@ -15,7 +15,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import itertools
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -23,6 +22,8 @@ from typing import TypeVar
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
+
+from mdp_core._cores import worker_count
 
 __all__ = ["invert_spd_blocks", "over_blocks", "product_by_parts", "row_parts", "worker_count"]
 
@@ -54,15 +55,6 @@ def _capsule_routine(name: str) -> _Routine | None:
 _POTRF, _POTRI = _capsule_routine("dpotrf"), _capsule_routine("dpotri")
 #: Tile side of :func:`_upper_to_lower` (1,251 x 1,251: 64 1.9 ms, 128 1.6, 256 1.3, one tile 2.9).
 _TILE = 256
-
-
-def worker_count() -> int:
-    """Cores this process may use (its CPU affinity), at most 8."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(8, cores))
 
 
 def _invert_serial_capsule(blocks: np.ndarray) -> int | None:

@@ -9,9 +9,14 @@ private one (log-Lipschitz lower envelope, ENGINEERING.md "LP tolerances versus 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
 import numpy as np
 from numpy.typing import ArrayLike
 
+from mdp_core._cores import worker_count
 from mdp_core._validation import (
     as_float_array,
     check_distance_matrix,
@@ -37,7 +42,11 @@ _BLOCK = 8_000_000
 # contiguous numbers and two (n, m) temporaries, instead of (n, n, k) blocks reduced along their middle
 # axis. 3,469 x 117 (the 15 km city at depth 3): extension 2.0-2.3 s against 6.6-8.0 s, check 1.9-2.4
 # against 3.9-4.9 s, the same numbers to the bit (the same operations on the same pairs). Only with very
-# few outputs is it slower (5,000 x 3: extension 0.7 against 0.4 s).
+# few outputs is it slower (5,000 x 3: extension 0.7 against 0.4 s). Both go further: the rows
+# x in parts of about _PART elements (they stay in cache while every x' passes), the parts on all cores
+# (numpy lets go of the GIL): 8,939 x 117 (depth 4) 2.6 s against 6.7 s in one pass, the same bits.
+_PART = 60_000
+_Result = TypeVar("_Result")
 
 
 def mdp_violation(P: ArrayLike, dist_in: ArrayLike, eps: float) -> float:
@@ -80,14 +89,32 @@ def mdp_violation(P: ArrayLike, dist_in: ArrayLike, eps: float) -> float:
     if L.shape[1] == 0:
         return 0.0  # every pair is "both zero"
     # max over ordered pairs of max_y (L[x, y] - L[x', y]) - eps d(x, x'); the order covers |.|.
+    return max(_over_parts(L, lambda lo, hi: _worst_excess(L, d, eps, lo, hi)))
+
+
+def _worst_excess(L: np.ndarray, d: np.ndarray, eps: float, lo: int, hi: int) -> float:
+    """``max_{x in lo:hi, x' != x, y} L[x, y] - L[x', y] - eps d(x, x')``, one x' at a time."""
+    kept, gap, far = L[lo:hi], np.empty_like(L[lo:hi]), (eps * d[lo:hi]).T.copy()
     worst = float("-inf")
-    gap = np.empty_like(L)
-    for src in range(n):  # x' = src against every x (module comment on the loop)
-        np.subtract(L, L[src], out=gap)
-        excess = gap.max(axis=1) - eps * d[:, src]
-        excess[src] = -np.inf  # x == x'
+    for src in range(len(L)):
+        np.subtract(kept, L[src], out=gap)
+        excess = gap.max(axis=1) - far[src]
+        if lo <= src < hi:
+            excess[src - lo] = -np.inf  # x == x'
         worst = max(worst, float(excess.max()))
     return worst
+
+
+def _over_parts(L: np.ndarray, work: Callable[[int, int], _Result]) -> list[_Result]:
+    """``work(lo, hi)`` over parts of the rows of ``L`` of about :data:`_PART` entries, on all cores (module
+    comment on the loops)."""
+    n = len(L)
+    rows = max(1, _PART // max(1, L.shape[1]))
+    bounds = [(lo, min(lo + rows, n)) for lo in range(0, n, rows)]
+    if len(bounds) == 1:
+        return [work(*bounds[0])]
+    with ThreadPoolExecutor(min(worker_count(), len(bounds))) as pool:
+        return list(pool.map(lambda b: work(*b), bounds))
 
 
 def repair_mechanism(
@@ -163,10 +190,15 @@ def _upper_extension(L: np.ndarray, d: np.ndarray, eps: float) -> np.ndarray:
 def _extension(L: np.ndarray, d: np.ndarray, slope: float, pick: np.ufunc) -> np.ndarray:
     """``pick`` (np.maximum or np.minimum) over x' of ``L[x', y] + slope d(x, x')``, per entry (x, y)."""
     out = L.copy()  # x' = x: d = 0
-    shifted = np.empty_like(L)
-    for src in range(len(L)):  # x' = src against every x (module comment on the loop)
-        np.add(L[src], slope * d[:, src, None], out=shifted)
-        pick(out, shifted, out=out)
+
+    def part(lo: int, hi: int) -> None:  # the rows lo:hi against every x' (module comment on the loops)
+        kept, shifted = out[lo:hi], np.empty_like(out[lo:hi])
+        sloped = (slope * d[lo:hi]).T.copy()  # [x', x]: a contiguous row per x'
+        for src in range(len(L)):
+            np.add(L[src], sloped[src, :, None], out=shifted)
+            pick(kept, shifted, out=kept)
+
+    _over_parts(L, part)
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mdp_core.errors import DataError
@@ -120,3 +120,25 @@ def test_the_normaliser_screen_decides_as_the_exact_check(
     norm = np.log(np.exp(L).sum(axis=1)) + np.random.default_rng(seed).uniform(0, spread, n)
     L -= norm[:, None]
     assert _breaks_after_raise(L, norm, dist, eps, raised) == (mdp_violation(np.exp(L), dist, eps) > 1e-12)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 40), m=st.integers(1, 6), part=st.integers(1, 30))
+def test_the_loops_over_parts_of_the_rows_give_the_bits_of_one_pass(
+    seed: int, n: int, m: int, part: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mdp_core.mechanisms.verify as verify
+
+    dist, P = points_and_matrix(seed, n, m)
+    skewed = dist.copy()
+    skewed[0, -1] += 0.01  # the extension reads d(x, x') as given, even where it is not symmetric
+    L = np.log(P)
+    # independent: every pair (x, x') of an (n, n, m) block
+    shifted = L[None, :, :] - 1.3 * skewed[:, :, None]
+    upper = np.maximum(L, shifted.max(axis=1))
+    gaps = L[:, None, :] - L[None, :, :]
+    excess = gaps.max(axis=2) - 0.9 * dist
+    np.fill_diagonal(excess, -np.inf)
+    monkeypatch.setattr(verify, "_PART", part)  # parts of a few entries: many parts, on all cores
+    assert np.array_equal(_upper_extension(L, skewed, 1.3), upper)
+    assert mdp_violation(P, dist, 0.9) == excess.max()
