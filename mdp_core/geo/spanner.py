@@ -265,9 +265,13 @@ def spanner_from_coarser(
     n = fine.grid.n_targets
     check_target_count(n, max_targets, "the spanner LP from the coarser grid", "use a smaller depth")
     start = time.perf_counter()
-    first = spanner_mechanism(coarse, eps, dilation=dilation, time_limit=time_limit, progress=progress)
+
+    def on_coarse(fraction: float, message: str) -> None:  # the coarse mechanism: the first 70 %
+        report(progress, 0.7 * fraction, f"coarser grid: {message}")
+
+    first = spanner_mechanism(coarse, eps, dilation=dilation, time_limit=time_limit, progress=on_coarse)
     t_coarse = time.perf_counter()
-    report(progress, 0.9, f"spanner LP: extending to {n:,} targets, raising to exact eps-mDP")
+    report(progress, 0.7, f"spanner LP: extending to {n:,} targets, raising to exact eps-mDP")
     _, nearest = cKDTree(coarse.targets_km).query(fine.targets_km)
     dist = fine.target_distances_km()
     matrix, slack, rounds = _raise_and_remap(fine, first.matrix[nearest], dist, eps, (EXTENSION_SLACK,))

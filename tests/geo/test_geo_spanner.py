@@ -301,7 +301,12 @@ def test_a_finer_grid_takes_the_coarser_grids_spanner_mechanism_raised_to_exact_
         return raise_repair(Z, dist, eps, slack=slack)
 
     monkeypatch.setattr(spanner_module, "raise_repair", keep)
-    mech = spanner_from_coarser(coarse, fine, 1.0, time_limit=10.0)
+    steps: list[tuple[float, str]] = []
+    mech = spanner_from_coarser(
+        coarse, fine, 1.0, time_limit=10.0, progress=lambda f, s: steps.append((f, s))
+    )
+    fractions = [f for f, _ in steps]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and steps[0][1].startswith("coarser grid")
     (first, _), (extended, slack) = started  # the coarse mechanism's own raise, then the fine one
     assert first.shape[0] == coarse.grid.n_targets < fine.grid.n_targets == extended.shape[0]
     coarse_mech = spanner_mechanism(coarse, 1.0, time_limit=10.0)
