@@ -345,3 +345,11 @@ def test_bench_extends_the_spanner_from_the_coarser_grid_above_its_limit(
     monkeypatch.setattr(compare, "SPANNER_FROM_COARSER_TARGETS", 33)
     record, _ = run_bench(net, reference=True, **kw)
     assert "spanner" not in record["utility_km"] and "bilinear" in record["utility_km"]
+
+
+def test_target_distances_are_the_euclidean_ones_to_the_bit() -> None:
+    problem = tiny_problem(6, 5, seed=2, seed_n=4, depth=2)
+    pts = problem.targets_km
+    dist = problem.target_distances_km()
+    assert np.array_equal(dist, np.linalg.norm(pts[:, None, :] - pts[None, :, :], axis=2))
+    assert np.array_equal(dist, dist.T) and dist.shape == (len(pts), len(pts))
