@@ -92,6 +92,11 @@ SPANNER_FROM_COARSER_TARGETS = 10_000
 #: coarse mechanism (0.9987 km at depth 3): 0.005 gave 1.0035 km remapped (22 rounds, 219 s), 0.02
 #: 1.0120 (18 rounds, 169 s).
 EXTENSION_SLACK = 0.005
+#: What a refusal for too many targets advises.
+SPANNER_ADVICE = (
+    f"use a smaller depth, or the grid one level coarser through spanner_from_coarser (up to "
+    f"{SPANNER_FROM_COARSER_TARGETS:,} targets; the CLI's --reference takes it from depth 2 on)"
+)
 FINE_GRID_SLACK = 0.02
 FINE_GRID_TARGETS = 1_500
 LONG_LP_SECONDS = 240.0
@@ -162,7 +167,7 @@ def spanner_mechanism(
         raise DataError(f"slack must be in (0, 0.5), got {slack!r}")
     targets, cost = problem.targets_km, problem.cost
     n, m = cost.shape
-    check_target_count(n, max_targets, "the spanner LP", "use a smaller depth")
+    check_target_count(n, max_targets, "the spanner LP", SPANNER_ADVICE)
     start = time.perf_counter()
     report(progress, 0.02, f"spanner LP: spanner of {n:,} targets")
     pairs, reached = spanner_pairs(targets, dilation)
