@@ -29,6 +29,11 @@ So one solve brackets the optimum from both sides (measured: :func:`spanner_mech
 grid one level coarser (same outputs), its mechanism given to every fine target from its nearest coarse
 one, and the raise (at :data:`EXTENSION_SLACK`) makes that exactly eps-mDP on all pairs of the fine
 targets. The coarse LP's multipliers bound the coarse problem only, so this mechanism carries no bound.
+Measured on the 15 km city at depth 4 (8,939 targets, 117 outputs; ``python -m mdp_core.geo bench
+--reference``, 240 s of PDLP at depth 3), eps 0.5 / 1 / 1.5 per km: 1.6991 / 1.3134 / 1.0036 km in 503 /
+686 / 433 s in all, against the bilinear lattice's 1.6789 / 1.3327 / 1.1142 and the 60 s bound's 1.6260 /
+1.1775 / 0.8532 (the best mechanism there before was the bilinear one: 13 / 31 % above that bound at eps
+1 / 1.5; now 11.5 / 17.6 %).
 
 **The spanner.** The Yao graph (each target joined to its nearest target in each of ``cones`` equal
 angular sectors), then, until the exact dilation ``max d_G / d`` over all pairs (all-pairs shortest paths)
