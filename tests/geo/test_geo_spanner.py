@@ -199,7 +199,7 @@ def test_after_a_long_lp_the_best_of_the_slacks_is_kept(
 
 def test_spanner_refuses_bad_input() -> None:
     problem = tiny_problem(4, 3, seed=1)
-    with pytest.raises(DataError, match="at most 5 targets.*through spanner_from_coarser"):
+    with pytest.raises(DataError, match=r"at most 5 targets.*through spanner_from_coarser"):
         spanner_mechanism(problem, 1.0, max_targets=5)
     with pytest.raises(DataError, match="dilation must be above 1"):
         spanner_pairs(problem.targets_km, 1.0)
