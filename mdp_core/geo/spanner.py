@@ -26,8 +26,9 @@ n (n - 1) m), which makes it a relaxation of the full problem, and serves twice:
 So one solve brackets the optimum from both sides (measured: :func:`spanner_mechanism`).
 
 **Finer grids** (:func:`spanner_from_coarser`): above :data:`SPANNER_MAX_TARGETS` the LP is solved on the
-grid one level coarser (same outputs), its mechanism given to every fine target from its nearest coarse
-one, and the raise (at :data:`EXTENSION_SLACK`) makes that exactly eps-mDP on all pairs of the fine
+grid one level coarser (same outputs), its mechanism given to every fine target as the mean of the rows of
+its :data:`EXTENSION_NEIGHBOURS` nearest coarse targets weighted by inverse distance (a convex combination:
+rows sum to 1), and the raise (at :data:`EXTENSION_SLACK`) makes that exactly eps-mDP on all pairs of the fine
 targets. The coarse LP's multipliers bound the coarse problem only, so this mechanism carries no bound.
 Measured on the 15 km city at depth 4 (8,939 targets, 117 outputs; ``python -m mdp_core.geo bench
 --reference``, 240 s of PDLP at depth 3), eps 0.5 / 1 / 1.5 per km: 1.6991 / 1.3134 / 1.0036 km in 503 /
@@ -63,6 +64,7 @@ from mdp_core.geo.utility import GeoProblem, check_lp_inputs, check_target_count
 from mdp_core.mechanisms.verify import VIOLATION_TOL, mdp_violation, raise_repair
 
 __all__ = [
+    "EXTENSION_NEIGHBOURS",
     "EXTENSION_SLACK",
     "FINE_GRID_TARGETS",
     "SPANNER_FROM_COARSER_TARGETS",
@@ -97,6 +99,10 @@ SPANNER_FROM_COARSER_TARGETS = 10_000
 #: coarse mechanism (0.9987 km at depth 3): 0.005 gave 1.0035 km remapped (22 rounds, 219 s), 0.02
 #: 1.0120 (18 rounds, 169 s).
 EXTENSION_SLACK = 0.005
+#: Coarse rows each fine target's starting row mixes. The same eps 1.5 mechanism, raised and remapped:
+#: 0.9956 km from the 4 nearest (20 rounds), 1.0035 from the nearest alone (22 rounds); their geometric
+#: mean (normalised) 0.9954.
+EXTENSION_NEIGHBOURS = 4
 #: What a refusal for too many targets advises.
 SPANNER_ADVICE = (
     f"use a smaller depth, or the grid one level coarser through spanner_from_coarser (up to "
@@ -282,9 +288,9 @@ def spanner_from_coarser(
     first = spanner_mechanism(coarse, eps, dilation=dilation, time_limit=time_limit, progress=on_coarse)
     t_coarse = time.perf_counter()
     report(progress, 0.7, f"spanner LP: extending to {n:,} targets, raising to exact eps-mDP")
-    _, nearest = cKDTree(coarse.targets_km).query(fine.targets_km)
     dist = fine.target_distances_km()
-    matrix, slack, rounds = _raise_and_remap(fine, first.matrix[nearest], dist, eps, (EXTENSION_SLACK,))
+    start_rows = _interpolated_rows(coarse.targets_km, fine.targets_km, first.matrix)
+    matrix, slack, rounds = _raise_and_remap(fine, start_rows, dist, eps, (EXTENSION_SLACK,))
     violation = mdp_violation(matrix, dist, eps)
     if violation > VIOLATION_TOL:
         raise DataError(f"the extended spanner mechanism could not be made eps-mDP (excess {violation:.3g})")
@@ -310,3 +316,14 @@ def spanner_from_coarser(
             "violation": violation,
         },
     )
+
+
+def _interpolated_rows(coarse_km: np.ndarray, fine_km: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Per fine target, the rows of ``matrix`` at its :data:`EXTENSION_NEIGHBOURS` nearest coarse targets,
+    weighted by inverse distance (a target on a coarse one takes that row)."""
+    k = min(EXTENSION_NEIGHBOURS, len(coarse_km))
+    dist, nearest = cKDTree(coarse_km).query(fine_km, k=k)
+    dist, nearest = dist.reshape(len(fine_km), k), nearest.reshape(len(fine_km), k)
+    weights = 1.0 / np.maximum(dist, 1e-12)
+    weights /= weights.sum(axis=1, keepdims=True)
+    return np.einsum("nk,nkm->nm", weights, matrix[nearest])

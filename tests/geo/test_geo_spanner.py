@@ -27,6 +27,7 @@ from mdp_core.geo import (
 )
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.spanner import (
+    EXTENSION_NEIGHBOURS,
     EXTENSION_SLACK,
     FINE_GRID_SLACK,
     FINE_GRID_TARGETS,
@@ -310,11 +311,20 @@ def test_a_finer_grid_takes_the_coarser_grids_spanner_mechanism_raised_to_exact_
     (first, _), (extended, slack) = started  # the coarse mechanism's own raise, then the fine one
     assert first.shape[0] == coarse.grid.n_targets < fine.grid.n_targets == extended.shape[0]
     coarse_mech = spanner_mechanism(coarse, 1.0, time_limit=10.0)
-    # independently: each fine target starts from the row of a nearest coarse target (ties: any of them)
+    # independently: each fine target starts from the rows of its 4 nearest coarse targets, weighted by
+    # inverse distance (a tie at the 4th distance: either target gives the same weight)
     between = np.linalg.norm(fine.targets_km[:, None] - coarse.targets_km[None], axis=2)
     for row, dists in zip(extended, between, strict=True):
-        nearest = np.flatnonzero(dists <= dists.min() + 1e-12)
-        assert np.abs(coarse_mech.matrix[nearest] - row).max(axis=1).min() <= 1e-9
+        order = np.argsort(dists, kind="stable")[:EXTENSION_NEIGHBOURS]
+        tied = np.flatnonzero(np.abs(dists - dists[order[-1]]) <= 1e-12)
+        candidates = []
+        for last in tied if len(tied) > 1 else [order[-1]]:
+            near = np.append(order[:-1], last) if last not in order[:-1] else order
+            inverse = 1.0 / np.maximum(dists[near], 1e-12)  # a target on a coarse one takes its row
+            weights = inverse / inverse.sum()
+            candidates.append(np.abs(weights @ coarse_mech.matrix[near] - row).max())
+        assert min(candidates) <= 1e-9
+    np.testing.assert_allclose(extended.sum(axis=1), 1.0, atol=1e-9)  # convex combinations of rows
     assert slack == EXTENSION_SLACK
     dist = np.linalg.norm(fine.targets_km[:, None] - fine.targets_km[None], axis=2)
     assert mdp_violation(mech.matrix, dist, 1.0) <= 1e-9 and verify_geo(mech, exhaustive=True).holds
