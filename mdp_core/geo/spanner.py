@@ -34,7 +34,8 @@ Measured on the 15 km city at depth 4 (8,939 targets, 117 outputs; ``python -m m
 --reference``, 240 s of PDLP at depth 3), eps 0.5 / 1 / 1.5 per km: 1.6991 / 1.3134 / 1.0036 km in 503 /
 686 / 433 s in all, against the bilinear lattice's 1.6789 / 1.3327 / 1.1142 and the 60 s bound's 1.6260 /
 1.1775 / 0.8532 (the best mechanism there before was the bilinear one: 13 / 31 % above that bound at eps
-1 / 1.5; now 11.5 / 17.6 %).
+1 / 1.5; now 11.5 / 17.6 %). These from the nearest coarse row alone; from the 4 nearest (the default),
+eps 1.5: 0.9953 km in 398 s (16.5 % above that run's bound, 0.8543).
 
 **The spanner.** The Yao graph (each target joined to its nearest target in each of ``cones`` equal
 angular sectors), then, until the exact dilation ``max d_G / d`` over all pairs (all-pairs shortest paths)
