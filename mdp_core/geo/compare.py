@@ -77,6 +77,9 @@ FINE_GRID_SPANNER_SECONDS = 240.0
 #: 2 on: started from the outputs of the grid one level coarser (:func:`~mdp_core.geo.optimal.coarser_start`;
 #: depth 2 of the 15 km city, 1,251 targets: 396 / 587 / 464 s at eps 0.5 / 1 / 1.5, ``bench geo_optimal``).
 OPTIMAL_FROM_COARSER_TARGETS = 2_000
+#: The least depth whose grid one level coarser has the same outputs, so that its solution can start or
+#: extend this grid's (depth 0's outputs differ from depth 1's).
+COARSER_FROM_DEPTH = 2
 #: Named ``bound_cosets`` choices (besides an integer step): the automatic step, the coarser grid's cosets.
 COSET_CHOICES = ("auto", "coarser")
 #: What ``bound_cosets`` / ``--bound-cosets`` accept, in words, for their error messages.
@@ -306,7 +309,7 @@ def run_bench(
     spanner_coarse = None
     if reference:
         n = problem.grid.n_targets
-        if SPANNER_MAX_TARGETS < n <= SPANNER_FROM_COARSER_TARGETS and depth >= 2:  # depth 0: other outputs
+        if SPANNER_MAX_TARGETS < n <= SPANNER_FROM_COARSER_TARGETS and depth >= COARSER_FROM_DEPTH:
             spanner_coarse = at_depth(depth - 1)
         small = n <= SPANNER_MAX_TARGETS or spanner_coarse is not None
         extra = [m for m in ("spanner", "bilinear") if m not in methods and (small or m != "spanner")]
@@ -329,7 +332,8 @@ def run_bench(
         optimal_start=start_set,
         spanner_coarse=spanner_coarse,
     )
-    spanner = comp.mechanisms.get("spanner")  # its LP's own certificate, beside the table's bound
+    spanner = comp.mechanisms.get("spanner")  # its LP's own certificate (none from a coarser grid's LP)
+    certificate = None if spanner is None else cast("GeoBound | None", spanner.info.get("lower_bound"))
     seconds = {"load": t_load - start, "grid_and_loss": t_problem - t_load, **comp.seconds}
     if start_set is not None:
         seconds["optimal_start"] = s_start
@@ -348,9 +352,7 @@ def run_bench(
         "bound_exact": None if comp.bound is None else comp.bound.exact,
         "bound_method": None if comp.bound is None else comp.bound.method,
         "timed_lower_bound": None if comp.timed_bound is None else round(comp.timed_bound.value, 6),
-        "spanner_lower_bound": None
-        if spanner is None or "lower_bound" not in spanner.info  # extended from the coarser grid: none
-        else round(cast(GeoBound, spanner.info["lower_bound"]).value, 6),
+        "spanner_lower_bound": None if certificate is None else round(certificate.value, 6),
         "gap": {k: round(v, 6) for k, v in comp.gap.items()},
         "worse_than_em_remap": list(comp.worse_than_em_remap),
         "best_private": _best_private(comp),
@@ -371,7 +373,7 @@ def _optimal_start(
     """None when the exact optimum takes ``problem`` as it is; from depth 2 on, above OPTIMAL_MAX_TARGETS
     targets, the outputs of the grid one level coarser that start it (DataError when too large for both)."""
     n = problem.grid.n_targets
-    if n <= OPTIMAL_MAX_TARGETS or depth < 2:  # depth 0 has other outputs than depth 1
+    if n <= OPTIMAL_MAX_TARGETS or depth < COARSER_FROM_DEPTH:
         check_target_count(n, OPTIMAL_MAX_TARGETS, "the exact optimum", OPTIMAL_ADVICE)
         return None
     check_target_count(n, OPTIMAL_FROM_COARSER_TARGETS, "the exact optimum", OPTIMAL_ADVICE)

@@ -81,7 +81,7 @@ from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.ipm import GeoLPSolution, solve_geo_lp
 from mdp_core.geo.pairs import spanner_pairs
 from mdp_core.geo.pricing import OutputSet, column_of
-from mdp_core.geo.utility import GeoProblem, check_lp_inputs, check_target_count
+from mdp_core.geo.utility import GeoProblem, check_lp_inputs, check_same_outputs, check_target_count
 from mdp_core.mechanisms.lp import chain_implied
 from mdp_core.mechanisms.verify import VIOLATION_TOL, raise_repair, repair_mechanism
 
@@ -152,8 +152,7 @@ def coarser_start(
 ) -> np.ndarray:
     """Start set ``outputs`` for the exact optimum of ``fine`` (module docstring): the outputs to which the
     optimum of ``coarse`` (a level coarser, same outputs, ``leave_out=False``) gives > :data:`START_MASS`."""
-    if not np.array_equal(coarse.outputs_km, fine.outputs_km):
-        raise DataError("the coarser grid has other outputs than this one: it cannot start its optimum")
+    check_same_outputs(coarse, fine, "it cannot start its optimum")
     first = optimal_geo_mechanism(coarse, eps, time_limit=time_limit, leave_out=False)
     return np.flatnonzero(first.matrix.max(axis=0) > START_MASS)
 

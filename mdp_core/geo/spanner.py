@@ -61,7 +61,13 @@ from mdp_core.geo.baselines import remap_matrix
 from mdp_core.geo.bounds import GeoBound, _privacy_rows, _row_ratios, _solve, certified_bound
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.pairs import spanner_pairs
-from mdp_core.geo.utility import GeoProblem, check_lp_inputs, check_target_count, expected_travel_error
+from mdp_core.geo.utility import (
+    GeoProblem,
+    check_lp_inputs,
+    check_same_outputs,
+    check_target_count,
+    expected_travel_error,
+)
 from mdp_core.mechanisms.verify import VIOLATION_TOL, mdp_violation, raise_repair
 
 __all__ = [
@@ -202,10 +208,7 @@ def spanner_mechanism(
         lp_objective=objective,
     )
     report(progress, 0.8, "spanner LP: raising to exact eps-mDP on all pairs")
-    matrix, slack, rounds = _raise_and_remap(problem, raw, dist, eps, slacks)
-    violation = mdp_violation(matrix, dist, eps)  # the check of the returned matrix over all pairs
-    if violation > VIOLATION_TOL:  # float rounding beyond the mix's margin: never return it unproven
-        raise DataError(f"the spanner LP's solution could not be made eps-mDP (excess {violation:.3g})")
+    matrix, slack, rounds, violation = _raise_and_remap(problem, raw, dist, eps, slacks)
     end = time.perf_counter()
     report(progress, 1.0, "spanner LP: done")
     return GeoMechanism(
@@ -231,16 +234,19 @@ def spanner_mechanism(
 
 def _raise_and_remap(
     problem: GeoProblem, raw: np.ndarray, dist: np.ndarray, eps: float, slacks: tuple[float, ...]
-) -> tuple[np.ndarray, float, int]:
+) -> tuple[np.ndarray, float, int, float]:
     """The raise at each slack, remapped (post-processing: eps-mDP kept, module docstring); the matrix of
-    least expected error, its slack and its raise's rounds."""
+    least expected error, its slack, its raise's rounds and its exact violation over all pairs."""
     candidates = []
     for slack in slacks:
         raised, _, rounds = raise_repair(raw, dist, eps, slack=slack)
         matrix = remap_matrix(raised, problem.prior, problem.loss)
         candidates.append((expected_travel_error(matrix, problem.prior, problem.loss), slack, rounds, matrix))
     _, slack, rounds, matrix = min(candidates, key=lambda candidate: candidate[0])
-    return matrix, slack, rounds
+    violation = mdp_violation(matrix, dist, eps)  # the check of the returned matrix over all pairs
+    if violation > VIOLATION_TOL:  # float rounding beyond the mix's margin: never return it unproven
+        raise DataError(f"the spanner LP's solution could not be made eps-mDP (excess {violation:.3g})")
+    return matrix, slack, rounds, violation
 
 
 def spanner_from_coarser(
@@ -277,8 +283,7 @@ def spanner_from_coarser(
         the raise's slack and rounds and the verified violation (``<= 1e-9``), and no ``lower_bound``.
     """
     eps = check_lp_inputs(fine, eps, time_limit)
-    if not np.array_equal(coarse.outputs_km, fine.outputs_km):
-        raise DataError("the coarser grid has other outputs than this one: its spanner LP cannot be extended")
+    check_same_outputs(coarse, fine, "its spanner LP cannot be extended")
     n = fine.grid.n_targets
     check_target_count(n, max_targets, "the spanner LP from the coarser grid", "use a smaller depth")
     start = time.perf_counter()
@@ -291,10 +296,7 @@ def spanner_from_coarser(
     report(progress, 0.7, f"spanner LP: extending to {n:,} targets, raising to exact eps-mDP")
     dist = fine.target_distances_km()
     start_rows = _interpolated_rows(coarse.targets_km, fine.targets_km, first.matrix)
-    matrix, slack, rounds = _raise_and_remap(fine, start_rows, dist, eps, (EXTENSION_SLACK,))
-    violation = mdp_violation(matrix, dist, eps)
-    if violation > VIOLATION_TOL:
-        raise DataError(f"the extended spanner mechanism could not be made eps-mDP (excess {violation:.3g})")
+    matrix, slack, rounds, violation = _raise_and_remap(fine, start_rows, dist, eps, (EXTENSION_SLACK,))
     end = time.perf_counter()
     report(progress, 1.0, "spanner LP: done")
     coarse_info = {k: v for k, v in first.info.items() if k != "lower_bound"}  # it bounds the coarse grid

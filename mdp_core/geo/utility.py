@@ -186,6 +186,13 @@ def check_lp_inputs(problem: GeoProblem, eps: float, time_limit: float) -> float
     return eps
 
 
+def check_same_outputs(coarse: GeoProblem, fine: GeoProblem, use: str) -> None:
+    """DataError unless ``coarse`` (a grid one level coarser) has the outputs of ``fine``: what carries a
+    coarser grid's solution over to a finer one (``use``: what it would have done)."""
+    if not np.array_equal(coarse.outputs_km, fine.outputs_km):
+        raise DataError(f"the coarser grid has other outputs than this one: {use}")
+
+
 def check_target_count(n: int, limit: int, solver: str, advice: str) -> None:
     """DataError when a full-domain LP (``solver``, e.g. "the spanner LP") would get more than ``limit``
     targets: their cost grows as n^2 m or faster."""
