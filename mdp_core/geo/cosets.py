@@ -36,9 +36,10 @@ Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``s
 * the district at depth 3 (5,311 targets): 25 cosets, 0.3573 km against 0.3481 aggregated and 0.3519
   from 2 x 2 cosets of the relaxation LP in 4 x 60 s (bilinear mechanism 0.3674: within 2.8 %); with
   the correctors 0.3598 at eps 1.5, 0.3772 at 1.0, 0.3969 at 0.5 (bilinear within 1.9 / 1.5 / 0.5 %);
-* depth 4 (49 cosets of the city, 100 of the district) does NOT fit 60 s: each coset gets about 1 s and
-  stops far from its optimum (0.58 and 0.10 km against 0.82 and 0.34 aggregated); the city's 64 cosets
-  of 8 x 8 need about 135 s for 0.89 km;
+* depth 4: :func:`coset_step`'s cosets (49 of the city, 100 of the district) do not fit 60 s, so
+  :func:`fitting_step` goes on to smaller ones that do (:data:`COSET_SECONDS`): the city's 64 cosets of
+  8 x 8 (up to 158 targets) certify 1.6514 / 1.2354 / 0.9032 km at eps 0.5 / 1 / 1.5 in 60 s, against
+  1.626 / 1.1775 / 0.853 from the representatives (1.2405 at eps 1.0 when left to converge, 112 s);
 * ``aggregate=True`` aggregates the targets onto the grid one level coarser first
   (:func:`~mdp_core.geo.aggregation.coarser_problem`: 2,269 of the city's 8,939 targets at depth 4, 16
   cosets of up to 158) and takes that grid's cosets. At depth 4 of the city in 60 s, eps 0.5 / 1 / 1.5, it
@@ -78,10 +79,13 @@ from mdp_core.geo.utility import GeoProblem, check_lp_inputs
 
 __all__ = [
     "BLOCK_TARGETS",
+    "COSET_MIN_TARGETS",
     "COSET_SECONDS",
+    "COSET_SPACING",
     "COSET_TARGETS",
     "auto_lower_bound",
     "coset_lower_bound",
+    "coset_seconds",
     "coset_step",
     "cosets",
     "fitting_step",
@@ -98,18 +102,36 @@ BLOCK_TARGETS = 600
 #: 1.2746 / 1.7286 against 1.2702 / 1.7272, the district at depth 3 0.3609 against 0.3604 (eps 1.5), at
 #: depth 2 in the page's 20 s (eps 1.39) the city 1.0358 against 1.0291, the district 0.3654 against 0.3650.
 DILATION = 1.03
-#: Seconds of one core that a coset's bound needs, per output and per (its largest coset's targets /
-#: 1000)^3 (each interior-point iteration inverts one such block per output; ~35 iterations). With less
-#: time the certificate collapses: 2.5 s for each of the city's 16 cosets (up to 235 targets, 117
-#: outputs) at depth 3 certified 0.0 km, so the constant is above 1.65; 4.8 s for each of the district's
-#: 25 (up to 219 targets, 112 outputs) was enough, so 4.08 suffices; 4.0 is
-#: taken. So :func:`fitting_step` offers cosets in 60 s on 2 cores at depth 3 (tighter than aggregation,
-#: back to back: the city at eps 0.5 / 1 / 1.5 1.677 / 1.241 / 0.900 km against 1.641 / 1.133 / 0.824,
-#: the district 0.3942 / 0.3717 / 0.3477 against 0.3912 / 0.3660 / 0.3455) and in the page's 20 s at depth 2
-#: (9 cosets of up to 156 targets; at eps 0.35 / 1.39 / 3.47 the district 0.4009 / 0.3613 / 0.2749
-#: against 0.3935 / 0.3493 / 0.2492, the city 1.936 / 0.987 / 0.354 against 1.820 / 0.827 / 0.290), but
-#: not at depth 4 (49 and 100 cosets: far looser there, 0.58 and 0.10 km against 0.82 and 0.34).
-COSET_SECONDS = 4.0
+#: Seconds of one core that a coset's bound needs, per output and per s (s + 0.02), s = the coset's targets
+#: / 1000 (:func:`coset_seconds`). Measured alone on one core to a 1e-6 gap (the city, eps 1.0, 117
+#: outputs): cosets of 19 / 101 / 158 / 205 / 267 / 371 targets took 0.06 / 1.0 / 2.4 / 3.9 / 6.8 / 12.4 s,
+#: 0.73 s per output and s (s + 0.02) within 10 % (sparse products over the spanner's rows, which grow with
+#: n, lead at these sizes; the n^3 block inversions only far above them). Two threads at once run ~1.45x
+#: slower each; a certificate nears its coset's optimum well before the solve converges, but collapses with
+#: far too little time. 0.55 gives each coset 75 % of its one-core time alone. Depth 4 of the city, 60 s:
+#: 8 x 8 cosets (up to 158 targets) are taken, at eps 1.0 1.2354 km (1.2405 converged, in 112 s); with 62 /
+#: 49 / 39 % of that time 7 x 7 / 6 x 6 / 5 x 5 gave 1.2390 / 1.2119 / 1.1635, the representatives 1.1775.
+#: The district's 38 x 38 cosets (up to 19 targets) in the page's 20 s, with 46 %, collapsed to 0.26 / 0.10
+#: km at eps 0.35 / 1.39 against 0.40 / 0.36 from the representatives (hence also
+#: :data:`COSET_MIN_TARGETS`). The first step (:func:`coset_step`) is taken as before in 60 s at depth 3
+#: (tighter than aggregation, back to back: the city at eps 0.5 / 1 / 1.5 1.677 / 1.241 / 0.900 km against
+#: 1.641 / 1.133 / 0.824, the district 0.3942 / 0.3717 / 0.3477 against 0.3912 / 0.3660 / 0.3455) and in
+#: the page's 20 s at depth 2 (9 cosets of up to 156 targets; at eps 0.35 / 1.39 / 3.47 the district 0.4009
+#: / 0.3613 / 0.2749 against 0.3935 / 0.3493 / 0.2492, the city 1.936 / 0.987 / 0.354 against 1.820 /
+#: 0.827 / 0.290). Smaller cosets are taken in the page's 20 s at depth 3 (the city 5 x 5: 1.846 / 0.989
+#: km at eps 0.35 / 1.39 against 1.811 / 0.870; the district 8 x 8: 0.4015 / 0.3636 / 0.2842 at 0.35 / 1.39
+#: / 3.47 against 0.4003 / 0.3584 / 0.2687) and in 60 s at depth 4 (the city 8 x 8 above and at eps 0.5 /
+#: 1.5 1.6514 / 0.9032 against 1.626 / 0.853; the district 21 x 21 of up to 56 targets, 0.3933 / 0.3569 /
+#: 0.2797 at eps 0.5 / 1.5 / 3.47 against 0.3950 / 0.3550 / 0.2743: within 0.5 % either way below 3.47).
+COSET_SECONDS = 0.55
+#: Steps above :func:`coset_step`'s keep the cosets' targets at most this many 1 / eps km apart: sparser
+#: cosets drop the short privacy rows that bind. The city at depth 4, eps 1.5, 60 s: 8 x 8 cosets (0.53 /
+#: eps apart) certified 0.903 km, 10 x 10 (0.66 / eps) 0.879, 12 x 12 (0.79 / eps, converged in 51 s)
+#: 0.848, below the representatives' 0.854 (at eps 0.5, 0.26 / eps apart, 12 x 12 gave 1.640 against 1.626).
+COSET_SPACING = 0.7
+#: Steps above :func:`coset_step`'s keep a largest coset of at least this many targets (smaller ones spend
+#: their time share on each solve's fixed cost: :data:`COSET_SECONDS`).
+COSET_MIN_TARGETS = 50
 #: Duality gap at which a coset's solve stops when its time share is not used up first.
 COSET_GAP = 1e-6
 
@@ -147,14 +169,29 @@ def _coset_sizes(fine: np.ndarray, step: int) -> np.ndarray:
     return sizes[sizes > 0]
 
 
-def fitting_step(problem: GeoProblem, time_limit: float) -> int | None:
-    """:func:`coset_step`'s step when, shared over this process's cores, ``time_limit`` seconds give every
-    coset the time its bound needs (:data:`COSET_SECONDS`), else None (aggregating is then the better
-    bound)."""
-    step = coset_step(problem)
-    sizes = _coset_sizes(problem.grid.fine_ij, step)
-    needed = COSET_SECONDS * problem.cost.shape[1] * (sizes.max() / 1000.0) ** 3
-    return step if float(time_limit) * worker_count() / len(sizes) >= needed else None
+def fitting_step(problem: GeoProblem, eps: float, time_limit: float) -> int | None:
+    """The smallest step from :func:`coset_step`'s on whose cosets, shared over this process's cores,
+    ``time_limit`` seconds give every coset the time its bound needs (:func:`coset_seconds`); a step
+    above :func:`coset_step`'s only while its largest coset has at least :data:`COSET_MIN_TARGETS`
+    targets, at most :data:`COSET_SPACING` / eps km apart. None when no step qualifies (aggregating is
+    then the better bound)."""
+    fine, outputs = problem.grid.fine_ij, problem.cost.shape[1]
+    first = step = coset_step(problem)
+    while True:
+        sizes = _coset_sizes(fine, step)
+        close = eps * step * problem.grid.h_fine <= COSET_SPACING and sizes.max() >= COSET_MIN_TARGETS
+        if step > first and not close:
+            return None
+        if float(time_limit) * worker_count() / len(sizes) >= coset_seconds(int(sizes.max()), outputs):
+            return step
+        step += 1
+
+
+def coset_seconds(targets: int, outputs: int) -> float:
+    """Seconds of one core that the bound of a coset with this many targets and outputs needs
+    (:data:`COSET_SECONDS`)."""
+    size = targets / 1000.0
+    return COSET_SECONDS * outputs * size * (size + 0.02)
 
 
 def auto_lower_bound(
@@ -162,13 +199,14 @@ def auto_lower_bound(
 ) -> GeoBound:
     """The bound the comparison and the map page use: on a grid that :func:`geo_lower_bound` would
     aggregate, the coset bound where its cosets get the time they need (:func:`fitting_step`; it was the
-    tighter in all 12 measured configurations where it is chosen, :data:`COSET_SECONDS`), else
+    tighter in 22 of the 23 measured configurations where it is chosen and 0.4 % looser in one, the
+    district at depth 4 and eps 0.5: :data:`COSET_SECONDS`), else
     :func:`geo_lower_bound` itself. Both are certified by weak duality; ``method`` says which it is.
     (The cosets of the coarser grid, ``coset_lower_bound(aggregate=True)``, are not among the choices:
     module docstring.)"""
     eps = check_lp_inputs(problem, eps, time_limit)  # before the size rule reads the time limit
     large = len(problem.targets_km) > aggregate_threshold(float(time_limit))
-    step = fitting_step(problem, time_limit) if large else None
+    step = fitting_step(problem, eps, time_limit) if large else None
     if step is None:
         return geo_lower_bound(problem, eps, time_limit=time_limit, progress=progress)
     return coset_lower_bound(problem, eps, step=step, time_limit=time_limit, progress=progress)

@@ -30,6 +30,7 @@ from mdp_core.geo import (
 from mdp_core.geo import cosets as cosets_module
 from mdp_core.geo.aggregation import coarser_problem
 from mdp_core.geo.cosets import DILATION, coset_step, cosets, fitting_step
+from mdp_core.geo.utility import GeoProblem
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,25 +65,43 @@ def test_default_step_keeps_every_coset_within_the_target_cap() -> None:
         coset_step(problem, max_targets=0)
 
 
+def _seconds_for(problem: GeoProblem, step: int) -> float:
+    """Wall seconds that ``step``'s cosets need on this process's cores (the documented model)."""
+    sizes = np.bincount(np.ravel_multi_index((problem.grid.fine_ij % step).T, (step, step)))
+    size = sizes.max() / 1000.0
+    per_coset = cosets_module.COSET_SECONDS * problem.cost.shape[1] * size * (size + 0.02)
+    return per_coset * np.count_nonzero(sizes) / cosets_module.worker_count()
+
+
 def test_auto_bound_takes_the_cosets_where_they_get_enough_time(monkeypatch: pytest.MonkeyPatch) -> None:
     problem = tiny_problem(5, 5, seed=3, depth=3, seed_n=2)
     n = problem.grid.n_targets
     monkeypatch.setattr(bounds, "AGGREGATE_ABOVE", n - 1)  # this grid counts as city scale
     monkeypatch.setattr(cosets_module, "COSET_TARGETS", n // 4)
-    step = fitting_step(problem, 60.0)
+    monkeypatch.setattr(cosets_module, "COSET_MIN_TARGETS", 1)
+    step = fitting_step(problem, 1.0, 60.0)
     assert step == coset_step(problem) > 1
-    sizes = np.bincount(np.ravel_multi_index((problem.grid.fine_ij % step).T, (step, step)))
-    needed = cosets_module.COSET_SECONDS * problem.cost.shape[1] * (sizes.max() / 1000.0) ** 3
-    cores = cosets_module.worker_count()
-    assert fitting_step(problem, 1.01 * needed * np.count_nonzero(sizes) / cores) == step  # just enough time
-    assert fitting_step(problem, 0.99 * needed * np.count_nonzero(sizes) / cores) is None  # just too little
+    assert fitting_step(problem, 1.0, 1.01 * _seconds_for(problem, step)) == step  # just enough time
+    # just too little: the next steps (smaller cosets) are searched while they are close enough ...
+    short = 0.99 * _seconds_for(problem, step)
+    wider = next(k for k in range(step + 1, 100) if _seconds_for(problem, k) <= short)
+    close = cosets_module.COSET_SPACING / (wider * problem.grid.h_fine)  # the largest eps that allows it
+    assert fitting_step(problem, 0.99 * close, short) == wider
+    assert fitting_step(problem, 1.01 * close, short) is None  # the steps before it do not fit
+    # ... and never beyond that spacing, while the first step is taken at any eps
+    far = cosets_module.COSET_SPACING / ((step + 1) * problem.grid.h_fine)
+    assert fitting_step(problem, 1.01 * far, short) is None
+    assert fitting_step(problem, 100 * far, 1.01 * _seconds_for(problem, step)) == step
+    largest = max(len(sub.prior) for _, sub in cosets(problem, wider))
+    monkeypatch.setattr(cosets_module, "COSET_MIN_TARGETS", largest + 1)  # nor to cosets too small
+    assert fitting_step(problem, 0.99 * close, short) is None
     expected = coset_lower_bound(problem, 1.0, step=step, time_limit=60)
     chosen = auto_lower_bound(problem, 1.0, time_limit=60)
     assert chosen.method == expected.method and "cosets" in chosen.method
     assert chosen.value == pytest.approx(expected.value, rel=1e-9)
     assert geo_lower_bound(problem, 1.0, time_limit=60).method.startswith("aggregated")  # it stays as it was
     monkeypatch.setattr(cosets_module, "COSET_SECONDS", float("inf"))  # no time share is enough
-    assert fitting_step(problem, 60.0) is None
+    assert fitting_step(problem, 1.0, 60.0) is None
     assert auto_lower_bound(problem, 1.0, time_limit=60).method.startswith("aggregated")
     monkeypatch.setattr(bounds, "AGGREGATE_ABOVE", n)  # not city scale: geo_lower_bound's own relaxation
     small = auto_lower_bound(problem, 1.0, time_limit=60)
