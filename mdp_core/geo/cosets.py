@@ -37,9 +37,9 @@ Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``s
   from 2 x 2 cosets of the relaxation LP in 4 x 60 s (bilinear mechanism 0.3674: within 2.8 %); with
   the correctors 0.3598 at eps 1.5, 0.3772 at 1.0, 0.3969 at 0.5 (bilinear within 1.9 / 1.5 / 0.5 %);
 * depth 4: :func:`coset_step`'s cosets (49 of the city, 100 of the district) do not fit 60 s, so
-  :func:`fitting_step` goes on to smaller ones that do (:data:`COSET_SECONDS`): the city's 64 cosets of
-  8 x 8 (up to 158 targets) certify 1.6514 / 1.2354 / 0.9032 km at eps 0.5 / 1 / 1.5 in 60 s, against
-  1.626 / 1.1775 / 0.853 from the representatives (1.2405 at eps 1.0 when left to converge, 112 s);
+  :func:`fitting_step` goes on to smaller ones that do (:data:`COSET_SECONDS`): the city's 49 cosets of
+  7 x 7 (up to 205 targets) certify 1.6502 / 1.2394 / 0.9098 km at eps 0.5 / 1 / 1.5 in 60 s, against
+  1.626 / 1.1775 / 0.853 from the representatives (1.2496 at eps 1.0 when left to converge, 142 s);
 * ``aggregate=True`` aggregates the targets onto the grid one level coarser first
   (:func:`~mdp_core.geo.aggregation.coarser_problem`: 2,269 of the city's 8,939 targets at depth 4, 16
   cosets of up to 158) and takes that grid's cosets. At depth 4 of the city in 60 s, eps 0.5 / 1 / 1.5, it
@@ -103,27 +103,28 @@ BLOCK_TARGETS = 600
 #: depth 2 in the page's 20 s (eps 1.39) the city 1.0358 against 1.0291, the district 0.3654 against 0.3650.
 DILATION = 1.03
 #: Seconds of one core that a coset's bound needs, per output and per s (s + 0.02), s = the coset's targets
-#: / 1000 (:func:`coset_seconds`). Measured alone on one core to a 1e-6 gap (the city, eps 1.0, 117
-#: outputs): cosets of 19 / 101 / 158 / 205 / 267 / 371 targets took 0.06 / 1.0 / 2.4 / 3.9 / 6.8 / 12.4 s,
-#: 0.73 s per output and s (s + 0.02) within 10 % (sparse products over the spanner's rows, which grow with
-#: n, lead at these sizes; the n^3 block inversions only far above them). Two threads at once run ~1.45x
-#: slower each; a certificate nears its coset's optimum well before the solve converges, but collapses with
-#: far too little time. 0.55 gives each coset 75 % of its one-core time alone. Depth 4 of the city, 60 s:
-#: 8 x 8 cosets (up to 158 targets) are taken, at eps 1.0 1.2354 km (1.2405 converged, in 112 s); with 62 /
-#: 49 / 39 % of that time 7 x 7 / 6 x 6 / 5 x 5 gave 1.2390 / 1.2119 / 1.1635, the representatives 1.1775.
-#: The district's 38 x 38 cosets (up to 19 targets) in the page's 20 s, with 46 %, collapsed to 0.26 / 0.10
+#: / 1000 (:func:`coset_seconds`). Measured alone on one core (the city, eps 1.0, 117 outputs): to a 1e-6
+#: gap, cosets of 19 / 101 / 158 / 205 / 267 / 371 targets took 0.06 / 1.0 / 2.4 / 3.9 / 6.8 / 12.4 s, 0.73 s
+#: per output and s (s + 0.02) within 10 % (sparse products over the spanner's rows, which grow with n,
+#: lead at these sizes; the n^3 block inversions only far above them); to :data:`COSET_GAP` 0.6 s (205
+#: targets: 3.1 s). Two threads at once run ~1.45x slower each, and with far too little time a
+#: certificate collapses. 0.42, 70 % of the time alone, takes at depth 4 of the city in 60 s the 7 x 7
+#: cosets (up to 205 targets): 1.6502 / 1.2394 / 0.9098 km at eps 0.5 / 1 / 1.5 (1.2418 in another run;
+#: 1.2496 when left to converge, 142 s), against 1.626 / 1.1775 / 0.853 from the representatives; with
+#: 48 % of its time 6 x 6 gave 1.2267 (1.2551 converged, 207 s), 5 x 5 at 1e-6 with 39 % 1.1635. The
+#: district's 38 x 38 cosets (up to 19 targets) in the page's 20 s, with ~45 %, collapsed to 0.26 / 0.10
 #: km at eps 0.35 / 1.39 against 0.40 / 0.36 from the representatives (hence also
 #: :data:`COSET_MIN_TARGETS`). The first step (:func:`coset_step`) is taken as before in 60 s at depth 3
 #: (tighter than aggregation, back to back: the city at eps 0.5 / 1 / 1.5 1.677 / 1.241 / 0.900 km against
-#: 1.641 / 1.133 / 0.824, the district 0.3942 / 0.3717 / 0.3477 against 0.3912 / 0.3660 / 0.3455) and in
-#: the page's 20 s at depth 2 (9 cosets of up to 156 targets; at eps 0.35 / 1.39 / 3.47 the district 0.4009
-#: / 0.3613 / 0.2749 against 0.3935 / 0.3493 / 0.2492, the city 1.936 / 0.987 / 0.354 against 1.820 /
-#: 0.827 / 0.290). Smaller cosets are taken in the page's 20 s at depth 3 (the city 5 x 5: 1.846 / 0.989
-#: km at eps 0.35 / 1.39 against 1.811 / 0.870; the district 8 x 8: 0.4015 / 0.3636 / 0.2842 at 0.35 / 1.39
-#: / 3.47 against 0.4003 / 0.3584 / 0.2687) and in 60 s at depth 4 (the city 8 x 8 above and at eps 0.5 /
-#: 1.5 1.6514 / 0.9032 against 1.626 / 0.853; the district 21 x 21 of up to 56 targets, 0.3933 / 0.3569 /
-#: 0.2797 at eps 0.5 / 1.5 / 3.47 against 0.3950 / 0.3550 / 0.2743: within 0.5 % either way below 3.47).
-COSET_SECONDS = 0.55
+#: 1.641 / 1.133 / 0.824, the district 0.3942 / 0.3717 / 0.3477 against 0.3912 / 0.3660 / 0.3455; the city
+#: at 1 / 1.5 with this gap 1.2745 / 0.9519 in 49 s) and in the page's 20 s at depth 2 (9 cosets of up to
+#: 156 targets; at eps 0.35 / 1.39 / 3.47 the district 0.4009 / 0.3613 / 0.2749 against 0.3935 / 0.3493 /
+#: 0.2492, the city 1.936 / 0.987 / 0.354 against 1.820 / 0.827 / 0.290). Smaller cosets are taken in the
+#: page's 20 s at depth 3 (the city 5 x 5: 1.846 / 0.989 km at eps 0.35 / 1.39 against 1.811 / 0.870; the
+#: district 7 x 7: 0.4014 / 0.3638 / 0.2850 at 0.35 / 1.39 / 3.47 against 0.4003 / 0.3584 / 0.2687) and in
+#: 60 s at depth 4 (the city above; the district 17 x 17 of up to 82 targets, 0.3949 / 0.3582 at eps 0.5
+#: / 1.5 against 0.3950 / 0.3550).
+COSET_SECONDS = 0.42
 #: Steps above :func:`coset_step`'s keep the cosets' targets at most this many 1 / eps km apart: sparser
 #: cosets drop the short privacy rows that bind. The city at depth 4, eps 1.5, 60 s: 8 x 8 cosets (0.53 /
 #: eps apart) certified 0.903 km, 10 x 10 (0.66 / eps) 0.879, 12 x 12 (0.79 / eps, converged in 51 s)
@@ -132,8 +133,11 @@ COSET_SPACING = 0.7
 #: Steps above :func:`coset_step`'s keep a largest coset of at least this many targets (smaller ones spend
 #: their time share on each solve's fixed cost: :data:`COSET_SECONDS`).
 COSET_MIN_TARGETS = 50
-#: Duality gap at which a coset's solve stops when its time share is not used up first.
-COSET_GAP = 1e-6
+#: Relative duality gap at which a coset's solve stops when its time share is not used up first. Against
+#: 1e-6 it costs ~0.005 % of the coset's bound and saves a fifth of the iterations for the cosets after it
+#: (205 targets alone: 43 iterations, 3.1 s, 1.27600 km against 53, 3.8 s, 1.27607; the city's 7 x 7 at
+#: depth 4 in 60 s: 1.2418 km against 1.2390).
+COSET_GAP = 1e-4
 
 
 def cosets(problem: GeoProblem, step: int) -> list[tuple[float, GeoProblem]]:
@@ -199,7 +203,7 @@ def auto_lower_bound(
 ) -> GeoBound:
     """The bound the comparison and the map page use: on a grid that :func:`geo_lower_bound` would
     aggregate, the coset bound where its cosets get the time they need (:func:`fitting_step`; it was the
-    tighter in 22 of the 23 measured configurations where it is chosen and 0.4 % looser in one, the
+    tighter in 21 of the 22 measured configurations where it is chosen and 0.005 % looser in one, the
     district at depth 4 and eps 0.5: :data:`COSET_SECONDS`), else
     :func:`geo_lower_bound` itself. Both are certified by weak duality; ``method`` says which it is.
     (The cosets of the coarser grid, ``coset_lower_bound(aggregate=True)``, are not among the choices:

@@ -49,7 +49,8 @@ def test_bound_is_the_weighted_sum_of_the_cosets_spanner_relaxations(eps: float)
     bound = coset_lower_bound(problem, eps, step=2, time_limit=30)
     assert not bound.exact and f"4 cosets (2 x 2) of {DILATION}-spanner relaxation" in bound.method
     assert bound.value <= reference + 1e-12  # certified: never above the relaxations' optima
-    assert bound.value == pytest.approx(reference, rel=1e-5)  # each small coset's solve converges
+    # each small coset's solve stops within its duality gap of the optimum
+    assert bound.value == pytest.approx(reference, rel=cosets_module.COSET_GAP)
     assert bound.value <= full_lp(problem, eps) + 1e-9  # never above the whole problem's optimum
 
 
@@ -237,7 +238,7 @@ def test_aggregated_coset_bound_is_the_coarser_problems_plus_its_constant(eps: f
     bound = coset_lower_bound(problem, eps, step=2, time_limit=30, aggregate=True)
     assert f"aggregated onto the {len(coarse.prior)} targets of the coarser grid" in bound.method
     assert bound.value <= reference + 1e-12
-    assert bound.value == pytest.approx(reference, rel=1e-5)
+    assert bound.value == pytest.approx(reference, rel=cosets_module.COSET_GAP)
     assert bound.value <= full_lp(problem, eps) + 1e-9  # never above the fine problem's optimum
     with pytest.raises(DataError, match="aggregate needs a grid of depth >= 1"):
         coset_lower_bound(tiny_problem(4, 4, seed=6, depth=0, seed_n=2), eps, aggregate=True)
