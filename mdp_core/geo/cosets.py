@@ -102,28 +102,27 @@ BLOCK_TARGETS = 600
 #: 1.2746 / 1.7286 against 1.2702 / 1.7272, the district at depth 3 0.3609 against 0.3604 (eps 1.5), at
 #: depth 2 in the page's 20 s (eps 1.39) the city 1.0358 against 1.0291, the district 0.3654 against 0.3650.
 DILATION = 1.03
-#: Seconds of one core that a coset's bound needs, per output and per s (s + 0.02), s = the coset's targets
-#: / 1000 (:func:`coset_seconds`). Measured alone on one core (the city, eps 1.0, 117 outputs): to a 1e-6
-#: gap, cosets of 19 / 101 / 158 / 205 / 267 / 371 targets took 0.06 / 1.0 / 2.4 / 3.9 / 6.8 / 12.4 s, 0.73 s
-#: per output and s (s + 0.02) within 10 % (sparse products over the spanner's rows, which grow with n,
-#: lead at these sizes; the n^3 block inversions only far above them); to :data:`COSET_GAP` 0.6 s (205
-#: targets: 3.1 s). Two threads at once run ~1.45x slower each, and with far too little time a
-#: certificate collapses. 0.42, 70 % of the time alone, takes at depth 4 of the city in 60 s the 7 x 7
-#: cosets (up to 205 targets): 1.6502 / 1.2394 / 0.9098 km at eps 0.5 / 1 / 1.5 (1.2418 in another run;
-#: 1.2496 when left to converge, 142 s), against 1.626 / 1.1775 / 0.853 from the representatives; with
-#: 48 % of its time 6 x 6 gave 1.2267 (1.2551 converged, 207 s), 5 x 5 at 1e-6 with 39 % 1.1635. The
-#: district's 38 x 38 cosets (up to 19 targets) in the page's 20 s, with ~45 %, collapsed to 0.26 / 0.10
-#: km at eps 0.35 / 1.39 against 0.40 / 0.36 from the representatives (hence also
-#: :data:`COSET_MIN_TARGETS`). The first step (:func:`coset_step`) is taken as before in 60 s at depth 3
-#: (tighter than aggregation, back to back: the city at eps 0.5 / 1 / 1.5 1.677 / 1.241 / 0.900 km against
-#: 1.641 / 1.133 / 0.824, the district 0.3942 / 0.3717 / 0.3477 against 0.3912 / 0.3660 / 0.3455; the city
-#: at 1 / 1.5 with this gap 1.2745 / 0.9519 in 49 s) and in the page's 20 s at depth 2 (9 cosets of up to
-#: 156 targets; at eps 0.35 / 1.39 / 3.47 the district 0.4009 / 0.3613 / 0.2749 against 0.3935 / 0.3493 /
-#: 0.2492, the city 1.936 / 0.987 / 0.354 against 1.820 / 0.827 / 0.290). Smaller cosets are taken in the
-#: page's 20 s at depth 3 (the city 5 x 5: 1.846 / 0.989 km at eps 0.35 / 1.39 against 1.811 / 0.870; the
-#: district 7 x 7: 0.4014 / 0.3638 / 0.2850 at 0.35 / 1.39 / 3.47 against 0.4003 / 0.3584 / 0.2687) and in
-#: 60 s at depth 4 (the city above; the district 17 x 17 of up to 82 targets, 0.3949 / 0.3582 at eps 0.5
-#: / 1.5 against 0.3950 / 0.3550).
+#: Seconds of one core that a coset's bound needs, per output and per s (s + 0.02), s = the coset's targets /
+#: 1000 (:func:`coset_seconds`). Measured alone on one core (the city, eps 1.0, 117 outputs): to a 1e-6 gap,
+#: cosets of 19 / 101 / 158 / 205 / 267 / 371 targets took 0.06 / 1.0 / 2.4 / 3.9 / 6.8 / 12.4 s, 0.73 s per
+#: output and s (s + 0.02) within 10 % (sparse products over the spanner's rows, which grow with n, lead at
+#: these sizes; the n^3 block inversions only far above them); to :data:`COSET_GAP` 0.6 s per output and s (s
+#: + 0.02) (205 targets: 3.1 s). Two threads at once run ~1.45x slower each, and with far too little time a
+#: certificate collapses. 0.42, 70 % of the time alone, takes at depth 4 of the city in 60 s the 7 x 7 cosets
+#: (up to 205 targets): 1.6502 / 1.2394 / 0.9098 km at eps 0.5 / 1 / 1.5 (1.2418 in another run; 1.2496 when
+#: left to converge, 142 s), against 1.626 / 1.1775 / 0.853 from the representatives; with 48 % of its time 6
+#: x 6 gave 1.2267 (1.2551 converged, 207 s), 5 x 5 at 1e-6 with 39 % 1.1635. The district's 38 x 38 cosets
+#: (up to 19 targets) in the page's 20 s, with ~45 %, collapsed to 0.26 / 0.10 km at eps 0.35 / 1.39 against
+#: 0.40 / 0.36 from the representatives (hence also :data:`COSET_MIN_TARGETS`). The first step
+#: (:func:`coset_step`) is taken as before in 60 s at depth 3 (tighter than aggregation, back to back: the
+#: city at eps 0.5 / 1 / 1.5 1.677 / 1.241 / 0.900 km against 1.641 / 1.133 / 0.824, the district 0.3942 /
+#: 0.3717 / 0.3477 against 0.3912 / 0.3660 / 0.3455; the city at 1 / 1.5 with this gap 1.2745 / 0.9519 in 49
+#: s) and in the page's 20 s at depth 2 (9 cosets of up to 156 targets; at eps 0.35 / 1.39 / 3.47 the district
+#: 0.4009 / 0.3613 / 0.2749 against 0.3935 / 0.3493 / 0.2492, the city 1.936 / 0.987 / 0.354 against 1.820 /
+#: 0.827 / 0.290). Smaller cosets are taken in the page's 20 s at depth 3 (the city 5 x 5: 1.846 / 0.989 km at
+#: eps 0.35 / 1.39 against 1.811 / 0.870; the district 7 x 7: 0.4014 / 0.3638 / 0.2850 at 0.35 / 1.39 / 3.47
+#: against 0.4003 / 0.3584 / 0.2687) and in 60 s at depth 4 (the city above; the district 17 x 17 of up to 82
+#: targets, 0.3949 / 0.3582 at eps 0.5 / 1.5 against 0.3950 / 0.3550).
 COSET_SECONDS = 0.42
 #: Steps above :func:`coset_step`'s keep the cosets' targets at most this many 1 / eps km apart: sparser
 #: cosets drop the short privacy rows that bind. The city at depth 4, eps 1.5, 60 s: 8 x 8 cosets (0.53 /
