@@ -16,19 +16,16 @@ import ctypes
 import functools
 import itertools
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from mdp_core._cores import worker_count
+from mdp_core._cores import over_blocks, worker_count
 
 __all__ = ["invert_spd_blocks", "over_blocks", "product_by_parts", "row_parts", "worker_count"]
 
 _Routine = Callable[..., None]
-_Result = TypeVar("_Result")
 
 
 def _capsule_routine(name: str) -> _Routine | None:
@@ -132,27 +129,6 @@ def invert_spd_blocks(blocks: np.ndarray, workers: int | None = None) -> int | N
     return next((bad for bad in over_blocks(len(blocks), invert, workers) if bad is not None), None)
 
 
-def _chunks(count: int, workers: int) -> list[tuple[int, int]]:
-    bounds = np.linspace(0, count, max(1, min(workers, count)) + 1).astype(int)
-    return list(itertools.pairwise(bounds.tolist()))
-
-
-def over_blocks(count: int, task: Callable[[int, int], _Result], workers: int | None = None) -> list[_Result]:
-    """``task(lo, hi)`` on consecutive chunks of ``range(count)``, one chunk per thread, in order.
-
-    For work on a stack of blocks that releases the GIL (LAPACK through the capsules, numpy's matmul,
-    fill and sum): a single core does not saturate the memory bandwidth, so even the memory-bound
-    products with the 154 MB stack of inverses at depth 1 of the 15 km city take half the time on two
-    threads (14 against 7 ms a product).
-    """
-    chunks = _chunks(count, worker_count() if workers is None else max(1, workers))
-    if len(chunks) == 1:
-        return [task(*chunks[0])]
-    others = [_pool(len(chunks) - 1).submit(task, *chunk) for chunk in chunks[1:]]
-    first = task(*chunks[0])  # the caller's thread takes a chunk too
-    return [first] + [future.result() for future in others]
-
-
 def row_parts(matrix: sp.csr_matrix, count: int) -> list[tuple[int, sp.csr_matrix]]:
     """``matrix`` cut into ``count`` slices of consecutive rows, each with its first row's index."""
     bounds = np.linspace(0, matrix.shape[0], max(1, count) + 1).astype(int)
@@ -171,10 +147,3 @@ def product_by_parts(parts: list[tuple[int, sp.csr_matrix]], v: np.ndarray, rows
 
     over_blocks(len(parts), multiply)
     return out
-
-
-@functools.lru_cache(maxsize=8)
-def _pool(threads: int) -> ThreadPoolExecutor:
-    """Threads kept for :func:`over_blocks`: a pool per call cost 1.22 ms against 0.28 ms (~0.8 s of an
-    exact optimum at depth 1 of the city, ~860 calls)."""
-    return ThreadPoolExecutor(threads, thread_name_prefix="mdp-blocks")

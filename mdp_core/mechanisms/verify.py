@@ -10,13 +10,12 @@ private one (log-Lipschitz lower envelope, ENGINEERING.md "LP tolerances versus 
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from mdp_core._cores import worker_count
+from mdp_core._cores import over_blocks
 from mdp_core._validation import (
     as_float_array,
     check_distance_matrix,
@@ -106,15 +105,14 @@ def _worst_excess(L: np.ndarray, d: np.ndarray, eps: float, lo: int, hi: int) ->
 
 
 def _over_parts(L: np.ndarray, work: Callable[[int, int], _Result]) -> list[_Result]:
-    """``work(lo, hi)`` over parts of the rows of ``L`` of about :data:`_PART` entries, on all cores (module
-    comment on the loops)."""
+    """``work(lo, hi)`` over parts of the rows of ``L`` of about :data:`_PART` entries, in order; each
+    thread of :func:`~mdp_core._cores.over_blocks` takes a run of consecutive parts (module comment on
+    the loops)."""
     n = len(L)
     rows = max(1, _PART // max(1, L.shape[1]))
-    bounds = [(lo, min(lo + rows, n)) for lo in range(0, n, rows)]
-    if len(bounds) == 1:
-        return [work(*bounds[0])]
-    with ThreadPoolExecutor(min(worker_count(), len(bounds))) as pool:
-        return list(pool.map(lambda b: work(*b), bounds))
+    parts = [(lo, min(lo + rows, n)) for lo in range(0, n, rows)]
+    runs = over_blocks(len(parts), lambda first, last: [work(*parts[k]) for k in range(first, last)])
+    return [result for run in runs for result in run]
 
 
 def repair_mechanism(
