@@ -35,7 +35,9 @@ Measured on the 15 km city at depth 4 (8,939 targets, 117 outputs; ``python -m m
 686 / 433 s in all, against the bilinear lattice's 1.6789 / 1.3327 / 1.1142 and the 60 s bound's 1.6260 /
 1.1775 / 0.8532 (the best mechanism there before was the bilinear one: 13 / 31 % above that bound at eps
 1 / 1.5; now 11.5 / 17.6 %). These from the nearest coarse row alone; from the 4 nearest (the default),
-eps 1.5: 0.9953 km in 398 s (16.5 % above that run's bound, 0.8543).
+eps 1.5: 0.9953 km in 398 s (16.5 % above that run's bound, 0.8543); at eps 0.5 / 1 / 1.5 1.6982 / 1.3083 /
+0.9954 km in 439 / 419 / 396 s, 2.8 / 5.5 / 9.2 % above the 60 s bound of the smaller cosets that the
+default bound now takes there (:data:`~mdp_core.geo.cosets.COSET_SECONDS`: 1.6518 / 1.2400 / 0.9118).
 
 **The spanner.** The Yao graph (each target joined to its nearest target in each of ``cones`` equal
 angular sectors), then, until the exact dilation ``max d_G / d`` over all pairs (all-pairs shortest paths)
