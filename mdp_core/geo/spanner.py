@@ -185,16 +185,40 @@ def spanner_mechanism(
     slacks = spanner_slacks(problem.grid.n_targets, time_limit) if slack is None else (slack,)
     if not all(0.0 < s < 0.5 for s in slacks):
         raise DataError(f"slack must be in (0, 0.5), got {slack!r}")
-    targets, cost = problem.targets_km, problem.cost
-    n, m = cost.shape
-    check_target_count(n, max_targets, "the spanner LP", SPANNER_ADVICE)
+    check_target_count(problem.grid.n_targets, max_targets, "the spanner LP", SPANNER_ADVICE)
     start = time.perf_counter()
-    report(progress, 0.02, f"spanner LP: spanner of {n:,} targets")
+    raw, lp_info, stages = _spanner_lp(problem, eps, dilation, time_limit, progress)
+    t_lp = time.perf_counter()
+    report(progress, 0.8, "spanner LP: raising to exact eps-mDP on all pairs")
+    dist = problem.target_distances_km()
+    matrix, slack, rounds, violation = _raise_and_remap(problem, raw, dist, eps, slacks)
+    end = time.perf_counter()
+    report(progress, 1.0, "spanner LP: done")
+    return GeoMechanism(
+        problem.targets_km,
+        problem.outputs_km,
+        matrix,
+        eps,
+        end - start,
+        method="spanner",
+        stages={**stages, "repair": end - t_lp},
+        info={**lp_info, "repair_rounds": rounds, "slack": slack, "violation": violation},
+    )
+
+
+def _spanner_lp(
+    problem: GeoProblem, eps: float, dilation: float, time_limit: float, progress: Progress
+) -> tuple[np.ndarray, dict[str, object], dict[str, float]]:
+    """The LP on the rows of a ``dilation``-spanner, ``time_limit`` seconds of PDLP: its raw solution
+    (not yet private; rows off 1 by up to ~1e-2), its record (dilation, edges, status, objective and the
+    certified ``lower_bound``) and the seconds of the spanner and of the LP."""
+    targets, cost = problem.targets_km, problem.cost
+    start = time.perf_counter()
+    report(progress, 0.02, f"spanner LP: spanner of {len(targets):,} targets")
     pairs, reached = spanner_pairs(targets, dilation)
     t_spanner = time.perf_counter()
-    rows = _privacy_rows(pairs, m)
+    rows = _privacy_rows(pairs, cost.shape[1])
     ratios = _row_ratios(targets, rows, eps)
-    dist = problem.target_distances_km()
     report(progress, 0.1, f"spanner LP: {len(rows):,} privacy rows, up to {time_limit:.0f} s")
     t_solve = time.perf_counter()
     raw, nu, objective, status = _solve(cost, rows, ratios, t_solve + time_limit)
@@ -209,29 +233,14 @@ def spanner_mechanism(
         rows=len(rows),
         lp_objective=objective,
     )
-    report(progress, 0.8, "spanner LP: raising to exact eps-mDP on all pairs")
-    matrix, slack, rounds, violation = _raise_and_remap(problem, raw, dist, eps, slacks)
-    end = time.perf_counter()
-    report(progress, 1.0, "spanner LP: done")
-    return GeoMechanism(
-        targets,
-        problem.outputs_km,
-        matrix,
-        eps,
-        end - start,
-        method="spanner",
-        stages={"spanner": t_spanner - start, "lp": t_lp - t_solve, "repair": end - t_lp},
-        info={
-            "dilation": reached,
-            "edges": len(pairs),
-            "lower_bound": lower,
-            "lp_status": status,
-            "lp_objective": objective,
-            "repair_rounds": rounds,
-            "slack": slack,
-            "violation": violation,
-        },
-    )
+    info: dict[str, object] = {
+        "dilation": reached,
+        "edges": len(pairs),
+        "lower_bound": lower,
+        "lp_status": status,
+        "lp_objective": objective,
+    }
+    return raw, info, {"spanner": t_spanner - start, "lp": t_lp - t_solve}
 
 
 def _raise_and_remap(
@@ -256,12 +265,12 @@ def spanner_from_coarser(
     fine: GeoProblem,
     eps: float,
     *,
-    time_limit: float = 240.0,
+    time_limit: float = 900.0,
     dilation: float = 1.1,
     max_targets: int = SPANNER_FROM_COARSER_TARGETS,
     progress: Progress = None,
 ) -> GeoMechanism:
-    """The spanner LP mechanism of the grid one level coarser, extended to ``fine`` and raised to exact
+    """The spanner LP's solution on the grid one level coarser, extended to ``fine`` and raised to exact
     eps-mDP on all pairs of its targets (module docstring, "Finer grids").
 
     Parameters
@@ -272,7 +281,7 @@ def spanner_from_coarser(
     eps : float
         Privacy budget in 1/km.
     time_limit : float
-        Seconds of PDLP for the coarse LP (:func:`spanner_mechanism`; its raise, and the one here, on top).
+        Seconds of PDLP for the coarse LP (the raise on the fine grid comes on top).
     dilation : float
         Of the coarse grid's spanner.
     max_targets : int
@@ -281,27 +290,31 @@ def spanner_from_coarser(
     Returns
     -------
     GeoMechanism
-        ``method="spanner"`` on ``fine``; ``info`` holds the coarse mechanism's record under ``"coarse"``,
-        the raise's slack and rounds and the verified violation (``<= 1e-9``), and no ``lower_bound``.
+        ``method="spanner"`` on ``fine``; ``info`` holds the coarse LP's record (targets, dilation, edges,
+        status, objective) under ``"coarse"``, the raise's slack and rounds and the verified violation
+        (``<= 1e-9``), and no ``lower_bound``.
     """
     eps = check_lp_inputs(fine, eps, time_limit)
     check_same_outputs(coarse, fine, "its spanner LP cannot be extended")
     n = fine.grid.n_targets
-    check_target_count(n, max_targets, "the spanner LP from the coarser grid", "use a smaller depth")
+    smaller = "use a smaller depth"
+    check_target_count(n, max_targets, "the spanner LP from the coarser grid", smaller)
+    check_lp_inputs(coarse, eps, time_limit)
+    check_target_count(coarse.grid.n_targets, SPANNER_MAX_TARGETS, "the coarser grid's spanner LP", smaller)
     start = time.perf_counter()
 
-    def on_coarse(fraction: float, message: str) -> None:  # the coarse mechanism: the first 70 %
+    def on_coarse(fraction: float, message: str) -> None:  # the coarse LP: the first 70 %
         report(progress, 0.7 * fraction, f"coarser grid: {message}")
 
-    first = spanner_mechanism(coarse, eps, dilation=dilation, time_limit=time_limit, progress=on_coarse)
+    raw, lp_info, _ = _spanner_lp(coarse, eps, dilation, time_limit, on_coarse)
     t_coarse = time.perf_counter()
     report(progress, 0.7, f"spanner LP: extending to {n:,} targets, raising to exact eps-mDP")
     dist = fine.target_distances_km()
-    start_rows = _interpolated_rows(coarse.targets_km, fine.targets_km, first.matrix)
+    start_rows = _interpolated_rows(coarse.targets_km, fine.targets_km, raw)
     matrix, slack, rounds, violation = _raise_and_remap(fine, start_rows, dist, eps, (EXTENSION_SLACK,))
     end = time.perf_counter()
     report(progress, 1.0, "spanner LP: done")
-    coarse_info = {k: v for k, v in first.info.items() if k != "lower_bound"}  # it bounds the coarse grid
+    coarse_info = {k: v for k, v in lp_info.items() if k != "lower_bound"}  # it bounds the coarse grid
     return GeoMechanism(
         fine.targets_km,
         fine.outputs_km,
@@ -311,11 +324,7 @@ def spanner_from_coarser(
         method="spanner",
         stages={"coarse": t_coarse - start, "repair": end - t_coarse},
         info={
-            "coarse": {
-                "targets": coarse.grid.n_targets,
-                "utility_km": first.utility_km(coarse),
-                **coarse_info,
-            },
+            "coarse": {"targets": coarse.grid.n_targets, **coarse_info},
             "repair_rounds": rounds,
             "slack": slack,
             "violation": violation,

@@ -4,6 +4,8 @@ linprog) and never above the full optimum; spanner_pairs: the dilation it report
 
 from __future__ import annotations
 
+from typing import Any
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -277,6 +279,14 @@ def test_finer_grids_give_the_spanner_lp_more_seconds(monkeypatch: pytest.Monkey
     compare_methods(problem, 1.0, methods=("spanner",), verify_samples=100, reference_seconds=7.0)
     assert asked[-1] == 7.0  # the page's own time wins on any grid
 
+    def extended(coarse: GeoProblem, p: GeoProblem, eps: float, *, time_limit: float) -> GeoMechanism:
+        asked.append(time_limit)
+        return spanner_mechanism(p, eps, time_limit=5.0)
+
+    monkeypatch.setattr(compare, "spanner_from_coarser", extended)
+    compare_methods(problem, 1.0, methods=("spanner",), verify_samples=100, spanner_coarse=problem)
+    assert asked[-1] == compare.EXTENSION_SPANNER_SECONDS > compare.FINE_GRID_SPANNER_SECONDS
+
 
 def test_short_bounds_aggregate_from_fewer_targets(monkeypatch: pytest.MonkeyPatch) -> None:
     import mdp_core.geo.bounds as bounds
@@ -291,26 +301,33 @@ def test_short_bounds_aggregate_from_fewer_targets(monkeypatch: pytest.MonkeyPat
     assert short.value <= long.value + 1e-9 <= full_lp(problem, 1.0) + 2e-9
 
 
-def test_a_finer_grid_takes_the_coarser_grids_spanner_mechanism_raised_to_exact_privacy(
+def test_a_finer_grid_takes_the_coarser_grids_spanner_lp_raised_to_exact_privacy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     coarse, fine = (tiny_problem(4, 3, seed=1, depth=depth, seed_n=3) for depth in (1, 2))
     started: list[tuple[np.ndarray, float]] = []
+    solved: list[np.ndarray] = []
 
     def keep(Z: np.ndarray, dist: np.ndarray, eps: float, *, slack: float) -> tuple[np.ndarray, float, int]:
         started.append((np.array(Z), slack))
         return raise_repair(Z, dist, eps, slack=slack)
 
+    def keep_lp(*args: Any) -> tuple[np.ndarray, np.ndarray, float, str]:
+        result = solve_lp(*args)
+        solved.append(np.array(result[0]))
+        return result
+
+    solve_lp = spanner_module._solve
     monkeypatch.setattr(spanner_module, "raise_repair", keep)
+    monkeypatch.setattr(spanner_module, "_solve", keep_lp)
     steps: list[tuple[float, str]] = []
     mech = spanner_from_coarser(
         coarse, fine, 1.0, time_limit=10.0, progress=lambda f, s: steps.append((f, s))
     )
     fractions = [f for f, _ in steps]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and steps[0][1].startswith("coarser grid")
-    (first, _), (extended, slack) = started  # the coarse mechanism's own raise, then the fine one
-    assert first.shape[0] == coarse.grid.n_targets < fine.grid.n_targets == extended.shape[0]
-    coarse_mech = spanner_mechanism(coarse, 1.0, time_limit=10.0)
+    [coarse_lp], [(extended, slack)] = solved, started  # the coarse LP's raw solution, raised once: on fine
+    assert coarse_lp.shape[0] == coarse.grid.n_targets < fine.grid.n_targets == extended.shape[0]
     # independently: each fine target starts from the rows of its 4 nearest coarse targets, weighted by
     # inverse distance (a tie at the 4th distance: either target gives the same weight)
     between = np.linalg.norm(fine.targets_km[:, None] - coarse.targets_km[None], axis=2)
@@ -322,9 +339,12 @@ def test_a_finer_grid_takes_the_coarser_grids_spanner_mechanism_raised_to_exact_
             near = np.append(order[:-1], last) if last not in order[:-1] else order
             inverse = 1.0 / np.maximum(dists[near], 1e-12)  # a target on a coarse one takes its row
             weights = inverse / inverse.sum()
-            candidates.append(np.abs(weights @ coarse_mech.matrix[near] - row).max())
+            candidates.append(np.abs(weights @ coarse_lp[near] - row).max())
         assert min(candidates) <= 1e-9
-    np.testing.assert_allclose(extended.sum(axis=1), 1.0, atol=1e-9)  # convex combinations of rows
+    sums = coarse_lp.sum(axis=1)  # convex combinations of the LP's rows: their sums in the rows' range
+    assert (
+        sums.min() - 1e-12 <= extended.sum(axis=1).min() <= extended.sum(axis=1).max() <= sums.max() + 1e-12
+    )
     assert slack == EXTENSION_SLACK
     dist = np.linalg.norm(fine.targets_km[:, None] - fine.targets_km[None], axis=2)
     assert mdp_violation(mech.matrix, dist, 1.0) <= 1e-9 and verify_geo(mech, exhaustive=True).holds
