@@ -7,8 +7,8 @@ seconds per stage and peak memory, one row per configuration. The bilinear latti
 whole plane, any depth) is built at every configuration and, where the grid has at most
 SPANNER_MAX_TARGETS targets (depths 1-2, and 3 on the city), the spanner LP mechanism (near-optimal on the
 full domain) too, whose LP's multipliers are also a certified bound, and on finer grids up to
-SPANNER_FROM_COARSER_TARGETS (the city at depth 4) that of the grid one level coarser raised to this one
-(no bound of its own) (``bound_by`` says which bound was the
+SPANNER_FROM_COARSER_TARGETS (the city at depth 4) the LP of the grid one level coarser, its solution
+extended and raised to this one (no bound of its own) (``bound_by`` says which bound was the
 tighter); ``best`` is the verified eps-mDP method of least utility and ``gap_best`` its gap;
 ``timed_bound_km`` and ``gap_best_timed`` are the bound found within the bound's seconds (``s_bound``) and
 the gap to it.

@@ -356,6 +356,9 @@ def test_a_finer_grid_takes_the_coarser_grids_spanner_lp_raised_to_exact_privacy
         spanner_from_coarser(tiny_problem(4, 3, seed=1, seed_n=2), fine, 1.0)
     with pytest.raises(DataError, match="at most 20 targets"):
         spanner_from_coarser(coarse, fine, 1.0, max_targets=20)
+    monkeypatch.setattr(spanner_module, "SPANNER_MAX_TARGETS", coarse.grid.n_targets - 1)
+    with pytest.raises(DataError, match=r"the coarser grid's spanner LP takes at most .*smaller depth"):
+        spanner_from_coarser(coarse, fine, 1.0)
 
 
 def test_bench_extends_the_spanner_from_the_coarser_grid_above_its_limit(
