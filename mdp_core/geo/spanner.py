@@ -26,18 +26,17 @@ n (n - 1) m), which makes it a relaxation of the full problem, and serves twice:
 So one solve brackets the optimum from both sides (measured: :func:`spanner_mechanism`).
 
 **Finer grids** (:func:`spanner_from_coarser`): above :data:`SPANNER_MAX_TARGETS` the LP is solved on the
-grid one level coarser (same outputs), its mechanism given to every fine target as the mean of the rows of
-its :data:`EXTENSION_NEIGHBOURS` nearest coarse targets weighted by inverse distance (a convex combination:
-rows sum to 1), and the raise (at :data:`EXTENSION_SLACK`) makes that exactly eps-mDP on all pairs of the fine
-targets. The coarse LP's multipliers bound the coarse problem only, so this mechanism carries no bound.
+grid one level coarser (same outputs); every fine target starts from the mean of the LP's own rows at its
+:data:`EXTENSION_NEIGHBOURS` nearest coarse targets, weighted by inverse distance, and the raise (at
+:data:`EXTENSION_SLACK`) makes that exactly eps-mDP on all pairs of the fine targets. The LP's rows, not
+the coarse grid's raised and remapped mechanism, start the fine grid: those two steps lose accuracy the
+fine raise would inherit (15 km city, depth 3 -> 4, eps 1.0, the same 240 s of PDLP: 1.3030 against
+1.3083 km). The coarse LP's multipliers bound the coarse problem only, so this mechanism carries no bound.
 Measured on the 15 km city at depth 4 (8,939 targets, 117 outputs; ``python -m mdp_core.geo bench
---reference``, 240 s of PDLP at depth 3), eps 0.5 / 1 / 1.5 per km: 1.6991 / 1.3134 / 1.0036 km in 503 /
-686 / 433 s in all, against the bilinear lattice's 1.6789 / 1.3327 / 1.1142 and the 60 s bound's 1.6260 /
-1.1775 / 0.8532 (the best mechanism there before was the bilinear one: 13 / 31 % above that bound at eps
-1 / 1.5; now 11.5 / 17.6 %). These from the nearest coarse row alone; from the 4 nearest (the default),
-eps 1.5: 0.9953 km in 398 s (16.5 % above that run's bound, 0.8543); at eps 0.5 / 1 / 1.5 1.6982 / 1.3083 /
-0.9954 km in 439 / 419 / 396 s, 2.8 / 5.5 / 9.2 % above the 60 s bound of the smaller cosets that the
-default bound now takes there (:data:`~mdp_core.geo.cosets.COSET_SECONDS`: 1.6518 / 1.2400 / 0.9118).
+--reference``, 900 s of PDLP at depth 3), eps 0.5 / 1 / 1.5 per km: 1.6832 / 1.2963 / 0.9912 km in 1,122
+/ 1,090 / 1,505 s, against the bilinear lattice's 1.6789 / 1.3327 / 1.1142 and the 60 s bound's 1.6509 /
+1.2378 / 0.9105 (4.7 % above it at eps 1, 8.9 % at eps 1.5; from the coarse mechanism after 240 s of PDLP
+1.6982 / 1.3083 / 0.9954).
 
 **The spanner.** The Yao graph (each target joined to its nearest target in each of ``cones`` equal
 angular sectors), then, until the exact dilation ``max d_G / d`` over all pairs (all-pairs shortest paths)
