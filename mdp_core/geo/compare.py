@@ -26,6 +26,7 @@ from mdp_core.geo.optimal import OPTIMAL_ADVICE, OPTIMAL_MAX_TARGETS, coarser_st
 from mdp_core.geo.roads import RoadNetwork, load_road_network
 from mdp_core.geo.seed_lp import SeedLPResult
 from mdp_core.geo.spanner import (
+    EXTENSION_SPANNER_SECONDS,
     FINE_GRID_TARGETS,
     SPANNER_FROM_COARSER_TARGETS,
     SPANNER_MAX_TARGETS,
@@ -73,11 +74,6 @@ _REFERENCE_SECONDS = {"spanner": SPANNER_SECONDS, "bilinear": BILINEAR_SECONDS, 
 #: These at slack 0.02; after 240 s :func:`~mdp_core.geo.spanner.spanner_slacks` offers 0.005, which raised
 #: the same LP solutions to 1.3272 / 1.0142 km at eps 1.0 / 1.5, and the remap to 1.3145 / 1.0067.
 FINE_GRID_SPANNER_SECONDS = 240.0
-#: The coarse LP's seconds when the spanner LP is extended from the grid one level coarser
-#: (:func:`~mdp_core.geo.spanner.spanner_from_coarser`): its rows start every fine target, so their
-#: accuracy carries to the fine grid. 15 km city, depth 3 -> 4, eps 1.0 / km: 240 / 900 s of PDLP gave
-#: 1.3030 / 1.2983 km at depth 4.
-EXTENSION_SPANNER_SECONDS = 900.0
 #: Targets up to which :func:`run_bench` still offers the exact optimum above OPTIMAL_MAX_TARGETS, from depth
 #: 2 on: started from the outputs of the grid one level coarser (:func:`~mdp_core.geo.optimal.coarser_start`;
 #: depth 2 of the 15 km city, 1,251 targets: 396 / 587 / 464 s at eps 0.5 / 1 / 1.5, ``bench geo_optimal``).

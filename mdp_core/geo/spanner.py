@@ -74,6 +74,7 @@ from mdp_core.mechanisms.verify import VIOLATION_TOL, mdp_violation, raise_repai
 __all__ = [
     "EXTENSION_NEIGHBOURS",
     "EXTENSION_SLACK",
+    "EXTENSION_SPANNER_SECONDS",
     "FINE_GRID_TARGETS",
     "SPANNER_FROM_COARSER_TARGETS",
     "SPANNER_MAX_TARGETS",
@@ -103,6 +104,10 @@ SLACK = 0.003
 #: Largest fine grid :func:`spanner_from_coarser` takes (the raise and the check stay O(n^2 m) on it):
 #: depth 4 of the 15 km city has 8,939 targets.
 SPANNER_FROM_COARSER_TARGETS = 10_000
+#: Seconds of PDLP for the coarse LP in :func:`spanner_from_coarser`: its rows start every fine target,
+#: so their accuracy carries to the fine grid. 15 km city, depth 3 -> 4, eps 1.0 / km: 240 / 900 s gave
+#: 1.3030 / 1.2983 km at depth 4 (slack 0.005).
+EXTENSION_SPANNER_SECONDS = 900.0
 #: The raise's slack in :func:`spanner_from_coarser`. 15 km city, depth 3 -> 4, eps 1.0 / km, the same
 #: coarse LP solution (900 s of PDLP): 0.0025 gave 1.2964 km remapped (26 rounds, 208 s), 0.005 1.2983
 #: (21 rounds, 143 s); from the coarse mechanism instead, 1.3011 / 1.3023. At eps 1.5 from a coarse
@@ -265,7 +270,7 @@ def spanner_from_coarser(
     fine: GeoProblem,
     eps: float,
     *,
-    time_limit: float = 900.0,
+    time_limit: float = EXTENSION_SPANNER_SECONDS,
     dilation: float = 1.1,
     max_targets: int = SPANNER_FROM_COARSER_TARGETS,
     progress: Progress = None,
