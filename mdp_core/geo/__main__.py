@@ -34,7 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--prior", default="uniform", choices=["uniform", "roads"])
     bench.add_argument("--samples", type=int, default=200_000, help="random pairs verified per method")
     bench.add_argument("--seed", type=int, default=0, help="random seed (task points, sampled pairs)")
-    bench.add_argument("--bound-seconds", type=float, default=60.0, help="time for the lower bound (s)")
+    bench.add_argument(
+        "--bound-seconds",
+        type=float,
+        default=60.0,
+        help="time for the lower bound (s; more time takes larger cosets, a tighter bound)",
+    )
     bench.add_argument("--no-bound", action="store_true", help="skip the certified lower bound")
     bench.add_argument(
         "--bound-cosets",

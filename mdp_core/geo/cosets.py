@@ -40,6 +40,11 @@ Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``s
   :func:`fitting_step` goes on to smaller ones that do (:data:`COSET_SECONDS`): the city's 49 cosets of
   7 x 7 (up to 205 targets) certify 1.6502 / 1.2394 / 0.9098 km at eps 0.5 / 1 / 1.5 in 60 s, against
   1.626 / 1.1775 / 0.853 from the representatives (1.2496 at eps 1.0 when left to converge, 142 s);
+* more time, larger cosets: where ``time_limit`` lets cosets of more than :data:`COSET_TARGETS` (up to
+  :data:`BLOCK_TARGETS`) converge (:func:`converged_seconds`), :func:`fitting_step` takes the largest such.
+  At depth 4 of the city, eps 1.5, the 7 x 7 cosets stop at 0.9191 km when converged (113 s), where 6 x 6
+  / 5 x 5 / 4 x 4 converge to 0.9285 / 0.9403 / 0.9507 (163 / 247 / 495 s; at eps 1.0 1.2496 / 1.2551 /
+  1.2612 / 1.2668 km): ``time_limit`` 210 / 310 / 510 s takes 6 x 6 / 5 x 5 / 4 x 4;
 * ``aggregate=True`` aggregates the targets onto the grid one level coarser first
   (:func:`~mdp_core.geo.aggregation.coarser_problem`: 2,269 of the city's 8,939 targets at depth 4, 16
   cosets of up to 158) and takes that grid's cosets. At depth 4 of the city in 60 s, eps 0.5 / 1 / 1.5, it
@@ -79,11 +84,13 @@ from mdp_core.geo.utility import GeoProblem, check_lp_inputs
 
 __all__ = [
     "BLOCK_TARGETS",
+    "CONVERGED_SECONDS",
     "COSET_MIN_TARGETS",
     "COSET_SECONDS",
     "COSET_SPACING",
     "COSET_TARGETS",
     "auto_lower_bound",
+    "converged_seconds",
     "coset_lower_bound",
     "coset_seconds",
     "coset_step",
@@ -137,6 +144,13 @@ COSET_MIN_TARGETS = 50
 #: (205 targets alone: 43 iterations, 3.1 s, 1.27600 km against 53, 3.8 s, 1.27607; the city's 7 x 7 at
 #: depth 4 in 60 s: 1.2418 km against 1.2390).
 COSET_GAP = 1e-4
+#: ``(a, b)`` of :func:`converged_seconds`: seconds per output that a coset of s = targets / 1000 takes to
+#: converge to :data:`COSET_GAP` on one core while the others bound cosets too, ``a s (s + 0.02) + b s^3``
+#: (the n^3 block inversions weigh from ~400 targets on). The city at depth 4, 2 cores, eps 0.5 / 1.0 / 1.5:
+#: 7 x 7 cosets (182 targets on average) converged in - / 142 / 113 s, 6 x 6 (248) in - / 207 / 163 s, 5 x 5
+#: (358) in 213 / 288 / 247 s, 4 x 4 (559) in - / 454 / 495 s; (a, b) fitted to the slowest within 4 %
+#: (1.26, 0.67) and rounded up: 149 / 205 / 304 / 508 s predicted.
+CONVERGED_SECONDS = (1.3, 0.7)
 
 
 def cosets(problem: GeoProblem, step: int) -> list[tuple[float, GeoProblem]]:
@@ -173,19 +187,27 @@ def _coset_sizes(fine: np.ndarray, step: int) -> np.ndarray:
 
 
 def fitting_step(problem: GeoProblem, eps: float, time_limit: float) -> int | None:
-    """The smallest step from :func:`coset_step`'s on whose cosets, shared over this process's cores,
-    ``time_limit`` seconds give every coset the time its bound needs (:func:`coset_seconds`); a step
-    above :func:`coset_step`'s only while its largest coset has at least :data:`COSET_MIN_TARGETS`
-    targets, at most :data:`COSET_SPACING` / eps km apart. None when no step qualifies (aggregating is
-    then the better bound)."""
+    """The step of the cosets that ``time_limit`` seconds, shared over this process's cores, bound best.
+
+    First the smallest step whose cosets (of at most :data:`BLOCK_TARGETS` targets) all converge within
+    it (:func:`converged_seconds`): more time, larger cosets, a tighter bound. Else the smallest step from
+    :func:`coset_step`'s on whose cosets the time gives every coset the time its bound needs
+    (:func:`coset_seconds`); a step above :func:`coset_step`'s only while its largest coset has at least
+    :data:`COSET_MIN_TARGETS` targets, at most :data:`COSET_SPACING` / eps km apart. None when no step
+    qualifies (aggregating is then the better bound)."""
     fine, outputs = problem.grid.fine_ij, problem.cost.shape[1]
-    first = step = coset_step(problem)
+    first = coset_step(problem)
+    thread_seconds = float(time_limit) * worker_count()
+    for step in range(coset_step(problem, BLOCK_TARGETS), first):
+        if sum(converged_seconds(int(size), outputs) for size in _coset_sizes(fine, step)) <= thread_seconds:
+            return step
+    step = first
     while True:
         sizes = _coset_sizes(fine, step)
         close = eps * step * problem.grid.h_fine <= COSET_SPACING and sizes.max() >= COSET_MIN_TARGETS
         if step > first and not close:
             return None
-        if float(time_limit) * worker_count() / len(sizes) >= coset_seconds(int(sizes.max()), outputs):
+        if thread_seconds / len(sizes) >= coset_seconds(int(sizes.max()), outputs):
             return step
         step += 1
 
@@ -195,6 +217,14 @@ def coset_seconds(targets: int, outputs: int) -> float:
     (:data:`COSET_SECONDS`)."""
     size = targets / 1000.0
     return COSET_SECONDS * outputs * size * (size + 0.02)
+
+
+def converged_seconds(targets: int, outputs: int) -> float:
+    """Seconds of one core, the others bounding cosets too, in which the bound of a coset with this many
+    targets and outputs converges to :data:`COSET_GAP` (:data:`CONVERGED_SECONDS`)."""
+    size = targets / 1000.0
+    quadratic, cubic = CONVERGED_SECONDS
+    return outputs * (quadratic * size * (size + 0.02) + cubic * size**3)
 
 
 def auto_lower_bound(

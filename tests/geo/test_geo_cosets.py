@@ -74,12 +74,49 @@ def _seconds_for(problem: GeoProblem, step: int) -> float:
     return per_coset * np.count_nonzero(sizes) / cosets_module.worker_count()
 
 
+def test_more_time_takes_the_largest_cosets_that_converge_in_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = tiny_problem(5, 5, seed=3, depth=3, seed_n=2)
+    n, outputs = problem.grid.n_targets, problem.cost.shape[1]
+    for threshold in ("AGGREGATE_ABOVE", "AGGREGATE_ABOVE_SHORT"):  # this grid counts as city scale
+        monkeypatch.setattr(bounds, threshold, n - 1)
+    monkeypatch.setattr(cosets_module, "COSET_TARGETS", n // 9)
+    monkeypatch.setattr(cosets_module, "BLOCK_TARGETS", n // 2)
+    first, dense = coset_step(problem), coset_step(problem, max_targets=n // 2)
+    assert 1 < dense < first - 1
+
+    def converging(step: int, coefficients: tuple[float, float]) -> float:
+        """Wall seconds in which step's cosets converge (the documented model, from the cosets' sizes)."""
+        a, b = coefficients
+        sizes = np.array([len(sub.prior) for _, sub in cosets(problem, step)]) / 1000.0
+        thread_seconds = outputs * float(np.sum(a * sizes * (sizes + 0.02) + b * sizes**3))
+        return thread_seconds / cosets_module.worker_count()
+
+    # scaled so that the densest cosets need 20 s: every solve below converges long before its deadline
+    scale = 20.0 / converging(dense, cosets_module.CONVERGED_SECONDS)
+    model = (cosets_module.CONVERGED_SECONDS[0] * scale, cosets_module.CONVERGED_SECONDS[1] * scale)
+    monkeypatch.setattr(cosets_module, "CONVERGED_SECONDS", model)
+    needs = {step: converging(step, model) for step in range(dense, first)}
+    for step, seconds in needs.items():  # the smallest step whose cosets converge in the time
+        expected_step = min(k for k, need in needs.items() if need <= 1.01 * seconds)
+        assert fitting_step(problem, 1.0, 1.01 * seconds) == expected_step <= step
+    assert needs[dense] > 1.01 * needs[dense + 1]  # larger cosets need more time
+    # too little time for any of them: the cosets of coset_step's cap, as before
+    assert fitting_step(problem, 1.0, 0.99 * min(needs.values())) == first
+    limit = 1.01 * converging(dense, model)
+    chosen = auto_lower_bound(problem, 1.0, time_limit=limit)
+    expected = coset_lower_bound(problem, 1.0, step=dense, time_limit=limit)
+    assert chosen.method == expected.method and f"({dense} x {dense})" in chosen.method
+    assert chosen.value == pytest.approx(expected.value, rel=1e-9)
+    assert chosen.value <= tree_extension(problem, 1.0).utility_km(problem) + 1e-12  # a verified mechanism
+
+
 def test_auto_bound_takes_the_cosets_where_they_get_enough_time(monkeypatch: pytest.MonkeyPatch) -> None:
     problem = tiny_problem(5, 5, seed=3, depth=3, seed_n=2)
     n = problem.grid.n_targets
     monkeypatch.setattr(bounds, "AGGREGATE_ABOVE", n - 1)  # this grid counts as city scale
     monkeypatch.setattr(cosets_module, "COSET_TARGETS", n // 4)
     monkeypatch.setattr(cosets_module, "COSET_MIN_TARGETS", 1)
+    monkeypatch.setattr(cosets_module, "CONVERGED_SECONDS", (np.inf, np.inf))  # no larger coset converges
     step = fitting_step(problem, 1.0, 60.0)
     assert step == coset_step(problem) > 1
     assert fitting_step(problem, 1.0, 1.01 * _seconds_for(problem, step)) == step  # just enough time
