@@ -41,7 +41,7 @@ Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``s
   7 x 7 (up to 205 targets) certify 1.6502 / 1.2394 / 0.9098 km at eps 0.5 / 1 / 1.5 in 60 s, against
   1.626 / 1.1775 / 0.853 from the representatives (1.2496 at eps 1.0 when left to converge, 142 s);
 * more time, larger cosets: where ``time_limit`` lets cosets of more than :data:`COSET_TARGETS` (up to
-  :data:`BLOCK_TARGETS`) converge (:func:`converged_seconds`), :func:`fitting_step` takes the largest such.
+  :data:`BLOCK_TARGETS`) converge (:func:`converged_seconds`), :func:`fitting_step` takes the largest of them.
   At depth 4 of the city, eps 1.5, the 7 x 7 cosets stop at 0.9191 km when converged (113 s), where 6 x 6
   / 5 x 5 / 4 x 4 converge to 0.9285 / 0.9403 / 0.9507 (163 / 247 / 495 s; at eps 1.0 1.2496 / 1.2551 /
   1.2612 / 1.2668 km): ``time_limit`` 210 / 310 / 510 s takes 6 x 6 / 5 x 5 / 4 x 4;
