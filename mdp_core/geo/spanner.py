@@ -195,20 +195,7 @@ def spanner_mechanism(
     raw, lp_info, stages = _spanner_lp(problem, eps, dilation, time_limit, progress)
     t_lp = time.perf_counter()
     report(progress, 0.8, "spanner LP: raising to exact eps-mDP on all pairs")
-    dist = problem.target_distances_km()
-    matrix, slack, rounds, violation = _raise_and_remap(problem, raw, dist, eps, slacks)
-    end = time.perf_counter()
-    report(progress, 1.0, "spanner LP: done")
-    return GeoMechanism(
-        problem.targets_km,
-        problem.outputs_km,
-        matrix,
-        eps,
-        end - start,
-        method="spanner",
-        stages={**stages, "repair": end - t_lp},
-        info={**lp_info, "repair_rounds": rounds, "slack": slack, "violation": violation},
-    )
+    return _raised_mechanism(problem, raw, eps, slacks, (start, t_lp), stages, lp_info, progress)
 
 
 def _spanner_lp(
@@ -248,21 +235,41 @@ def _spanner_lp(
     return raw, info, {"spanner": t_spanner - start, "lp": t_lp - t_solve}
 
 
-def _raise_and_remap(
-    problem: GeoProblem, raw: np.ndarray, dist: np.ndarray, eps: float, slacks: tuple[float, ...]
-) -> tuple[np.ndarray, float, int, float]:
-    """The raise at each slack, remapped (post-processing: eps-mDP kept, module docstring); the matrix of
-    least expected error, its slack, its raise's rounds and its exact violation over all pairs."""
+def _raised_mechanism(
+    problem: GeoProblem,
+    start_rows: np.ndarray,
+    eps: float,
+    slacks: tuple[float, ...],
+    times: tuple[float, float],
+    stages: dict[str, float],
+    info: dict[str, object],
+    progress: Progress,
+) -> GeoMechanism:
+    """``start_rows`` raised at each slack and remapped (post-processing: eps-mDP kept, module docstring):
+    the matrix of least expected error, checked over all pairs, as the "spanner" mechanism; ``times`` are
+    the ``perf_counter`` times at which the build and its repair started."""
+    dist = problem.target_distances_km()
     candidates = []
     for slack in slacks:
-        raised, _, rounds = raise_repair(raw, dist, eps, slack=slack)
+        raised, _, rounds = raise_repair(start_rows, dist, eps, slack=slack)
         matrix = remap_matrix(raised, problem.prior, problem.loss)
         candidates.append((expected_travel_error(matrix, problem.prior, problem.loss), slack, rounds, matrix))
     _, slack, rounds, matrix = min(candidates, key=lambda candidate: candidate[0])
     violation = mdp_violation(matrix, dist, eps)  # the check of the returned matrix over all pairs
     if violation > VIOLATION_TOL:  # float rounding beyond the mix's margin: never return it unproven
         raise DataError(f"the spanner LP's solution could not be made eps-mDP (excess {violation:.3g})")
-    return matrix, slack, rounds, violation
+    end = time.perf_counter()
+    report(progress, 1.0, "spanner LP: done")
+    return GeoMechanism(
+        problem.targets_km,
+        problem.outputs_km,
+        matrix,
+        eps,
+        end - times[0],
+        method="spanner",
+        stages={**stages, "repair": end - times[1]},
+        info={**info, "repair_rounds": rounds, "slack": slack, "violation": violation},
+    )
 
 
 def spanner_from_coarser(
@@ -314,27 +321,11 @@ def spanner_from_coarser(
     raw, lp_info, _ = _spanner_lp(coarse, eps, dilation, time_limit, on_coarse)
     t_coarse = time.perf_counter()
     report(progress, 0.7, f"spanner LP: extending to {n:,} targets, raising to exact eps-mDP")
-    dist = fine.target_distances_km()
     start_rows = _interpolated_rows(coarse.targets_km, fine.targets_km, raw)
-    matrix, slack, rounds, violation = _raise_and_remap(fine, start_rows, dist, eps, (EXTENSION_SLACK,))
-    end = time.perf_counter()
-    report(progress, 1.0, "spanner LP: done")
     coarse_info = {k: v for k, v in lp_info.items() if k != "lower_bound"}  # it bounds the coarse grid
-    return GeoMechanism(
-        fine.targets_km,
-        fine.outputs_km,
-        matrix,
-        eps,
-        end - start,
-        method="spanner",
-        stages={"coarse": t_coarse - start, "repair": end - t_coarse},
-        info={
-            "coarse": {"targets": coarse.grid.n_targets, **coarse_info},
-            "repair_rounds": rounds,
-            "slack": slack,
-            "violation": violation,
-        },
-    )
+    info: dict[str, object] = {"coarse": {"targets": coarse.grid.n_targets, **coarse_info}}
+    times, stages = (start, t_coarse), {"coarse": t_coarse - start}
+    return _raised_mechanism(fine, start_rows, eps, (EXTENSION_SLACK,), times, stages, info, progress)
 
 
 def _interpolated_rows(coarse_km: np.ndarray, fine_km: np.ndarray, matrix: np.ndarray) -> np.ndarray:
