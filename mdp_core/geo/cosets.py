@@ -310,9 +310,14 @@ def coset_lower_bound(
     # one BLAS limit around all threads (nested limits would each restore what another one set)
     with threadpool_limits(limits=1), ThreadPoolExecutor(workers) as pool:
         futures: list[Future[GeoBound]] = [pool.submit(solve, k) for k in range(len(parts))]
-        for k, future in enumerate(futures):  # progress from this thread only (a UI callback needs it)
-            bounds.append(future.result())
-            report(progress, (k + 1) / len(parts), f"coset bound: {k + 1} of {len(parts)} cosets done")
+        try:
+            for k, future in enumerate(futures):  # progress from this thread only (a UI callback needs it)
+                bounds.append(future.result())
+                report(progress, (k + 1) / len(parts), f"coset bound: {k + 1} of {len(parts)} cosets done")
+        except BaseException:  # e.g. a caller that stops the bound from its progress: start no other coset
+            for future in futures:
+                future.cancel()
+            raise
     value = constant + sum(mass * bound.value for (mass, _), bound in zip(parts, bounds, strict=True))
     rows = max(bound.rows for bound in bounds)
     methods = {bound.method for bound in bounds}

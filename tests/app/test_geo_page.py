@@ -529,3 +529,92 @@ def test_loss_curve_on_the_sweep_engine_equals_the_page_own() -> None:
     pd.testing.assert_frame_equal(own, in_background)
     pd.testing.assert_frame_equal(own, geo.stored_curve(config, methods))
     assert all(geo.stored_mechanism(config, e, m) is not None for e in geo.CURVE_EPS for m in methods)
+
+
+def test_builder_stops_a_job_on_request() -> None:
+    """A running job stops at its next progress report, a queued one never starts; both can start again."""
+    builder = geo.Builder(workers=1)
+    started = threading.Event()
+
+    def long(progress: Any) -> str:
+        started.set()
+        for i in range(1000):
+            progress(i / 1000, f"step {i}")
+            time.sleep(0.01)
+        return "finished"
+
+    key, queued_key = ("test-stop", time.perf_counter()), ("test-stop-queued", time.perf_counter())
+    job = builder.request(key, long)
+    queued = builder.request(queued_key, lambda progress: "never")
+    assert started.wait(5)
+    builder.cancel(queued_key)  # one worker, busy: still queued
+    assert queued.cancelled() and builder.job(queued_key) is None
+    builder.cancel(key)
+    assert builder.stopping(key)
+    with pytest.raises(geo.BuildStoppedError, match="stopped at your request"):
+        job.result(5)
+    assert not builder.stopping(key) and store().get(key) is None
+    assert builder.request(key, lambda progress: "again").result(5) == "again"
+    assert builder.request(queued_key, lambda progress: "now").result(5) == "now"
+
+
+def _small_map(app: AppTest) -> AppTest:
+    at = _run(app.switch_page("views/geo.py"))
+    _widget(at, "slider", "Seed cells").set_value(6)
+    _widget(at, "selectbox", "Depth").set_value(1)
+    return _run(at)
+
+
+def test_a_longer_bound_runs_in_the_background_and_fills_the_table(app: AppTest) -> None:
+    """Beyond 20 s the bound is queued on the builder (the page polls it) and its gaps fill the table."""
+    at = _small_map(app)
+    _widget(at, "select_slider", "Time for the bound").set_value(60.0)
+    _run(at)
+    assert not [b for b in at.button if b.key == "geo_bound_default"]  # the 20 s button is for 20 s
+    at.button(key="geo_bound_run").click()
+    _run(at)  # re-runs while the page shows the bound's progress
+    assert not at.exception, [e.value for e in at.exception]
+    config = geo.GeoConfig(city="default", seed_n=6, depth=1, seed=0)
+    eps = geo.level_eps("Medium")
+    longer = store().get(geo.bound_key(config, eps, 60.0))
+    assert longer is not None and longer.value > 0
+    shown = geo.cached_bound(config, eps)  # the tightest stored bound of any time
+    assert shown.value >= longer.value
+    table = at.dataframe[0].value
+    u = table["expected travel error (km)"].to_numpy()
+    assert (shown.value <= u * (1 + 1e-9)).all()
+    np.testing.assert_allclose(table["gap to bound"], u / shown.value - 1, rtol=1e-12)
+    assert not [b for b in at.button if b.key == "geo_bound_run"]  # stored: nothing to start
+
+
+def test_the_background_bound_can_be_stopped(app: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page's stop button stops the bound (here a slow stand-in) and says so; it can start again."""
+    started = threading.Event()
+
+    def slow_bound(config: Any, eps: float, seconds: float, progress: Any) -> Any:
+        started.set()
+        for i in range(3000):
+            progress(i / 3000, f"stand-in step {i}")
+            time.sleep(0.01)
+        raise AssertionError("the stop did not reach the bound")
+
+    monkeypatch.setattr(geo, "_bound", slow_bound)
+    at = _small_map(app)
+    _widget(at, "select_slider", "Time for the bound").set_value(300.0)
+    at.run()
+    at.button(key="geo_bound_run").click()
+    at.run()
+    assert started.wait(10)
+    at.run()
+    assert any("stand-in step" in p.proto.text for p in at.get("progress"))
+    at.button(key="geo_bound_stop").click()
+    at.run()
+    config = geo.GeoConfig(city="default", seed_n=6, depth=1, seed=0)
+    job = geo.builder().job(geo.bound_key(config, geo.level_eps("Medium"), 300.0))
+    assert job is not None
+    with pytest.raises(geo.BuildStoppedError):
+        job.result(10)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("was stopped" in i.value for i in at.info)
+    assert [b for b in at.button if b.key == "geo_bound_run"]  # it can be started again

@@ -36,9 +36,10 @@ APP = ROOT / "app.py"
 TIMEOUT = 60.0  #: seconds; one rerun longer than this is a failure
 STEPS = int(os.environ.get("MDP_WALK_STEPS", "40"))
 #: Buttons that start an explicit, user-sized long job with its own progress bar and cancel (a sweep of
-#: thousands of pipeline runs): by design not bound by the 60 s rerun rule, so the walk does not press them;
-#: tests/sweep/test_page.py runs the page's sweep on a tiny spec instead.
-LONG_JOBS = frozenset({"sweep_run"})
+#: thousands of pipeline runs, a geo bound of up to 10 minutes in the background): by design not bound by the
+#: 60 s rerun rule, so the walk does not press them; tests/sweep/test_page.py runs the page's sweep on a tiny
+#: spec instead, tests/app/test_geo_page.py the bound on a small map and its stop on a stand-in.
+LONG_JOBS = frozenset({"sweep_run", "geo_bound_run"})
 SEED_SHIFT = int(os.environ.get("MDP_WALK_SEED", "0"))
 LOG = os.environ.get("MDP_WALK_LOG", "")
 DATASETS = ("heart", "adult", "wine", "upload")

@@ -154,6 +154,30 @@ def test_a_spent_time_share_still_certifies_a_bound() -> None:
     assert 0.0 <= rushed.value <= full.value <= full_lp(problem, 1.0) + 1e-9
 
 
+def test_a_progress_that_raises_stops_before_the_other_cosets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A caller stops a long bound by raising from its progress (the map page's cancel): the cosets not
+    started yet never run, so the stop waits only for the coset in progress."""
+    problem = tiny_problem(5, 5, seed=3, depth=3, seed_n=2)
+    solved: list[int] = []
+    spanner_bound = cosets_module._spanner_bound
+
+    def counted(sub: GeoProblem, eps: float, deadline: float) -> object:
+        solved.append(len(sub.prior))
+        return spanner_bound(sub, eps, deadline)
+
+    class StopError(Exception):
+        pass
+
+    def stop(fraction: float, message: str) -> None:
+        raise StopError(message)
+
+    monkeypatch.setattr(cosets_module, "_spanner_bound", counted)
+    monkeypatch.setattr(cosets_module, "worker_count", lambda: 1)
+    with pytest.raises(StopError, match="1 of 9 cosets done"):
+        coset_lower_bound(problem, 1.0, step=3, time_limit=30, progress=stop)
+    assert 1 <= len(solved) <= 2  # the first, and perhaps the one the free thread had already taken
+
+
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), eps=st.sampled_from([0.3, 1.0, 3.0]), step=st.sampled_from([1, 2, 3]))
 def test_never_above_a_verified_mechanism(seed: int, eps: float, step: int) -> None:
