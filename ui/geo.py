@@ -392,6 +392,7 @@ class Builder:
             job = self._jobs.get(key)
             if job is None or job.cancelled() or (job.done() and job.exception() is not None):
                 self._progress[key] = (0.0, "queued")
+                self._cancelled.discard(key)  # a stop asked just as the last job ended is not for this one
                 job = self._pool.submit(self._run, key, compute)
                 self._jobs[key] = job
             return job
@@ -425,7 +426,7 @@ class Builder:
 
     def cancel(self, key: Hashable) -> None:
         """Stop ``key``'s job: a queued one never starts, a running one raises :class:`BuildStoppedError`
-        at its next progress report (a bound's: after its LP round, or the cosets in progress)."""
+        at its next progress report (a coset bound's: within a second; a HiGHS round's: when it ends)."""
         with self._lock:
             job = self._jobs.get(key)
             if job is None or job.done():

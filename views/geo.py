@@ -333,8 +333,8 @@ if geo.bound_available():
                     st.rerun()
                 fraction, message = geo.builder().progress(bkey)
                 stopping = geo.builder().stopping(bkey)
-                # HiGHS's PDLP takes no interrupt: a stop waits for its round (at most the time chosen)
-                stop_text = "Stopping when the solver's current round ends (at most the time chosen)…"
+                # cosets stop within a second; HiGHS's PDLP takes no interrupt: a stop waits for its round
+                stop_text = "Stopping (an LP round runs to its end, at most the time chosen)…"
                 st.progress(fraction, text=stop_text if stopping else message)
                 if not stopping and st.button("Stop the bound", key="geo_bound_stop"):
                     geo.builder().cancel(bkey)

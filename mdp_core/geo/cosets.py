@@ -60,8 +60,9 @@ Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``s
 
 from __future__ import annotations
 
+import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -89,6 +90,7 @@ __all__ = [
     "COSET_SECONDS",
     "COSET_SPACING",
     "COSET_TARGETS",
+    "REPORT_SECONDS",
     "auto_lower_bound",
     "converged_seconds",
     "coset_lower_bound",
@@ -144,6 +146,9 @@ COSET_MIN_TARGETS = 50
 #: (205 targets alone: 43 iterations, 3.1 s, 1.27600 km against 53, 3.8 s, 1.27607; the city's 7 x 7 at
 #: depth 4 in 60 s: 1.2418 km against 1.2390).
 COSET_GAP = 1e-4
+#: Seconds between progress reports while cosets are solved: a caller stops the bound by raising from its
+#: progress, and the cosets in progress then stop at their next interior-point iteration.
+REPORT_SECONDS = 1.0
 #: ``(a, b)`` of :func:`converged_seconds`: seconds per output that a coset of s = targets / 1000 takes to
 #: converge to :data:`COSET_GAP` on one core while the others bound cosets too, ``a s (s + 0.02) + b s^3``
 #: (the n^3 block inversions weigh from ~400 targets on). The city at depth 4, 2 cores, eps 0.5 / 1.0 / 1.5:
@@ -272,6 +277,10 @@ def coset_lower_bound(
         Aggregate the targets onto those of the grid one level coarser first
         (:func:`~mdp_core.geo.aggregation.coarser_problem`) and take the cosets of that grid (``step`` is
         then that grid's): a quarter of the targets for a little of the bound (module docstring).
+    progress : callable, optional
+        ``progress(fraction, message)``, called from the calling thread at least every
+        :data:`REPORT_SECONDS`. An exception raised from it stops the bound and propagates: the cosets not
+        started never run, those in progress stop at their next interior-point iteration.
 
     Returns
     -------
@@ -297,14 +306,17 @@ def coset_lower_bound(
     parts = cosets(problem, int(step))
     workers = min(worker_count(), len(parts))
 
+    stop = threading.Event()  # set when the caller stops the bound: the cosets in progress stop too
+
     def solve(k: int) -> GeoBound:
         # started when a thread is free: its share of the thread time left to the cosets not yet started
+        _check(stop)
         left = len(parts) - k
         share = max(deadline - time.perf_counter(), 0.0) * min(workers, left) / left
         sub = parts[k][1]
         if sub.grid.n_targets <= BLOCK_TARGETS:
-            return _spanner_bound(sub, eps, time.perf_counter() + share)
-        return geo_lower_bound(sub, eps, time_limit=max(share, 1.0))
+            return _spanner_bound(sub, eps, time.perf_counter() + share, stop)
+        return geo_lower_bound(sub, eps, time_limit=max(share, 1.0), progress=lambda *_: _check(stop))
 
     bounds: list[GeoBound] = []
     # one BLAS limit around all threads (nested limits would each restore what another one set)
@@ -312,9 +324,15 @@ def coset_lower_bound(
         futures: list[Future[GeoBound]] = [pool.submit(solve, k) for k in range(len(parts))]
         try:
             for k, future in enumerate(futures):  # progress from this thread only (a UI callback needs it)
+                while wait([future], timeout=REPORT_SECONDS).not_done:  # meanwhile a caller can stop it
+                    elapsed = time.perf_counter() - start
+                    report(
+                        progress, k / len(parts), f"coset bound: {k} of {len(parts)} done, {elapsed:.0f} s"
+                    )
                 bounds.append(future.result())
                 report(progress, (k + 1) / len(parts), f"coset bound: {k + 1} of {len(parts)} cosets done")
-        except BaseException:  # e.g. a caller that stops the bound from its progress: start no other coset
+        except BaseException:  # e.g. a caller that stops the bound from its progress
+            stop.set()
             for future in futures:
                 future.cancel()
             raise
@@ -330,16 +348,29 @@ def coset_lower_bound(
     )
 
 
-def _spanner_bound(problem: GeoProblem, eps: float, deadline: float) -> GeoBound:
+class _StoppedError(Exception):
+    """The caller stopped the bound (:func:`coset_lower_bound`)."""
+
+
+def _check(stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise _StoppedError("the coset bound was stopped")
+
+
+def _spanner_bound(
+    problem: GeoProblem, eps: float, deadline: float, stop: threading.Event | None = None
+) -> GeoBound:
     """The certified bound of the LP on a spanner's rows, by the block interior point until ``deadline``
-    (a coset with one target has no rows: its bound, the least cost, is its optimum)."""
+    or ``stop`` (a coset with one target has no rows: its bound, the least cost, is its optimum)."""
     start = time.perf_counter()
     targets, cost = problem.targets_km, problem.cost
     rows = _privacy_rows(spanner_pairs(targets, DILATION)[0], cost.shape[1])
     ratios = _row_ratios(targets, rows, eps)
     nu = np.empty(0)
     if len(rows):
-        nu = solve_geo_lp(cost, rows, ratios, tol=COSET_GAP, deadline=deadline).nu
+        nu = solve_geo_lp(
+            cost, rows, ratios, tol=COSET_GAP, deadline=deadline, progress=lambda *_: _check(stop)
+        ).nu
     return GeoBound(
         value=max(certified_bound(cost, rows, ratios, nu), 0.0),  # travel errors are never negative
         exact=False,

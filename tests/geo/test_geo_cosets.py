@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from test_geo_bounds import full_lp, tiny_problem  # tests/geo is on sys.path (rootdir conftest layout)
 from threadpoolctl import threadpool_info
 
+from mdp_core._validation import Progress
 from mdp_core.errors import DataError
 from mdp_core.geo import (
     auto_lower_bound,
@@ -154,28 +156,55 @@ def test_a_spent_time_share_still_certifies_a_bound() -> None:
     assert 0.0 <= rushed.value <= full.value <= full_lp(problem, 1.0) + 1e-9
 
 
+class StopError(Exception):
+    """What a caller raises from its progress to stop a bound (the map page's stop button)."""
+
+
+def _stop(fraction: float, message: str) -> None:
+    raise StopError(message)
+
+
 def test_a_progress_that_raises_stops_before_the_other_cosets(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A caller stops a long bound by raising from its progress (the map page's cancel): the cosets not
-    started yet never run, so the stop waits only for the coset in progress."""
+    """The cosets not started when the caller stops the bound never run."""
     problem = tiny_problem(5, 5, seed=3, depth=3, seed_n=2)
     solved: list[int] = []
     spanner_bound = cosets_module._spanner_bound
 
-    def counted(sub: GeoProblem, eps: float, deadline: float) -> object:
+    def counted(sub: GeoProblem, *args: object) -> object:
         solved.append(len(sub.prior))
-        return spanner_bound(sub, eps, deadline)
-
-    class StopError(Exception):
-        pass
-
-    def stop(fraction: float, message: str) -> None:
-        raise StopError(message)
+        return spanner_bound(sub, *args)
 
     monkeypatch.setattr(cosets_module, "_spanner_bound", counted)
     monkeypatch.setattr(cosets_module, "worker_count", lambda: 1)
-    with pytest.raises(StopError, match="1 of 9 cosets done"):
-        coset_lower_bound(problem, 1.0, step=3, time_limit=30, progress=stop)
+    with pytest.raises(StopError, match="coset bound: "):
+        coset_lower_bound(problem, 1.0, step=3, time_limit=30, progress=_stop)
     assert 1 <= len(solved) <= 2  # the first, and perhaps the one the free thread had already taken
+
+
+def test_a_stop_reaches_the_cosets_in_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A coset whose solve would go on (here a stand-in that only reports progress) stops at its next
+    report once the caller stops the bound, so a stop does not wait for the cosets' time shares."""
+    problem = tiny_problem(5, 5, seed=3, depth=3, seed_n=2)
+    outcomes: list[str] = []
+
+    def endless(*args: object, progress: Progress = None, **options: object) -> None:
+        try:
+            for _ in range(1000):
+                assert progress is not None
+                progress(0.5, "iterating")
+                time.sleep(0.01)
+        except BaseException as exc:
+            outcomes.append(type(exc).__name__)
+            raise
+        outcomes.append("ran out")
+
+    monkeypatch.setattr(cosets_module, "solve_geo_lp", endless)
+    monkeypatch.setattr(cosets_module, "REPORT_SECONDS", 0.05)
+    start = time.perf_counter()
+    with pytest.raises(StopError, match="coset bound: 0 of 9 done"):
+        coset_lower_bound(problem, 1.0, step=3, time_limit=30, progress=_stop)
+    assert time.perf_counter() - start < 5.0  # the stand-in alone runs 10 s
+    assert outcomes and set(outcomes) == {"_StoppedError"}  # every coset started was stopped, none ran out
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
