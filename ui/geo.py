@@ -69,7 +69,6 @@ __all__ = [
     "candidates",
     "colour_scale",
     "comparison_table",
-    "compute_bound",
     "curve_frame",
     "curve_key",
     "deck",
@@ -120,8 +119,8 @@ MAX_CANDIDATES = 300
 PAGE_SAMPLES = 50_000
 #: Time budget (s) of the lower bound on the page (behind a button, with a progress bar).
 BOUND_SECONDS = 20.0
-#: Times (s) a user can give the bound: the first runs at once, the others on the background builder and take
-#: larger cosets (``mdp_core.geo.fitting_step``). The 15 km city at depth 4, eps 1.5 / km: 60 s certify
+#: Times (s) a user can give the bound (on the background builder): more time takes larger cosets
+#: (``mdp_core.geo.fitting_step``). The 15 km city at depth 4, eps 1.5 / km: 60 s certify
 #: 0.91 km, 300 s (6 x 6 cosets) 0.93, 600 s (4 x 4) 0.95 (the spanner LP's mechanism: 0.99).
 BOUND_TIMES = (BOUND_SECONDS, 60.0, 120.0, 300.0, 600.0)
 #: Seconds of solver each reference mechanism gets on the page (the bench: 240 bilinear, 60 spanner). The
@@ -501,21 +500,11 @@ def cached_bound(config: GeoConfig, eps: float) -> Any | None:
     return _tightest(store().get(bound_key(config, eps, seconds)) for seconds in BOUND_TIMES)
 
 
-def compute_bound(config: GeoConfig, eps: float, progress: Progress = None) -> Any:
-    """``mdp_core.geo.auto_lower_bound`` on ``config`` at ``eps`` within ``BOUND_SECONDS`` (cached): the
-    coset bound where the cosets get their time (depth 2 in 20 s, and smaller cosets at depth 3), else
-    ``geo_lower_bound``.
-
-    Exact when row generation reaches the optimum in time, otherwise the certified relaxation bound.
-    """
-    return store().get_or_compute(
-        bound_key(config, eps), lambda: _bound(config, eps, BOUND_SECONDS, progress)
-    )
-
-
 def request_bound(config: GeoConfig, eps: float, seconds: float) -> Future[Any]:
-    """Queue (or find) the bound within ``seconds`` on the background builder: more time takes larger
-    cosets, a tighter bound (``mdp_core.geo.fitting_step``), while the page stays usable."""
+    """Queue (or find) ``mdp_core.geo.auto_lower_bound`` on ``config`` at ``eps`` within ``seconds`` on the
+    background builder, so the page stays usable: the coset bound where the cosets get their time (more
+    time, larger cosets, a tighter bound: ``fitting_step``), else ``geo_lower_bound``; exact when its row
+    generation reaches the optimum in time, otherwise a certified relaxation bound."""
     return builder().request(
         bound_key(config, eps, seconds), lambda progress: _bound(config, eps, seconds, progress)
     )

@@ -304,49 +304,48 @@ if geo.bound_available():
         options=geo.BOUND_TIMES,
         format_func=geo.seconds_label,
         key=f"geo_bound_time_{mk}",
-        help="More time takes larger cosets: a tighter bound. Beyond "
-        f"{geo.seconds_label(geo.BOUND_SECONDS)} it runs in the background and the page stays usable.",
+        help="More time takes larger cosets: a tighter bound. It runs in the background: the page stays "
+        "usable, and the bound can be stopped.",
     )
-    if seconds <= geo.BOUND_SECONDS:
-        if bound is None and b1.button(
-            "How far from the best possible? (lower bound)", key=f"geo_bound_{mk}"
-        ):
-            bar = b1.progress(0.0, text="Bounding every ε-mDP mechanism on these outputs…")
-            geo.compute_bound(config, eps, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
-            bar.empty()
-    else:
-        bkey, label = geo.bound_key(config, eps, seconds), geo.seconds_label(seconds)
-        bound_job = geo.builder().job(bkey)
-        if (
-            geo.store().get(bkey) is None
-            and (bound_job is None or bound_job.done())
-            and b1.button(f"Tighter bound, in the background (up to {label})", key="geo_bound_run")
-        ):
-            geo.request_bound(config, eps, seconds)
-            st.rerun()  # draw the page with the job running (and no start button)
-        if bound_job is not None and not bound_job.done():
+    bkey, first = geo.bound_key(config, eps, seconds), seconds <= geo.BOUND_SECONDS
+    bound_job = geo.builder().job(bkey)
+    if (
+        geo.store().get(bkey) is None
+        and (bound is None or not first)  # 20 s would add nothing to a stored bound
+        and (bound_job is None or bound_job.done())
+        and b1.button(
+            "How far from the best possible? (lower bound)"
+            if first
+            else f"Tighter bound, in the background (up to {geo.seconds_label(seconds)})",
+            key=f"geo_bound_{mk}" if first else "geo_bound_run",
+        )
+    ):
+        # on the builder, even for 20 s: touching a widget meanwhile no longer throws the bound away
+        geo.request_bound(config, eps, seconds)
+        st.rerun()  # draw the page with the job running (and no start button)
+    if bound_job is not None and not bound_job.done():
 
-            @st.fragment(run_every=geo.POLL_SECONDS)
-            def poll_bound() -> None:
-                running = geo.builder().job(bkey)
-                if running is None or running.done():  # landed (or stopped): redraw the table with it
-                    st.rerun()
-                fraction, message = geo.builder().progress(bkey)
-                stopping = geo.builder().stopping(bkey)
-                # cosets stop within a second; HiGHS's PDLP takes no interrupt: a stop waits for its round
-                stop_text = "Stopping (an LP round runs to its end, at most the time chosen)…"
-                st.progress(fraction, text=stop_text if stopping else message)
-                if not stopping and st.button("Stop the bound", key="geo_bound_stop"):
-                    geo.builder().cancel(bkey)
+        @st.fragment(run_every=geo.POLL_SECONDS)
+        def poll_bound() -> None:
+            running = geo.builder().job(bkey)
+            if running is None or running.done():  # landed (or stopped): redraw the table with it
+                st.rerun()
+            fraction, message = geo.builder().progress(bkey)
+            stopping = geo.builder().stopping(bkey)
+            # cosets stop within a second; HiGHS's PDLP takes no interrupt: a stop waits for its round
+            stop_text = "Stopping (an LP round runs to its end, at most the time chosen)…"
+            st.progress(fraction, text=stop_text if stopping else message)
+            if not stopping and st.button("Stop the bound", key="geo_bound_stop"):
+                geo.builder().cancel(bkey)
 
-            with b1:
-                poll_bound()
-        elif bound_job is not None and bound_job.exception() is not None:
-            error = bound_job.exception()
-            if isinstance(error, geo.BuildStoppedError):
-                b1.info("The bound was stopped; start it again to finish it.")
-            else:
-                b1.warning(f"The bound could not be computed: {error}")
+        with b1:
+            poll_bound()
+    elif bound_job is not None and bound_job.exception() is not None:
+        error = bound_job.exception()
+        if isinstance(error, geo.BuildStoppedError):
+            b1.info("The bound was stopped; start it again to finish it.")
+        else:
+            b1.warning(f"The bound could not be computed: {error}")
     bound = geo.cached_bound(config, eps)
 bound = geo.best_bound(bound, comps)
 st.dataframe(geo.comparison_table(comps, bound), hide_index=True, width="stretch")
