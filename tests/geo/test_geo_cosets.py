@@ -76,9 +76,51 @@ def _seconds_for(problem: GeoProblem, step: int) -> float:
     return per_coset * np.count_nonzero(sizes) / cosets_module.worker_count()
 
 
+def _converging(problem: GeoProblem, step: int, coefficients: tuple[float, float]) -> float:
+    """Wall seconds in which step's cosets converge (the documented model, from the cosets' sizes)."""
+    a, b = coefficients
+    sizes = np.array([len(sub.prior) for _, sub in cosets(problem, step)]) / 1000.0
+    thread_seconds = problem.cost.shape[1] * float(np.sum(a * sizes * (sizes + 0.02) + b * sizes**3))
+    return thread_seconds / cosets_module.worker_count()
+
+
+def _scaled_model(monkeypatch: pytest.MonkeyPatch, problem: GeoProblem, step: int) -> tuple[float, float]:
+    """The converge model scaled so that step's cosets need 20 s: every solve then converges long before
+    its deadline."""
+    scale = 20.0 / _converging(problem, step, cosets_module.CONVERGED_SECONDS)
+    model = (cosets_module.CONVERGED_SECONDS[0] * scale, cosets_module.CONVERGED_SECONDS[1] * scale)
+    monkeypatch.setattr(cosets_module, "CONVERGED_SECONDS", model)
+    return model
+
+
+def test_a_grid_too_small_to_aggregate_takes_cosets_that_converge(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below the aggregation threshold but above one block, cosets that converge in the time are taken
+    (geo_lower_bound's PDLP on all targets would not converge); otherwise geo_lower_bound, as on one block."""
+    problem = tiny_problem(5, 5, seed=3, depth=3, seed_n=2)
+    n = problem.grid.n_targets
+    for threshold in ("AGGREGATE_ABOVE", "AGGREGATE_ABOVE_SHORT"):  # never aggregated
+        monkeypatch.setattr(bounds, threshold, n)
+    monkeypatch.setattr(cosets_module, "BLOCK_TARGETS", n // 2)  # but larger than one block
+    monkeypatch.setattr(cosets_module, "COSET_TARGETS", n // 9)
+    dense = coset_step(problem, max_targets=n // 2)
+    model = _scaled_model(monkeypatch, problem, dense)
+    limit = 1.01 * _converging(problem, dense, model)
+    chosen = auto_lower_bound(problem, 1.0, time_limit=limit)
+    expected = coset_lower_bound(problem, 1.0, step=dense, time_limit=limit)
+    assert f"({dense} x {dense})" in chosen.method
+    assert chosen.value == pytest.approx(expected.value, rel=1e-9)
+    assert chosen.value <= tree_extension(problem, 1.0).utility_km(problem) + 1e-12  # a verified mechanism
+    last = coset_step(problem)
+    short = 0.99 * min(_converging(problem, step, model) for step in range(dense, last + 1))
+    assert cosets_module.converging_step(problem, short) is None
+    assert "cosets" not in auto_lower_bound(problem, 1.0, time_limit=short).method
+    monkeypatch.setattr(cosets_module, "BLOCK_TARGETS", n)  # one block: geo_lower_bound (can be exact)
+    assert "cosets" not in auto_lower_bound(problem, 1.0, time_limit=limit).method
+
+
 def test_more_time_takes_the_largest_cosets_that_converge_in_it(monkeypatch: pytest.MonkeyPatch) -> None:
     problem = tiny_problem(5, 5, seed=3, depth=3, seed_n=2)
-    n, outputs = problem.grid.n_targets, problem.cost.shape[1]
+    n = problem.grid.n_targets
     for threshold in ("AGGREGATE_ABOVE", "AGGREGATE_ABOVE_SHORT"):  # this grid counts as city scale
         monkeypatch.setattr(bounds, threshold, n - 1)
     monkeypatch.setattr(cosets_module, "COSET_TARGETS", n // 9)
@@ -86,25 +128,15 @@ def test_more_time_takes_the_largest_cosets_that_converge_in_it(monkeypatch: pyt
     first, dense = coset_step(problem), coset_step(problem, max_targets=n // 2)
     assert 1 < dense < first - 1
 
-    def converging(step: int, coefficients: tuple[float, float]) -> float:
-        """Wall seconds in which step's cosets converge (the documented model, from the cosets' sizes)."""
-        a, b = coefficients
-        sizes = np.array([len(sub.prior) for _, sub in cosets(problem, step)]) / 1000.0
-        thread_seconds = outputs * float(np.sum(a * sizes * (sizes + 0.02) + b * sizes**3))
-        return thread_seconds / cosets_module.worker_count()
-
-    # scaled so that the densest cosets need 20 s: every solve below converges long before its deadline
-    scale = 20.0 / converging(dense, cosets_module.CONVERGED_SECONDS)
-    model = (cosets_module.CONVERGED_SECONDS[0] * scale, cosets_module.CONVERGED_SECONDS[1] * scale)
-    monkeypatch.setattr(cosets_module, "CONVERGED_SECONDS", model)
-    needs = {step: converging(step, model) for step in range(dense, first)}
+    model = _scaled_model(monkeypatch, problem, dense)
+    needs = {step: _converging(problem, step, model) for step in range(dense, first)}
     for step, seconds in needs.items():  # the smallest step whose cosets converge in the time
         expected_step = min(k for k, need in needs.items() if need <= 1.01 * seconds)
         assert fitting_step(problem, 1.0, 1.01 * seconds) == expected_step <= step
     assert needs[dense] > 1.01 * needs[dense + 1]  # larger cosets need more time
     # too little time for any of them: the cosets of coset_step's cap, as before
     assert fitting_step(problem, 1.0, 0.99 * min(needs.values())) == first
-    limit = 1.01 * converging(dense, model)
+    limit = 1.01 * _converging(problem, dense, model)
     chosen = auto_lower_bound(problem, 1.0, time_limit=limit)
     expected = coset_lower_bound(problem, 1.0, step=dense, time_limit=limit)
     assert chosen.method == expected.method and f"({dense} x {dense})" in chosen.method
