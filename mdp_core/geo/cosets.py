@@ -343,6 +343,12 @@ def coset_lower_bound(
             return _spanner_bound(sub, eps, time.perf_counter() + share, stop)
         return geo_lower_bound(sub, eps, time_limit=max(share, 1.0), progress=lambda *_: _check(stop))
 
+    def tell(done: int) -> None:
+        seconds = time.perf_counter() - start
+        report(
+            progress, done / len(parts), f"coset bound: {done} of {len(parts)} cosets done, {seconds:.0f} s"
+        )
+
     bounds: list[GeoBound] = []
     # one BLAS limit around all threads (nested limits would each restore what another one set)
     with threadpool_limits(limits=1), ThreadPoolExecutor(workers) as pool:
@@ -350,12 +356,9 @@ def coset_lower_bound(
         try:
             for k, future in enumerate(futures):  # progress from this thread only (a UI callback needs it)
                 while wait([future], timeout=REPORT_SECONDS).not_done:  # meanwhile a caller can stop it
-                    elapsed = time.perf_counter() - start
-                    report(
-                        progress, k / len(parts), f"coset bound: {k} of {len(parts)} done, {elapsed:.0f} s"
-                    )
+                    tell(k)
                 bounds.append(future.result())
-                report(progress, (k + 1) / len(parts), f"coset bound: {k + 1} of {len(parts)} cosets done")
+                tell(k + 1)
         except BaseException:  # e.g. a caller that stops the bound from its progress
             stop.set()
             for future in futures:

@@ -233,7 +233,7 @@ def test_a_stop_reaches_the_cosets_in_progress(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(cosets_module, "solve_geo_lp", endless)
     monkeypatch.setattr(cosets_module, "REPORT_SECONDS", 0.05)
     start = time.perf_counter()
-    with pytest.raises(StopError, match="coset bound: 0 of 9 done"):
+    with pytest.raises(StopError, match="coset bound: 0 of 9 cosets done"):
         coset_lower_bound(problem, 1.0, step=3, time_limit=30, progress=_stop)
     assert time.perf_counter() - start < 5.0  # the stand-in alone runs 10 s
     assert outcomes and set(outcomes) == {"_StoppedError"}  # every coset started was stopped, none ran out
