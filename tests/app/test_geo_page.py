@@ -558,10 +558,14 @@ def test_builder_stops_a_job_on_request() -> None:
     assert builder.request(queued_key, lambda progress: "now").result(5) == "now"
 
 
+#: A small map that no other test bounds (the store is process-wide: test_bound_column needs its own unbound).
+SMALL = geo.GeoConfig(city="default", seed_n=7, depth=1, seed=0)
+
+
 def _small_map(app: AppTest) -> AppTest:
     at = _run(app.switch_page("views/geo.py"))
-    _widget(at, "slider", "Seed cells").set_value(6)
-    _widget(at, "selectbox", "Depth").set_value(1)
+    _widget(at, "slider", "Seed cells").set_value(SMALL.seed_n)
+    _widget(at, "selectbox", "Depth").set_value(SMALL.depth)
     return _run(at)
 
 
@@ -574,11 +578,10 @@ def test_a_longer_bound_runs_in_the_background_and_fills_the_table(app: AppTest)
     at.button(key="geo_bound_run").click()
     _run(at)  # re-runs while the page shows the bound's progress
     assert not at.exception, [e.value for e in at.exception]
-    config = geo.GeoConfig(city="default", seed_n=6, depth=1, seed=0)
     eps = geo.level_eps("Medium")
-    longer = store().get(geo.bound_key(config, eps, 60.0))
+    longer = store().get(geo.bound_key(SMALL, eps, 60.0))
     assert longer is not None and longer.value > 0
-    shown = geo.cached_bound(config, eps)  # the tightest stored bound of any time
+    shown = geo.cached_bound(SMALL, eps)  # the tightest stored bound of any time
     assert shown.value >= longer.value
     table = at.dataframe[0].value
     u = table["expected travel error (km)"].to_numpy()
@@ -609,8 +612,7 @@ def test_the_background_bound_can_be_stopped(app: AppTest, monkeypatch: pytest.M
     assert any("stand-in step" in p.proto.text for p in at.get("progress"))
     at.button(key="geo_bound_stop").click()
     at.run()
-    config = geo.GeoConfig(city="default", seed_n=6, depth=1, seed=0)
-    job = geo.builder().job(geo.bound_key(config, geo.level_eps("Medium"), 300.0))
+    job = geo.builder().job(geo.bound_key(SMALL, geo.level_eps("Medium"), 300.0))
     assert job is not None
     with pytest.raises(geo.BuildStoppedError):
         job.result(10)
