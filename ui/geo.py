@@ -18,7 +18,7 @@ import math
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -497,7 +497,8 @@ def bound_key(config: GeoConfig, eps: float, seconds: float = BOUND_SECONDS) -> 
 
 def cached_bound(config: GeoConfig, eps: float) -> Any | None:
     """The tightest stored ``GeoBound`` for (config, eps) over the bound times, or None when none is."""
-    return _tightest(store().get(bound_key(config, eps, seconds)) for seconds in BOUND_TIMES)
+    stored = (store().get(bound_key(config, eps, seconds)) for seconds in BOUND_TIMES)
+    return max((b for b in stored if b is not None), key=lambda b: b.value, default=None)
 
 
 def request_bound(config: GeoConfig, eps: float, seconds: float) -> Future[Any]:
@@ -517,11 +518,6 @@ def seconds_label(seconds: float) -> str:
 
 def _bound(config: GeoConfig, eps: float, seconds: float, progress: Progress) -> Any:
     return cgeo.auto_lower_bound(cached_problem(config), eps, time_limit=seconds, progress=progress)
-
-
-def _tightest(bounds: Iterable[Any | None]) -> Any | None:
-    found = [b for b in bounds if b is not None]
-    return max(found, key=lambda b: b.value) if found else None
 
 
 def best_bound(bound: Any | None, comps: dict[str, GeoComparison]) -> Any | None:

@@ -340,13 +340,12 @@ if geo.bound_available():
 
         with b1:
             poll_bound()
-    elif bound_job is not None and bound_job.exception() is not None:
-        error = bound_job.exception()
+    elif bound_job is not None and (error := bound_job.exception()) is not None:
         if isinstance(error, geo.BuildStoppedError):
             b1.info("The bound was stopped; start it again to finish it.")
         else:
             b1.warning(f"The bound could not be computed: {error}")
-    bound = geo.cached_bound(config, eps)
+    bound = geo.cached_bound(config, eps)  # a job may have landed since the top of this run
 bound = geo.best_bound(bound, comps)
 st.dataframe(geo.comparison_table(comps, bound), hide_index=True, width="stretch")
 notes = [

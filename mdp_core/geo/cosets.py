@@ -380,14 +380,12 @@ class _StoppedError(Exception):
     """The caller stopped the bound (:func:`coset_lower_bound`)."""
 
 
-def _check(stop: threading.Event | None) -> None:
-    if stop is not None and stop.is_set():
+def _check(stop: threading.Event) -> None:
+    if stop.is_set():
         raise _StoppedError("the coset bound was stopped")
 
 
-def _spanner_bound(
-    problem: GeoProblem, eps: float, deadline: float, stop: threading.Event | None = None
-) -> GeoBound:
+def _spanner_bound(problem: GeoProblem, eps: float, deadline: float, stop: threading.Event) -> GeoBound:
     """The certified bound of the LP on a spanner's rows, by the block interior point until ``deadline``
     or ``stop`` (a coset with one target has no rows: its bound, the least cost, is its optimum)."""
     start = time.perf_counter()
