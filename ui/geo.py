@@ -425,7 +425,8 @@ class Builder:
 
     def cancel(self, key: Hashable) -> None:
         """Stop ``key``'s job: a queued one never starts, a running one raises :class:`BuildStoppedError`
-        at its next progress report (a coset bound's: within a second; a HiGHS round's: when it ends)."""
+        at its next progress report (a coset bound's or the exact optimum's: within a second; a HiGHS round's:
+        when it ends)."""
         with self._lock:
             job = self._jobs.get(key)
             if job is None or job.done():
@@ -504,8 +505,8 @@ def cached_bound(config: GeoConfig, eps: float) -> Any | None:
 def request_bound(config: GeoConfig, eps: float, seconds: float) -> Future[Any]:
     """Queue (or find) ``mdp_core.geo.auto_lower_bound`` on ``config`` at ``eps`` within ``seconds`` on the
     background builder, so the page stays usable: the coset bound where the cosets get their time (more
-    time, larger cosets, a tighter bound: ``fitting_step``), else ``geo_lower_bound``; exact when its row
-    generation reaches the optimum in time, otherwise a certified relaxation bound."""
+    time, larger cosets, a tighter bound: ``fitting_step``), else ``geo_lower_bound``; on a grid of one block
+    the exact optimum's row generation, exact when it closes in time, otherwise a certified bound."""
     return builder().request(
         bound_key(config, eps, seconds), lambda progress: _bound(config, eps, seconds, progress)
     )

@@ -38,14 +38,10 @@ brackets the optimum from both sides, and ``exact=True`` means the bracket is na
 Measured (``python -m bench geo_optimal``, depth 1, 60 task points, 2 cores; HiGHS in the same run): the
 15 km city (406 targets x 117 outputs, 19.2 M rows in full, 11.9 M without the implied pairs). HiGHS IPX
 and dual simplex do not finish round 1's LP alone (0.54 M rows) in 180 s (IPX at 1.189, simplex at 0.706,
-optimum 1.049); the block interior point takes 37 s to a 2e-7 gap. The optimum 1.0631 km at eps 1.5 puts
-the spanner mechanism 0.9 % above it and MLaEt-O 59 % above. History, back to back on one machine each
-time: the centring cap took eps 1.5 from 107 to 77 s, leaving spare spanner rows out of round 2 from 68.5
-to 59.7 s. Leaving the outputs round 1 barely uses out of round 2 (56 of 117 at eps 1.0, 84 at 1.5, 24 at
-0.5; pricing them 1-5 s), back to back: eps 1.0 in 51.8 s against 68.8 s (same iterations, 32+63; 0.64 M
-rows against 0.98 M); on a machine 2x slower earlier the same day 99-106 s against 125 s. Then, on the fast
-machine: eps 0.5 / 1.0 / 1.5 in 39.1 / 51.8 / 47.2 s (27+60, 32+63, 30+42 iterations; all exact, brackets
-1-4e-6). Stop 36, gemm at ~74 GF/s: 31.2 / 45.3 / 37.9 s, all exact.
+optimum 1.049); the block interior point takes 37 s to a 2e-7 gap. Exact at eps 0.5 / 1.0 / 1.5 in 39.1 /
+51.8 / 47.2 s (27+60, 32+63, 30+42 iterations; brackets 1-4e-6; stop 36, gemm at ~74 GF/s: 31.2 / 45.3 /
+37.9 s); leaving out the outputs round 1 barely uses took eps 1.0 from 68.8 s (0.98 M rows) to 51.8 s
+(0.64 M). The optimum 1.0631 km at eps 1.5 puts the spanner mechanism 0.9 % above it, MLaEt-O 59 %.
 
 Depth 2 (1,251 targets; ``max_targets`` raised), on a machine with gemm at ~115 GF/s (``bench geo_optimal``'s
 last row, one run at a time): started (:func:`coarser_start`) from the outputs to which the depth-1 optimum,
@@ -55,15 +51,8 @@ solved with every output kept (``leave_out=False``, 21-28 s), gives more than 1e
 / 6.9e-6 / 7.2e-6), verified eps-mDP on all pairs; at eps 1.5 1.0258019 km against the certificate
 1.0257946. Half of that time is the blocks' inversion (~92 GF/s), most of the rest the work on 6-7 M rows:
 inverses mirrored tile by tile, the rows' transpose product on 2 cores: eps 1.0 603 s (profiled) -> 574 s.
-Before, started from the 72 outputs the depth-1 optimum gives more than 1e-2 (its round 2 had left the small
-ones out) with 0.5 M near rows a round, eps 1.5 took seven LPs (32 / 68 / 132 / 98 iterations, then passes
-of 46 / 50 / 32 on 74 / 26 / 31 outputs; 13 outputs came in at round 3), 1,203 s for a bracket of 1.0e-5;
-from 84 outputs (1e-6 of that optimum) with 2 M near rows the third LP was still running at 620 s. Each
-whole LP restarts the interior point from a mixed point (its warm starts cut ~10 % of the iterations, not
-more: off the central path, the steps stay short), so what pays is to need fewer of them: all outputs the
-optimum uses, and enough rows, from the start. Dropped at eps 1.0: round 1 to a gap of 1e-2 (24 iterations,
-not 43) revealed too few rows, so a third LP followed (853 s before it); round 2 from the depth-1 optimum
-interpolated onto depth 2 instead of round 1 needed a third LP too. The start set varies (102-107 at eps 1).
+Fewer start outputs (72) or near rows (0.5 M a round) took seven LPs at eps 1.5 (1,203 s); each whole LP
+restarts from a mixed point (warm starts cut ~10 % of the iterations), so what pays is fewer LPs.
 """
 
 from __future__ import annotations
@@ -87,9 +76,8 @@ from mdp_core.mechanisms.verify import VIOLATION_TOL, raise_repair, repair_mecha
 
 __all__ = ["OPTIMAL_MAX_TARGETS", "START_MASS", "coarser_start", "optimal_geo_mechanism"]
 
-#: Largest target count :func:`optimal_geo_mechanism` accepts by default: each interior-point iteration
-#: factorises m blocks of n x n (O(m n^3): 0.45 s at 406 targets, 3.4 s at 1,251 with 106 outputs on a
-#: machine with gemm at ~115 GF/s).
+#: Largest target count :func:`optimal_geo_mechanism` accepts by default: an iteration factorises m n x n
+#: blocks (0.45 s at 406 targets, 3.4 s at 1,251 with 106 outputs, gemm at ~115 GF/s).
 OPTIMAL_MAX_TARGETS = 600
 #: What to do instead, when a grid has more targets than that.
 OPTIMAL_ADVICE = (
@@ -109,28 +97,20 @@ _CERTIFY = EXACT_GAP / 3
 #: would break many of them (without them the city took 5-6 whole LPs). City depth 1, eps 1.5: margin 0.5
 #: took 130 s (2.1 M rows, 27 outputs broken after), 0.25 took 104 s (1.4 M rows, 54 outputs), 0.1 190 s.
 NEAR_MARGIN = 0.25
-#: At most this many near rows a round, the largest excess first (small eps brings many more within the
-#: margin: 2.4 M at 0.5 / km). Back to back, 1 M against 0.5 M: city depth 1 at eps 0.5 76.0 against
-#: 66.6 s (1.52 M against 1.13 M rows in round 2, 62 against 59 iterations), at eps 1.0 78.8 against 83.0 s
-#: (66 against 68 iterations), the district at eps 1.5 81.2 against 68.6 s; all two rounds and exact.
-#: At 0.25 M eps 0.5 took 60.4 s but eps 1.0 three rounds (109.5 s).
+#: At most this many near rows a round, the largest excess first (2.4 M are near at eps 0.5). 1 M against
+#: 0.5 M, back to back: city depth 1 at eps 0.5 / 1.0 76.0 / 78.8 against 66.6 / 83.0 s, the district at
+#: 1.5 81.2 against 68.6 s, all two rounds and exact; 0.25 M: eps 1.0 took three rounds (109.5 s).
 NEAR_ROWS = 500_000
-#: ... or this many per pair of targets, when more (above ~440 targets): depth 2 of the city (1,251
-#: targets, 106 outputs from depth 1), eps 1.5: with 4.0 M near rows round 2's LP closed the bracket (two
-#: LPs, 506.6 s with the depth-1 solve); with 2.0 M a third LP over 105 outputs followed (54 iterations,
-#: 241 s; 694 s without the depth-1 solve). Depth 1 keeps NEAR_ROWS (more was slower there, above).
+#: ... or this many per pair of targets, when more (above ~440 targets): depth 2 of the city, eps 1.5: with
+#: 4.0 M near rows round 2's LP closed the bracket (506.6 s in all); with 2.0 M a third LP followed (694 s).
 NEAR_ROWS_PER_PAIR = 2.56
 #: Spanner rows that round 1's solution meets with more than this share of their ratio to spare
 #: (``P[a] < (1 - share) r P[b]``) are left out of round 2's LP: they seldom bind at the optimum, and
 #: row generation brings back any that round 2's solution breaks. City depth 1, eps 1.5: 0.29 M of 0.54 M
-#: spanner rows left out, round 2 on 0.75 M rows instead of 1.05 M, still two rounds (module docstring);
-#: at eps 0.5 and 1.0 fewer are spare (0.05 M and 0.19 M), and the time is as before. At 0.25, eps 1.0
-#: took five rounds (479 s).
+#: left out, still two rounds (68.5 -> 59.7 s); fewer at eps 0.5 / 1.0. At 0.25, eps 1.0 took five rounds.
 SPARE_SHARE = 0.5
-#: Budget fractions a raising repair keeps back (:func:`_private_versions`). The whole LP's solution of
-#: round 2 on the city at eps 1.5 breaks left-out rows by up to 1e-4 (lowering stalls there); raised at
-#: 1e-6 it is 3.6e-6 above the certificate (1.0630719 km against 1.0630681: the bracket closes without an
-#: outputs-only pass), at 0.003 7e-4 above it.
+#: Budget fractions a raising repair keeps back (:func:`_private_versions`). Round 2's solution on the city
+#: at eps 1.5 breaks left-out rows by up to 1e-4; raised at 1e-6 it is 3.6e-6 above the certificate.
 _RAISE_SLACKS = (1e-6, 0.003)
 #: An outputs-only pass also re-solves this many nearest outputs of each output with broken rows (they
 #: share its targets' mass), while that is at most half of the outputs. City depth 1, eps 1.0: the 4
@@ -215,14 +195,14 @@ def optimal_geo_mechanism(
     deadline = start + time_limit
     dist = problem.target_distances_km()
     rows = _privacy_rows(spanner_pairs(targets, dilation)[0], m)
-    state = _Rounds(cost, dist, eps, deadline)
+    state = _Rounds(cost, dist, eps, deadline, progress)
     if outputs is not None:
         rows = state.outputs.start_with(rows, outputs)
     implied = chain_implied(dist)  # targets on a grid: 38 % of the city's pairs have one between them
     sol = state.full(rows, _FIRST_ROUND_TOL, None)
     p = state.outputs.expand(sol.p)
     broken = None  # the first solution's broken rows: scanned with the near ones below
-    report(progress, 0.3, f"exact optimum: round 1 done, {len(rows):,} rows")
+    state.tell(0.3, f"exact optimum: round 1 done, {len(rows):,} rows")
     round_, whole = 1, True
     tried: set[tuple[int, ...]] = set()  # output sets already re-solved alone
     while round_ < max_rounds and time.perf_counter() <= deadline:
@@ -250,7 +230,7 @@ def optimal_geo_mechanism(
         p = state.outputs.expand(sol.p if polished is None else polished)
         broken = _violated_rows(p, targets, eps, ROW_TOL, limit=len(rows) + 2 * n * m, skip=implied)
         state.keep_private(p, lower_only=len(broken) == 0)
-        report(progress, min(0.9, 0.3 + 0.15 * round_), f"exact optimum: round {round_}, {len(rows):,} rows")
+        state.tell(min(0.9, 0.3 + 0.15 * round_), f"exact optimum: round {round_}, {len(rows):,} rows")
         # a whole LP's solution that breaks no row of the full problem is its optimum; a partial one
         # only shows it through the bracket
         if state.utility <= state.best * (1.0 + EXACT_GAP) or (
@@ -297,14 +277,47 @@ class _Rounds:
     mechanism so far. Solutions of the LPs (``GeoLPSolution.p``) have one column per output in the LP, in
     the order of ``outputs.active``; ``outputs.expand`` gives the mechanism over all outputs."""
 
-    def __init__(self, cost: np.ndarray, dist: np.ndarray, eps: float, deadline: float) -> None:
+    def __init__(
+        self, cost: np.ndarray, dist: np.ndarray, eps: float, deadline: float, progress: Progress
+    ) -> None:
         self.cost, self.dist, self.eps, self.deadline = cost, dist, eps, deadline
+        self.progress, self.last = progress, (0.0, "exact optimum: round 1")
         self.best = -np.inf
         self.matrix: np.ndarray | None = None
         self.violation, self.utility = np.inf, np.inf
         self.iterations: list[int] = []  # per LP solved
         self.outputs_solved: list[int] = []  # outputs in the LP, fewer for the outputs of broken rows
         self.outputs = OutputSet.every(cost.shape[1])  # in the LP, and the rows of those left out
+
+    def tell(self, fraction: float, message: str) -> None:
+        self.last = (fraction, message)
+        report(self.progress, fraction, message)
+
+    def _solve(
+        self,
+        columns: np.ndarray,
+        rows: np.ndarray,
+        ratios: np.ndarray,
+        tol: float,
+        start: GeoLPSolution | None,
+        certify: float | None = None,
+        row_sums: np.ndarray | None = None,
+    ) -> GeoLPSolution:
+        """The LP over the outputs ``columns`` until the deadline; a caller's stop reaches every iteration."""
+        sol = solve_geo_lp(
+            self.cost[:, columns],
+            rows,
+            ratios,
+            tol=tol,
+            deadline=self.deadline,
+            start=start,
+            row_sums=row_sums,
+            certify=certify,
+            progress=lambda *_: report(self.progress, *self.last),
+        )
+        self.iterations.append(sol.iterations)
+        self.outputs_solved.append(len(columns))
+        return sol
 
     def ratios(self, rows: np.ndarray) -> np.ndarray:
         return np.exp(self.eps * self.dist[rows[:, 0], rows[:, 1]])
@@ -315,17 +328,9 @@ class _Rounds:
         """The LP on ``rows`` over the outputs in it; its multipliers, with those that price the left-out
         outputs, certify a bound (its rows are a subset)."""
         ratios = self.ratios(rows)
-        sol = solve_geo_lp(
-            self.cost[:, self.outputs.active],
-            self.outputs.positions(rows),
-            ratios,
-            tol=tol,
-            deadline=self.deadline,
-            start=start,
-            certify=certify,
+        sol = self._solve(
+            self.outputs.active, self.outputs.positions(rows), ratios, tol, start, certify=certify
         )
-        self.iterations.append(sol.iterations)
-        self.outputs_solved.append(len(self.outputs.active))
         self.best = max(self.best, self._certificate(rows, ratios, sol))
         return sol
 
@@ -352,11 +357,7 @@ class _Rounds:
         sub = np.column_stack([sub[:, :2], position[sub[:, 2]]])
         kept = chosen[: len(last.nu)]  # the rows ``last`` was solved on come first, in the same order
         start = replace(last, p=p[:, mine], nu=last.nu[kept])
-        sol = solve_geo_lp(
-            self.cost[:, columns], sub, ratios, tol=1e-9, deadline=self.deadline, start=start, row_sums=budget
-        )
-        self.iterations.append(sol.iterations)
-        self.outputs_solved.append(len(columns))
+        sol = self._solve(columns, sub, ratios, 1e-9, start, row_sums=budget)
         # what the held outputs leave need not admit private columns (it is not log-Lipschitz in general):
         # then the solve cannot meet its row sums, and the whole LP is solved again instead
         if np.abs(sol.p.sum(axis=1) - budget).max() > 1e-9:

@@ -118,6 +118,28 @@ def test_a_grid_too_small_to_aggregate_takes_cosets_that_converge(monkeypatch: p
     assert "cosets" not in auto_lower_bound(problem, 1.0, time_limit=limit).method
 
 
+def test_one_block_takes_the_exact_optimum_and_a_stop_reaches_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On one block the bound is the exact optimum's (row generation over the block interior point): exact
+    when its bracket closes in the time, its certificate otherwise; a stop reaches its solves."""
+    problem = tiny_problem(4, 4, seed=5, depth=2, seed_n=2)
+    assert problem.grid.n_targets <= cosets_module.BLOCK_TARGETS  # one block, never aggregated
+    optimum = full_lp(problem, 1.0)
+    bound = auto_lower_bound(problem, 1.0, time_limit=30)
+    assert bound.exact and bound.method.startswith("exact optimum by row generation")
+    assert bound.value == pytest.approx(optimum, rel=1e-5) and bound.value <= optimum + 1e-12
+    assert bound.value >= (1 - 1e-5) * geo_lower_bound(problem, 1.0, time_limit=30).value  # exact both
+    calls: list[str] = []
+
+    def stop_in_a_solve(fraction: float, message: str) -> None:
+        calls.append(message)
+        if len(calls) == 3:  # neither of the round reports: an interior-point iteration's
+            raise StopError(message)
+
+    with pytest.raises(StopError, match="exact optimum: round 1"):
+        auto_lower_bound(problem, 1.0, time_limit=30, progress=stop_in_a_solve)
+    assert len(calls) == 3
+
+
 def test_more_time_takes_the_largest_cosets_that_converge_in_it(monkeypatch: pytest.MonkeyPatch) -> None:
     problem = tiny_problem(5, 5, seed=3, depth=3, seed_n=2)
     n = problem.grid.n_targets
@@ -175,10 +197,9 @@ def test_auto_bound_takes_the_cosets_where_they_get_enough_time(monkeypatch: pyt
     monkeypatch.setattr(cosets_module, "COSET_SECONDS", float("inf"))  # no time share is enough
     assert fitting_step(problem, 1.0, 60.0) is None
     assert auto_lower_bound(problem, 1.0, time_limit=60).method.startswith("aggregated")
-    monkeypatch.setattr(bounds, "AGGREGATE_ABOVE", n)  # not city scale: geo_lower_bound's own relaxation
+    monkeypatch.setattr(bounds, "AGGREGATE_ABOVE", n)  # not city scale, and one block: the exact optimum
     small = auto_lower_bound(problem, 1.0, time_limit=60)
-    assert "cosets" not in small.method
-    assert small.value == pytest.approx(geo_lower_bound(problem, 1.0, time_limit=60).value, rel=1e-9)
+    assert small.exact and small.method.startswith("exact optimum by row generation")
 
 
 def test_a_spent_time_share_still_certifies_a_bound() -> None:
@@ -208,7 +229,7 @@ def test_a_progress_that_raises_stops_before_the_other_cosets(monkeypatch: pytes
 
     monkeypatch.setattr(cosets_module, "_spanner_bound", counted)
     monkeypatch.setattr(cosets_module, "worker_count", lambda: 1)
-    with pytest.raises(StopError, match="coset bound: "):
+    with pytest.raises(StopError, match="lower bound: "):
         coset_lower_bound(problem, 1.0, step=3, time_limit=30, progress=_stop)
     assert 1 <= len(solved) <= 2  # the first, and perhaps the one the free thread had already taken
 
@@ -233,7 +254,7 @@ def test_a_stop_reaches_the_cosets_in_progress(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(cosets_module, "solve_geo_lp", endless)
     monkeypatch.setattr(cosets_module, "REPORT_SECONDS", 0.05)
     start = time.perf_counter()
-    with pytest.raises(StopError, match="coset bound: 0 of 9 cosets done"):
+    with pytest.raises(StopError, match="lower bound: 0 of 9 cosets done"):
         coset_lower_bound(problem, 1.0, step=3, time_limit=30, progress=_stop)
     assert time.perf_counter() - start < 5.0  # the stand-in alone runs 10 s
     assert outcomes and set(outcomes) == {"_StoppedError"}  # every coset started was stopped, none ran out
