@@ -63,6 +63,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import cast
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -278,7 +279,7 @@ def auto_lower_bound(
         step = converging_step(problem, time_limit)
     else:  # one block: the exact optimum's row generation, its certificate when out of time
         optimum = optimal_geo_mechanism(problem, eps, time_limit=time_limit, max_targets=n, progress=progress)
-        return optimum.info["lower_bound"]
+        return cast("GeoBound", optimum.info["lower_bound"])
     if step is None:
         return geo_lower_bound(problem, eps, time_limit=time_limit, progress=progress)
     return coset_lower_bound(problem, eps, step=step, time_limit=time_limit, progress=progress)
