@@ -277,9 +277,12 @@ def auto_lower_bound(
         step = fitting_step(problem, eps, time_limit)
     elif n > BLOCK_TARGETS:  # geo_lower_bound's PDLP on all targets would not converge: cosets that do
         step = converging_step(problem, time_limit)
-    else:  # one block: the exact optimum's row generation, its certificate when out of time
+    elif n > 1:  # one block: the exact optimum's row generation, its certificate when out of time
         optimum = optimal_geo_mechanism(problem, eps, time_limit=time_limit, max_targets=n, progress=progress)
         return cast("GeoBound", optimum.info["lower_bound"])
+    else:  # one target, no pair to protect: its cheapest output is the optimum
+        least = float(problem.cost.min())
+        return GeoBound(value=least, exact=True, method="exact optimum (one target)", seconds=0.0, rows=0)
     if step is None:
         return geo_lower_bound(problem, eps, time_limit=time_limit, progress=progress)
     return coset_lower_bound(problem, eps, step=step, time_limit=time_limit, progress=progress)

@@ -128,6 +128,9 @@ def test_one_block_takes_the_exact_optimum_and_a_stop_reaches_it(monkeypatch: py
     assert bound.exact and bound.method.startswith("exact optimum by row generation")
     assert bound.value == pytest.approx(optimum, rel=1e-5) and bound.value <= optimum + 1e-12
     assert bound.value >= (1 - 1e-5) * geo_lower_bound(problem, 1.0, time_limit=30).value  # exact both
+    for k in range(problem.grid.n_targets):  # one target: no pair to protect, its cheapest output
+        one = problem.restricted(np.array([k]))
+        assert auto_lower_bound(one, 1.0, time_limit=5).value == pytest.approx(one.cost.min(), abs=1e-9)
     calls: list[str] = []
 
     def stop_in_a_solve(fraction: float, message: str) -> None:
