@@ -558,14 +558,16 @@ def test_builder_stops_a_job_on_request() -> None:
     assert builder.request(queued_key, lambda progress: "now").result(5) == "now"
 
 
-#: A small map that no other test bounds (the store is process-wide: test_bound_column needs its own unbound).
+#: Small maps that no other test bounds (the store is process-wide: test_bound_column needs its own unbound,
+#: and the stop test one whose exact bound is not stored yet).
 SMALL = geo.GeoConfig(city="default", seed_n=7, depth=1, seed=0)
+UNBOUNDED = geo.GeoConfig(city="default", seed_n=8, depth=1, seed=0)
 
 
-def _small_map(app: AppTest) -> AppTest:
+def _small_map(app: AppTest, config: geo.GeoConfig = SMALL) -> AppTest:
     at = _run(app.switch_page("views/geo.py"))
-    _widget(at, "slider", "Seed cells").set_value(SMALL.seed_n)
-    _widget(at, "selectbox", "Depth").set_value(SMALL.depth)
+    _widget(at, "slider", "Seed cells").set_value(config.seed_n)
+    _widget(at, "selectbox", "Depth").set_value(config.depth)
     return _run(at)
 
 
@@ -588,6 +590,12 @@ def test_a_longer_bound_runs_in_the_background_and_fills_the_table(app: AppTest)
     assert (shown.value <= u * (1 + 1e-9)).all()
     np.testing.assert_allclose(table["gap to bound"], u / shown.value - 1, rtol=1e-12)
     assert not [b for b in at.button if b.key == "geo_bound_run"]  # stored: nothing to start
+    # one block (depth 1): the exact optimum, which no longer time can tighten
+    assert longer.exact and "exact optimum" in longer.method
+    _widget(at, "select_slider", "Time for the bound").set_value(600.0)
+    _run(at)
+    assert any("more time cannot tighten it" in c.value for c in at.caption)
+    assert not [b for b in at.button if b.key == "geo_bound_run"]
 
 
 def test_the_background_bound_can_be_stopped(app: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -602,7 +610,7 @@ def test_the_background_bound_can_be_stopped(app: AppTest, monkeypatch: pytest.M
         raise AssertionError("the stop did not reach the bound")
 
     monkeypatch.setattr(geo, "_bound", slow_bound)
-    at = _small_map(app)
+    at = _small_map(app, UNBOUNDED)
     _widget(at, "select_slider", "Time for the bound").set_value(300.0)
     at.run()
     at.button(key="geo_bound_run").click()
@@ -612,7 +620,7 @@ def test_the_background_bound_can_be_stopped(app: AppTest, monkeypatch: pytest.M
     assert any("stand-in step" in p.proto.text for p in at.get("progress"))
     at.button(key="geo_bound_stop").click()
     at.run()
-    job = geo.builder().job(geo.bound_key(SMALL, geo.level_eps("Medium"), 300.0))
+    job = geo.builder().job(geo.bound_key(UNBOUNDED, geo.level_eps("Medium"), 300.0))
     assert job is not None
     with pytest.raises(geo.BuildStoppedError):
         job.result(10)
