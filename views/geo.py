@@ -304,9 +304,9 @@ if geo.bound_available():
         options=geo.BOUND_TIMES,
         format_func=geo.seconds_label,
         key=f"geo_bound_time_{mk}",
-        help="More time, a tighter bound: larger cosets on a fine grid; on a grid of up to 600 targets "
-        "(depth 0 or 1) the exact optimum, when it closes in the time. It runs in the background: the page "
-        "stays usable, and the bound can be stopped.",
+        help="More time, a tighter bound: larger cosets on fine grids; the exact optimum, when it closes in "
+        "the time, on grids of up to 600 targets (depth 0 or 1) and, from 5 minutes on, of up to 2,000 "
+        "(depth 2). It runs in the background: the page stays usable, and the bound can be stopped.",
     )
     bkey, first = geo.bound_key(config, eps, seconds), seconds <= geo.BOUND_SECONDS
     bound_job = geo.builder().job(bkey)

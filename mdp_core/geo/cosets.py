@@ -50,12 +50,10 @@ Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``s
   cosets of up to 158) and takes that grid's cosets. At depth 4 of the city in 60 s, eps 0.5 / 1 / 1.5, it
   certified 1.615 / 1.187 / 0.852 km against 1.575 / 1.124 / 0.814 from geo_lower_bound's representatives
   when the machine was fast, but 0.761 against 0.809 at eps 1.5 half an hour later, with matrix products
-  1.5-2.5x slower (a coset then took 50 iterations and 18 s on one core, against the 1.6 s that
-  :data:`COSET_SECONDS` predicts). On the district at depth 4 it was looser (0.3819 / 0.3612 / 0.3369
-  against 0.3908 / 0.3656 / 0.3467); at depth 3 in the page's 20 s, eps 1, tighter on the fast machine
-  (the city 1.157 against 1.080) and looser on the slow one (1.034 against 1.047). The representatives
-  lose little with the machine's speed, the cosets' certificate a lot, so :func:`auto_lower_bound` does
-  not take it: it is there on request (``bound_cosets="coarser"``, ``--bound-cosets coarser``).
+  1.5-2.5x slower; on the district at depth 4 it was looser (0.3819 / 0.3612 / 0.3369 against 0.3908 /
+  0.3656 / 0.3467). The representatives lose little with the machine's speed, the cosets' certificate a
+  lot, so :func:`auto_lower_bound` does not take it: it is there on request (``bound_cosets="coarser"``,
+  ``--bound-cosets coarser``).
 """
 
 from __future__ import annotations
@@ -92,6 +90,8 @@ __all__ = [
     "COSET_SECONDS",
     "COSET_SPACING",
     "COSET_TARGETS",
+    "OPTIMUM_SECONDS",
+    "OPTIMUM_TARGETS",
     "REPORT_SECONDS",
     "auto_lower_bound",
     "converged_seconds",
@@ -159,6 +159,14 @@ REPORT_SECONDS = 1.0
 #: (358) in 213 / 288 / 247 s, 4 x 4 (559) in - / 454 / 495 s; (a, b) fitted to the slowest within 4 %
 #: (1.26, 0.67) and rounded up: 149 / 205 / 304 / 508 s predicted.
 CONVERGED_SECONDS = (1.3, 0.7)
+#: From this time limit on, :func:`auto_lower_bound` tries the exact optimum
+#: (:func:`~mdp_core.geo.optimal.optimal_geo_mechanism`) on grids above one block up to
+#: :data:`OPTIMUM_TARGETS` targets, in the time the converging cosets leave. Depth 2, 2 cores, all exact in
+#: two LPs: the district (1,334 targets, eps ln 2 / 0.5 km) in 284 s (peak 2.5 GB; cosets 0.3659 against
+#: 0.3664 km), the 15 km city (1,251) in 378 / 549 s at eps 0.5 / 1.5 (cosets 1.9 % below at 1.5).
+OPTIMUM_SECONDS = 300.0
+#: Largest grid on which :func:`auto_lower_bound` tries the exact optimum (an LP iteration is O(m n^3)).
+OPTIMUM_TARGETS = 2_000
 
 
 def cosets(problem: GeoProblem, step: int) -> list[tuple[float, GeoProblem]]:
@@ -261,22 +269,20 @@ def auto_lower_bound(
     city 1.8197 / 1.3239 / 1.0059 km at eps 0.5 / 1 / 1.5 against geo_lower_bound's unaggregated
     relaxation 1.7759 / 1.2961 / 0.9816 (exact optimum at 1.5: 1.0258), the district 0.3658 against
     0.3629 at eps ln 2 / 0.5 km (0.3648 in 120 s; before, 60 s gave a looser bound there than 20 s).
-    On one block (at most :data:`BLOCK_TARGETS` targets) the exact optimum's row generation
-    (:func:`~mdp_core.geo.optimal.optimal_geo_mechanism`), its lower bound: exact where the bracket closes in
-    the time, its certificate otherwise. In the page's 20 s it was exact at depth 0 of the district and the
-    city (108 / 128 targets, 1.4-4.3 s) and at depth 1 of the district (298, 9.4 s), where geo_lower_bound's
-    PDLP relaxation ran 20 s to a looser bound (the district at eps ln 2 / 0.5 km: 0.3978 / 0.3846 against
-    0.3959 / 0.3825); at depth 1 of the city (406 targets) exact in 60 s, in 29-35 s at eps 0.5 / 1 / 1.5, and
-    in 20 s 1.0615 km at eps 1.5 (optimum 1.0631) against geo_lower_bound's 1.0274 (1.0456 in 60 s).
-    All are certified by weak duality; ``method`` says which it is.
-    (The cosets of the coarser grid, ``coset_lower_bound(aggregate=True)``, are not among the choices:
-    module docstring.)"""
+    With :data:`OPTIMUM_SECONDS` and more there, the exact optimum first (:func:`_optimum_or_cosets`). On one
+    block the exact optimum's bound (:func:`~mdp_core.geo.optimal.optimal_geo_mechanism`; its certificate when
+    out of time): in the page's 20 s exact at depth 0 (1.4-4.3 s) and on the district at depth 1 (15 s), where
+    geo_lower_bound's PDLP ran 20 s to a looser bound (0.3701 against 0.3725 km); the city at depth 1 exact
+    in 29-35 s at eps 0.5 / 1 / 1.5, in 20 s 1.0615 km at 1.5 (optimum 1.0631; geo_lower_bound 1.0274).
+    All are certified by weak duality; ``method`` says which it is (never the coarser grid's cosets)."""
     eps = check_lp_inputs(problem, eps, time_limit)  # before the size rule reads the time limit
     n = len(problem.targets_km)
     if n > aggregate_threshold(float(time_limit)):
         step = fitting_step(problem, eps, time_limit)
     elif n > BLOCK_TARGETS:  # geo_lower_bound's PDLP on all targets would not converge: cosets that do
         step = converging_step(problem, time_limit)
+        if step is not None and n <= OPTIMUM_TARGETS and time_limit >= OPTIMUM_SECONDS:
+            return _optimum_or_cosets(problem, eps, step, time_limit, progress)
     elif n > 1:  # one block: the exact optimum's row generation, its certificate when out of time
         optimum = optimal_geo_mechanism(problem, eps, time_limit=time_limit, max_targets=n, progress=progress)
         return cast("GeoBound", optimum.info["lower_bound"])
@@ -286,6 +292,29 @@ def auto_lower_bound(
     if step is None:
         return geo_lower_bound(problem, eps, time_limit=time_limit, progress=progress)
     return coset_lower_bound(problem, eps, step=step, time_limit=time_limit, progress=progress)
+
+
+def _optimum_or_cosets(
+    problem: GeoProblem, eps: float, step: int, time_limit: float, progress: Progress
+) -> GeoBound:
+    """The exact optimum's bound in the time the ``step`` cosets leave (they converge in
+    :func:`converged_seconds`); unless it is exact, the cosets' too, and the tighter of the two."""
+    start = time.perf_counter()
+    sizes, outputs = _coset_sizes(problem.grid.fine_ij, step), problem.cost.shape[1]
+    reserve = sum(converged_seconds(int(size), outputs) for size in sizes) / min(worker_count(), len(sizes))
+    n = len(problem.targets_km)
+    try:
+        optimum = optimal_geo_mechanism(
+            problem, eps, time_limit=max(time_limit - reserve, 1.0), max_targets=n, progress=progress
+        )
+        bound = cast("GeoBound | None", optimum.info["lower_bound"])
+    except DataError:  # its solution could not be made private: the cosets alone
+        bound = None
+    if bound is not None and bound.exact:
+        return bound
+    left = max(time_limit - (time.perf_counter() - start), 1.0)
+    cosets = coset_lower_bound(problem, eps, step=step, time_limit=left, progress=progress)
+    return cosets if bound is None or cosets.value >= bound.value else bound
 
 
 def coset_lower_bound(

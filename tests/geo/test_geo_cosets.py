@@ -31,6 +31,7 @@ from mdp_core.geo import (
 )
 from mdp_core.geo import cosets as cosets_module
 from mdp_core.geo.aggregation import coarser_problem
+from mdp_core.geo.bounds import GeoBound
 from mdp_core.geo.cosets import DILATION, coset_step, cosets, fitting_step
 from mdp_core.geo.utility import GeoProblem
 
@@ -141,6 +142,37 @@ def test_one_block_takes_the_exact_optimum_and_a_stop_reaches_it(monkeypatch: py
     with pytest.raises(StopError, match="exact optimum: round 1"):
         auto_lower_bound(problem, 1.0, time_limit=30, progress=stop_in_a_solve)
     assert len(calls) == 3
+
+
+def test_minutes_above_one_block_try_the_exact_optimum_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From OPTIMUM_SECONDS on, a grid above one block (not aggregated) tries the exact optimum in the time
+    the converging cosets leave: its bound when exact, else the tighter of its certificate and the cosets'."""
+    problem = tiny_problem(4, 4, seed=5, depth=2, seed_n=2)
+    n = problem.grid.n_targets
+    for threshold in ("AGGREGATE_ABOVE", "AGGREGATE_ABOVE_SHORT"):  # never aggregated
+        monkeypatch.setattr(bounds, threshold, n)
+    monkeypatch.setattr(cosets_module, "BLOCK_TARGETS", n // 2)  # but larger than one block
+    monkeypatch.setattr(cosets_module, "COSET_TARGETS", n // 9)
+    dense = coset_step(problem, max_targets=n // 2)
+    _scaled_model(monkeypatch, problem, dense)  # the dense cosets converge in 20 s
+    monkeypatch.setattr(cosets_module, "OPTIMUM_SECONDS", 30.0)
+    exact = auto_lower_bound(problem, 1.0, time_limit=30)
+    assert exact.exact and exact.method.startswith("exact optimum by row generation")
+    assert exact.value == pytest.approx(full_lp(problem, 1.0), rel=1e-5)
+    alone = auto_lower_bound(problem, 1.0, time_limit=29)  # below OPTIMUM_SECONDS: the cosets alone
+    assert f"({dense} x {dense})" in alone.method and alone.value <= exact.value + 1e-12
+    for certificate in (0.5 * alone.value, 2.0 * alone.value):  # an optimum out of time: the tighter
+        out_of_time = GeoBound(value=certificate, exact=False, method="stand-in", seconds=1.0, rows=1)
+        stand_in = type("StandIn", (), {"info": {"lower_bound": out_of_time}})
+        monkeypatch.setattr(cosets_module, "optimal_geo_mechanism", lambda *args, s=stand_in, **options: s)
+        chosen = auto_lower_bound(problem, 1.0, time_limit=30)
+        assert chosen.value == pytest.approx(max(certificate, alone.value), rel=1e-6)
+
+    def unrepairable(*args: object, **options: object) -> None:
+        raise DataError("the optimal LP solution could not be made eps-mDP")
+
+    monkeypatch.setattr(cosets_module, "optimal_geo_mechanism", unrepairable)
+    assert auto_lower_bound(problem, 1.0, time_limit=30).value == pytest.approx(alone.value, rel=1e-6)
 
 
 def test_more_time_takes_the_largest_cosets_that_converge_in_it(monkeypatch: pytest.MonkeyPatch) -> None:
