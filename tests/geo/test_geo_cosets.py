@@ -94,16 +94,22 @@ def _scaled_model(monkeypatch: pytest.MonkeyPatch, problem: GeoProblem, step: in
     return model
 
 
+def _mid_size(monkeypatch: pytest.MonkeyPatch, problem: GeoProblem) -> int:
+    """Make ``problem`` a grid never aggregated but larger than one block; the step of its densest cosets."""
+    n = problem.grid.n_targets
+    for threshold in ("AGGREGATE_ABOVE", "AGGREGATE_ABOVE_SHORT"):
+        monkeypatch.setattr(bounds, threshold, n)
+    monkeypatch.setattr(cosets_module, "BLOCK_TARGETS", n // 2)
+    monkeypatch.setattr(cosets_module, "COSET_TARGETS", n // 9)
+    return coset_step(problem, max_targets=n // 2)
+
+
 def test_a_grid_too_small_to_aggregate_takes_cosets_that_converge(monkeypatch: pytest.MonkeyPatch) -> None:
     """Below the aggregation threshold but above one block, cosets that converge in the time are taken
     (geo_lower_bound's PDLP on all targets would not converge); otherwise geo_lower_bound, as on one block."""
     problem = tiny_problem(5, 5, seed=3, depth=3, seed_n=2)
     n = problem.grid.n_targets
-    for threshold in ("AGGREGATE_ABOVE", "AGGREGATE_ABOVE_SHORT"):  # never aggregated
-        monkeypatch.setattr(bounds, threshold, n)
-    monkeypatch.setattr(cosets_module, "BLOCK_TARGETS", n // 2)  # but larger than one block
-    monkeypatch.setattr(cosets_module, "COSET_TARGETS", n // 9)
-    dense = coset_step(problem, max_targets=n // 2)
+    dense = _mid_size(monkeypatch, problem)
     model = _scaled_model(monkeypatch, problem, dense)
     limit = 1.01 * _converging(problem, dense, model)
     chosen = auto_lower_bound(problem, 1.0, time_limit=limit)
@@ -148,12 +154,7 @@ def test_minutes_above_one_block_try_the_exact_optimum_first(monkeypatch: pytest
     """From OPTIMUM_SECONDS on, a grid above one block (not aggregated) tries the exact optimum in the time
     the converging cosets leave: its bound when exact, else the tighter of its certificate and the cosets'."""
     problem = tiny_problem(4, 4, seed=5, depth=2, seed_n=2)
-    n = problem.grid.n_targets
-    for threshold in ("AGGREGATE_ABOVE", "AGGREGATE_ABOVE_SHORT"):  # never aggregated
-        monkeypatch.setattr(bounds, threshold, n)
-    monkeypatch.setattr(cosets_module, "BLOCK_TARGETS", n // 2)  # but larger than one block
-    monkeypatch.setattr(cosets_module, "COSET_TARGETS", n // 9)
-    dense = coset_step(problem, max_targets=n // 2)
+    dense = _mid_size(monkeypatch, problem)
     _scaled_model(monkeypatch, problem, dense)  # the dense cosets converge in 20 s
     monkeypatch.setattr(cosets_module, "OPTIMUM_SECONDS", 30.0)
     exact = auto_lower_bound(problem, 1.0, time_limit=30)
