@@ -357,8 +357,9 @@ notes = [
 ]
 if bound is not None:
     kind = "exact optimum" if bound.exact else "certified lower bound"
+    what = bound.method if bound.method.startswith(kind) else f"{kind}, {bound.method}"
     notes.append(
-        f"Best possible with these outputs ({kind}, {bound.method}, {bound.seconds:.1f} s): "
+        f"Best possible with these outputs ({what}, {bound.seconds:.1f} s): "
         f"{bound.value:.3f} km; no ε-mDP mechanism has a smaller expected travel error."
     )
 st.caption(" ".join(notes))

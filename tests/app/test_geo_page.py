@@ -592,6 +592,8 @@ def test_a_longer_bound_runs_in_the_background_and_fills_the_table(app: AppTest)
     assert not [b for b in at.button if b.key == "geo_bound_run"]  # stored: nothing to start
     # one block (depth 1): the exact optimum, which no longer time can tighten
     assert longer.exact and "exact optimum" in longer.method
+    notes = " ".join(c.value for c in at.caption)
+    assert f"Best possible with these outputs ({shown.method}, " in notes and "optimum, exact" not in notes
     _widget(at, "select_slider", "Time for the bound").set_value(600.0)
     _run(at)
     assert any("more time cannot tighten it" in c.value for c in at.caption)
