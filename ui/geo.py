@@ -506,8 +506,8 @@ def request_bound(config: GeoConfig, eps: float, seconds: float) -> Future[Any]:
     """Queue (or find) ``mdp_core.geo.auto_lower_bound`` on ``config`` at ``eps`` within ``seconds`` on the
     background builder, so the page stays usable: the coset bound where the cosets get their time (more
     time, larger cosets, a tighter bound: ``fitting_step``), else ``geo_lower_bound``; on a grid of one block,
-    and from ``OPTIMUM_SECONDS`` on up to ``OPTIMUM_TARGETS``, the exact optimum's row generation, exact when
-    it closes in time, otherwise a certified bound."""
+    and from ``OPTIMUM_SECONDS`` on within ``OPTIMUM_BLOCK_BYTES``, the exact optimum's row generation, exact
+    when it closes in time, otherwise a certified bound."""
     return builder().request(
         bound_key(config, eps, seconds), lambda progress: _bound(config, eps, seconds, progress)
     )

@@ -91,8 +91,8 @@ __all__ = [
     "COSET_SECONDS",
     "COSET_SPACING",
     "COSET_TARGETS",
+    "OPTIMUM_BLOCK_BYTES",
     "OPTIMUM_SECONDS",
-    "OPTIMUM_TARGETS",
     "REPORT_SECONDS",
     "auto_lower_bound",
     "converged_seconds",
@@ -160,14 +160,13 @@ REPORT_SECONDS = 1.0
 #: (358) in 213 / 288 / 247 s, 4 x 4 (559) in - / 454 / 495 s; (a, b) fitted to the slowest within 4 %
 #: (1.26, 0.67) and rounded up: 149 / 205 / 304 / 508 s predicted.
 CONVERGED_SECONDS = (1.3, 0.7)
-#: From this time limit on, :func:`auto_lower_bound` tries the exact optimum
-#: (:func:`~mdp_core.geo.optimal.optimal_geo_mechanism`) on grids above one block up to
-#: :data:`OPTIMUM_TARGETS` targets, in the time the converging cosets leave. Depth 2, 2 cores, all exact in
-#: two LPs: the district (1,334 targets, eps ln 2 / 0.5 km) in 284 s (peak 2.5 GB; cosets 0.3659 against
-#: 0.3664 km), the 15 km city (1,251) in 378 / 549 s at eps 0.5 / 1.5 (cosets 1.9 % below at 1.5).
+#: From this time limit on, :func:`auto_lower_bound` tries the exact optimum (:func:`_optimum_or_cosets`) on
+#: grids above one block, in the time the converging cosets leave. Depth 2, 2 cores, exact in two LPs: the
+#: district (1,334 targets, eps ln 2 / 0.5 km) in 284 s (peak 2.5 GB; cosets 0.3659 against 0.3664 km), the
+#: 15 km city (1,251) in 378 / 549 s at eps 0.5 / 1.5 (cosets 1.9 % below at 1.5), 580 s at ln 2 / 0.5.
 OPTIMUM_SECONDS = 300.0
-#: Largest grid on which :func:`auto_lower_bound` tries the exact optimum (an LP iteration is O(m n^3)).
-OPTIMUM_TARGETS = 2_000
+#: Most memory of the exact optimum's m n x n blocks there (8 m n^2 bytes; above: 1.46 / 1.59 GB).
+OPTIMUM_BLOCK_BYTES = 2e9
 
 
 def cosets(problem: GeoProblem, step: int) -> list[tuple[float, GeoProblem]]:
@@ -282,7 +281,8 @@ def auto_lower_bound(
         step = fitting_step(problem, eps, time_limit)
     elif n > BLOCK_TARGETS:  # geo_lower_bound's PDLP on all targets would not converge: cosets that do
         step = converging_step(problem, time_limit)
-        if step is not None and n <= OPTIMUM_TARGETS and time_limit >= OPTIMUM_SECONDS:
+        blocks = 8.0 * problem.cost.shape[1] * n * n  # bytes of the optimum's blocks
+        if step is not None and blocks <= OPTIMUM_BLOCK_BYTES and time_limit >= OPTIMUM_SECONDS:
             return _optimum_or_cosets(problem, eps, step, time_limit, progress)
     elif n > 1:  # one block: the exact optimum's row generation, its certificate when out of time
         optimum = optimal_geo_mechanism(problem, eps, time_limit=time_limit, max_targets=n, progress=progress)
@@ -305,7 +305,7 @@ def _optimum_or_cosets(
     limit = max(time_limit - reserve, 1.0)
     try:
         optimum = optimal_geo_mechanism(
-            problem, eps, time_limit=limit, max_targets=OPTIMUM_TARGETS, progress=progress
+            problem, eps, time_limit=limit, max_targets=len(problem.targets_km), progress=progress
         )
         bound = cast("GeoBound | None", optimum.info["lower_bound"])
     except DataError:  # its solution could not be made private: the cosets alone

@@ -162,6 +162,10 @@ def test_minutes_above_one_block_try_the_exact_optimum_first(monkeypatch: pytest
     assert exact.value == pytest.approx(full_lp(problem, 1.0), rel=1e-5)
     alone = auto_lower_bound(problem, 1.0, time_limit=29)  # below OPTIMUM_SECONDS: the cosets alone
     assert f"({dense} x {dense})" in alone.method and alone.value <= exact.value + 1e-12
+    blocks = 8.0 * problem.cost.shape[1] * problem.grid.n_targets**2  # bytes of the optimum's blocks
+    monkeypatch.setattr(cosets_module, "OPTIMUM_BLOCK_BYTES", blocks - 1)  # too large for the memory cap
+    assert auto_lower_bound(problem, 1.0, time_limit=30).method == alone.method
+    monkeypatch.setattr(cosets_module, "OPTIMUM_BLOCK_BYTES", blocks)
     for certificate in (0.5 * alone.value, 2.0 * alone.value):  # an optimum out of time: the tighter
         out_of_time = GeoBound(value=certificate, exact=False, method="stand-in", seconds=1.0, rows=1)
         stand_in = type("StandIn", (), {"info": {"lower_bound": out_of_time}})
