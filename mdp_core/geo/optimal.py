@@ -43,16 +43,13 @@ optimum 1.049); the block interior point takes 37 s to a 2e-7 gap. Exact at eps 
 37.9 s); leaving out the outputs round 1 barely uses took eps 1.0 from 68.8 s (0.98 M rows) to 51.8 s
 (0.64 M). The optimum 1.0631 km at eps 1.5 puts the spanner mechanism 0.9 % above it, MLaEt-O 59 %.
 
-Depth 2 (1,251 targets; ``max_targets`` raised), on a machine with gemm at ~115 GF/s (``bench geo_optimal``'s
-last row, one run at a time): started (:func:`coarser_start`) from the outputs to which the depth-1 optimum,
-solved with every output kept (``leave_out=False``, 21-28 s), gives more than 1e-6, exact in two LPs at eps
-0.5 / 1.0 / 1.5 in 396.2 / 586.8 / 463.8 s in all, the depth-1 solve included (62 / 107 / 106 start outputs;
-35 + 92, 43 + 88, 40 + 71 iterations; 6.2 / 7.1 / 6.4 M rows, up to 4.0 M of them near rows; brackets 5.1e-6
-/ 6.9e-6 / 7.2e-6), verified eps-mDP on all pairs; at eps 1.5 1.0258019 km against the certificate
-1.0257946. Half of that time is the blocks' inversion (~92 GF/s), most of the rest the work on 6-7 M rows:
-inverses mirrored tile by tile, the rows' transpose product on 2 cores: eps 1.0 603 s (profiled) -> 574 s.
-Fewer start outputs (72) or near rows (0.5 M a round) took seven LPs at eps 1.5 (1,203 s); each whole LP
-restarts from a mixed point (warm starts cut ~10 % of the iterations), so what pays is fewer LPs.
+Depth 2 (1,251 targets; ``max_targets`` raised), gemm at ~115 GF/s (``bench geo_optimal``'s last row): started
+(:func:`coarser_start`) from the outputs to which the depth-1 optimum (``leave_out=False``, 21-28 s) gives
+more than 1e-6, exact in two LPs at eps 0.5 / 1.0 / 1.5 in 396.2 / 586.8 / 463.8 s in all (6.2 / 7.1 / 6.4
+M rows; brackets 5-7e-6; at 1.5 1.0258019 km against the certificate 1.0257946); half of it the blocks'
+inversion. Without a start set (``auto_lower_bound``, 2 cores): 284-580 s (:mod:`~mdp_core.geo.cosets`).
+Fewer start outputs (72) or near rows (0.5 M a round) took seven LPs at eps 1.5 (1,203 s): what pays is
+fewer whole LPs (each restarts from a mixed point; warm starts cut ~10 % of the iterations).
 """
 
 from __future__ import annotations
@@ -90,12 +87,10 @@ ROW_TOL = 1e-10
 EXACT_GAP = 1e-5
 #: Duality gap of the first round (it only has to reveal the missing rows).
 _FIRST_ROUND_TOL = 1e-3
-#: Later whole LPs stop once their certificate is this close to their objective: the rest of the bracket
-#: is what making the solution private on all pairs costs (2.6e-6 of the utility at eps 1.5).
+#: Later whole LPs stop at this certificate gap (the rest of the bracket is the privacy repair's: 2.6e-6).
 _CERTIFY = EXACT_GAP / 3
-#: Rows within this fraction of breaking are added too (``P[a] > (1 - margin) r P[b]``): the next solution
-#: would break many of them (without them the city took 5-6 whole LPs). City depth 1, eps 1.5: margin 0.5
-#: took 130 s (2.1 M rows, 27 outputs broken after), 0.25 took 104 s (1.4 M rows, 54 outputs), 0.1 190 s.
+#: Rows within this fraction of breaking are added too (``P[a] > (1 - margin) r P[b]``; without them the city
+#: took 5-6 whole LPs). City depth 1, eps 1.5: margin 0.5 took 130 s, 0.25 104 s, 0.1 190 s.
 NEAR_MARGIN = 0.25
 #: At most this many near rows a round, the largest excess first (2.4 M are near at eps 0.5). 1 M against
 #: 0.5 M, back to back: city depth 1 at eps 0.5 / 1.0 76.0 / 78.8 against 66.6 / 83.0 s, the district at
@@ -104,22 +99,20 @@ NEAR_ROWS = 500_000
 #: ... or this many per pair of targets, when more (above ~440 targets): depth 2 of the city, eps 1.5: with
 #: 4.0 M near rows round 2's LP closed the bracket (506.6 s in all); with 2.0 M a third LP followed (694 s).
 NEAR_ROWS_PER_PAIR = 2.56
-#: Spanner rows that round 1's solution meets with more than this share of their ratio to spare
-#: (``P[a] < (1 - share) r P[b]``) are left out of round 2's LP: they seldom bind at the optimum, and
-#: row generation brings back any that round 2's solution breaks. City depth 1, eps 1.5: 0.29 M of 0.54 M
-#: left out, still two rounds (68.5 -> 59.7 s); fewer at eps 0.5 / 1.0. At 0.25, eps 1.0 took five rounds.
+#: Spanner rows that round 1's solution meets with more than this share of their ratio to spare are left out
+#: of round 2's LP (row generation brings back any it breaks). City depth 1, eps 1.5: 0.29 M of 0.54 M left
+#: out, still two rounds (68.5 -> 59.7 s); fewer at eps 0.5 / 1.0. At 0.25, eps 1.0 took five rounds.
 SPARE_SHARE = 0.5
 #: Budget fractions a raising repair keeps back (:func:`_private_versions`). Round 2's solution on the city
 #: at eps 1.5 breaks left-out rows by up to 1e-4; raised at 1e-6 it is 3.6e-6 above the certificate.
 _RAISE_SLACKS = (1e-6, 0.003)
-#: An outputs-only pass also re-solves this many nearest outputs of each output with broken rows (they
-#: share its targets' mass), while that is at most half of the outputs. City depth 1, eps 1.0: the 4
-#: outputs alone re-solved stopped 9e-6 above the certificate (then a whole LP: 135 s in all); with 8
-#: neighbours each (32 outputs) the one pass closed the bracket (87 s).
+#: An outputs-only pass also re-solves this many nearest outputs of each output with broken rows (they share
+#: its targets' mass), while at most half of the outputs. City depth 1, eps 1.0: the 4 outputs alone stopped
+#: 9e-6 above the certificate (a whole LP followed: 135 s); with 8 neighbours each one pass closed it (87 s).
 PASS_NEIGHBOURS = 8
-#: Outputs that round 1's solution gives less than this anywhere leave the later LPs (each output costs an
-#: n x n block inversion an iteration), certified by pricing (:mod:`~mdp_core.geo.pricing`). City depth 1,
-#: eps 1.0: 61 of 117 outputs; at the optimum 60 of them carry below 2.2e-5, one 7.9e-5 (bracket closed).
+#: Outputs that round 1's solution gives less than this anywhere leave the later LPs (each costs a block
+#: inversion an iteration), certified by pricing (:mod:`~mdp_core.geo.pricing`). City depth 1, eps 1.0: 61 of
+#: 117; at the optimum 60 of them carry below 2.2e-5, one 7.9e-5 (bracket closed).
 LEAVE_OUT_BELOW = 1e-2
 #: A left-out output whose pricing LP is below ``-_ENTER`` times the objective comes back into the LP.
 _ENTER = 1e-7
@@ -281,7 +274,7 @@ class _Rounds:
         self, cost: np.ndarray, dist: np.ndarray, eps: float, deadline: float, progress: Progress
     ) -> None:
         self.cost, self.dist, self.eps, self.deadline = cost, dist, eps, deadline
-        self.progress, self.last = progress, (0.0, "exact optimum: round 1")
+        self.progress, self.last, self.start = progress, (0.0, "exact optimum: round 1"), time.perf_counter()
         self.best = -np.inf
         self.matrix: np.ndarray | None = None
         self.violation, self.utility = np.inf, np.inf
@@ -290,8 +283,15 @@ class _Rounds:
         self.outputs = OutputSet.every(cost.shape[1])  # in the LP, and the rows of those left out
 
     def tell(self, fraction: float, message: str) -> None:
-        self.last = (fraction, message)
-        report(self.progress, fraction, message)
+        self.last = (max(fraction, self.last[0]), message)  # never back: the ticks may have gone further
+        report(self.progress, *self.last)
+
+    def _tick(self, *_: object) -> None:
+        """Each solver iteration (a stop reaches the solve here): the last report, moved on with the time."""
+        spent = time.perf_counter() - self.start
+        share = min(0.9, 0.9 * spent / max(self.deadline - self.start, 1e-9))
+        self.last = (max(self.last[0], share), self.last[1])
+        report(self.progress, self.last[0], f"{self.last[1]}, {spent:.0f} s")
 
     def _solve(
         self,
@@ -313,7 +313,7 @@ class _Rounds:
             start=start,
             row_sums=row_sums,
             certify=certify,
-            progress=lambda *_: report(self.progress, *self.last),
+            progress=self._tick,
         )
         self.iterations.append(sol.iterations)
         self.outputs_solved.append(len(columns))

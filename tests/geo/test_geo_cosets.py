@@ -138,6 +138,11 @@ def test_one_block_takes_the_exact_optimum_and_a_stop_reaches_it(monkeypatch: py
     for k in range(problem.grid.n_targets):  # one target: no pair to protect, its cheapest output
         one = problem.restricted(np.array([k]))
         assert auto_lower_bound(one, 1.0, time_limit=5).value == pytest.approx(one.cost.min(), abs=1e-9)
+    reports: list[tuple[float, str]] = []
+    auto_lower_bound(problem, 1.0, time_limit=30, progress=lambda f, m: reports.append((f, m)))
+    fractions = [fraction for fraction, _ in reports]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0  # the bar never goes back
+    assert any(m.startswith("exact optimum: round 1, ") and m.endswith(" s") for _, m in reports)  # ticks
     calls: list[str] = []
 
     def stop_in_a_solve(fraction: float, message: str) -> None:
