@@ -58,6 +58,7 @@ Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``s
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -269,11 +270,9 @@ def auto_lower_bound(
     city 1.8197 / 1.3239 / 1.0059 km at eps 0.5 / 1 / 1.5 against geo_lower_bound's unaggregated
     relaxation 1.7759 / 1.2961 / 0.9816 (exact optimum at 1.5: 1.0258), the district 0.3658 against
     0.3629 at eps ln 2 / 0.5 km (0.3648 in 120 s; before, 60 s gave a looser bound there than 20 s).
-    With :data:`OPTIMUM_SECONDS` and more there, the exact optimum first (:func:`_optimum_or_cosets`). On one
-    block the exact optimum's bound (:func:`~mdp_core.geo.optimal.optimal_geo_mechanism`; its certificate when
-    out of time): in the page's 20 s exact at depth 0 (1.4-4.3 s) and on the district at depth 1 (15 s), where
-    geo_lower_bound's PDLP ran 20 s to a looser bound (0.3701 against 0.3725 km); the city at depth 1 exact
-    in 29-35 s at eps 0.5 / 1 / 1.5, in 20 s 1.0615 km at 1.5 (optimum 1.0631; geo_lower_bound 1.0274).
+    From :data:`OPTIMUM_SECONDS` on there, the exact optimum first (:func:`_optimum_or_cosets`). On one block
+    the exact optimum's bound: in 20 s exact at depth 0 (1.4-4.3 s) and on the district at depth 1 (15 s;
+    geo_lower_bound 0.3701 against 0.3725 km), the city at depth 1 exact in 29-35 s, in 20 s 0.15 % short.
     All are certified by weak duality; ``method`` says which it is (never the coarser grid's cosets)."""
     eps = check_lp_inputs(problem, eps, time_limit)  # before the size rule reads the time limit
     n = len(problem.targets_km)
@@ -285,14 +284,20 @@ def auto_lower_bound(
         if step is not None and blocks <= OPTIMUM_BLOCK_BYTES and time_limit >= OPTIMUM_SECONDS:
             return _optimum_or_cosets(problem, eps, step, time_limit, progress)
     elif n > 1:  # one block: the exact optimum's row generation, its certificate when out of time
-        optimum = optimal_geo_mechanism(problem, eps, time_limit=time_limit, max_targets=n, progress=progress)
-        return cast("GeoBound", optimum.info["lower_bound"])
+        return _optimum_bound(problem, eps, time_limit, progress)
     else:  # one target, no pair to protect: its cheapest output is the optimum
         least = float(problem.cost.min())
         return GeoBound(value=least, exact=True, method="exact optimum (one target)", seconds=0.0, rows=0)
     if step is None:
         return geo_lower_bound(problem, eps, time_limit=time_limit, progress=progress)
     return coset_lower_bound(problem, eps, step=step, time_limit=time_limit, progress=progress)
+
+
+def _optimum_bound(problem: GeoProblem, eps: float, time_limit: float, progress: Progress) -> GeoBound:
+    """The lower bound of :func:`~mdp_core.geo.optimal.optimal_geo_mechanism` within ``time_limit``."""
+    n = len(problem.targets_km)
+    optimum = optimal_geo_mechanism(problem, eps, time_limit=time_limit, max_targets=n, progress=progress)
+    return cast("GeoBound", optimum.info["lower_bound"])
 
 
 def _optimum_or_cosets(
@@ -302,14 +307,9 @@ def _optimum_or_cosets(
     start = time.perf_counter()
     sizes, outputs = _coset_sizes(problem.grid.fine_ij, step), problem.cost.shape[1]
     reserve = sum(converged_seconds(int(size), outputs) for size in sizes) / min(worker_count(), len(sizes))
-    limit = max(time_limit - reserve, 1.0)
-    try:
-        optimum = optimal_geo_mechanism(
-            problem, eps, time_limit=limit, max_targets=len(problem.targets_km), progress=progress
-        )
-        bound = cast("GeoBound | None", optimum.info["lower_bound"])
-    except DataError:  # its solution could not be made private: the cosets alone
-        bound = None
+    bound: GeoBound | None = None
+    with contextlib.suppress(DataError):  # its solution could not be made private: the cosets alone
+        bound = _optimum_bound(problem, eps, max(time_limit - reserve, 1.0), progress)
     if bound is None or not bound.exact:
         left = max(time_limit - (time.perf_counter() - start), 1.0)
         cosets = coset_lower_bound(problem, eps, step=step, time_limit=left, progress=progress)
