@@ -34,7 +34,7 @@ from scipy.spatial import cKDTree
 import mdp_core.geo as cgeo
 from mdp_core._validation import Progress
 from mdp_core.errors import DataError
-from mdp_core.geo import GeoComparison, GeoMechanism, GeoProblem, RoadNetwork
+from mdp_core.geo import GeoComparison, GeoMechanism, GeoProblem, RoadNetwork, cosets
 from mdp_core.sweep import compare_over_eps
 from ui.store import store
 
@@ -62,6 +62,7 @@ __all__ = [
     "best_bound",
     "bound_available",
     "bound_key",
+    "bound_time_help",
     "builder",
     "cached_bound",
     "cached_network",
@@ -510,6 +511,17 @@ def request_bound(config: GeoConfig, eps: float, seconds: float) -> Future[Any]:
     when it closes in time, otherwise a certified bound."""
     return builder().request(
         bound_key(config, eps, seconds), lambda progress: _bound(config, eps, seconds, progress)
+    )
+
+
+def bound_time_help() -> str:
+    """What more time buys the bound, from the core's thresholds (``mdp_core.geo.cosets``)."""
+    return (
+        "More time, a tighter bound: larger cosets on fine grids; the exact optimum, when it closes in the "
+        f"time, on grids of up to {cosets.BLOCK_TARGETS:,} targets (depth 0 or 1) and, from "
+        f"{seconds_label(cosets.OPTIMUM_SECONDS)} on, on larger grids whose LP blocks fit "
+        f"{cosets.OPTIMUM_BLOCK_BYTES / 1e9:g} GB (depth 2). It runs in the background: the page stays "
+        "usable, and the bound can be stopped."
     )
 
 

@@ -304,9 +304,7 @@ if geo.bound_available():
         options=geo.BOUND_TIMES,
         format_func=geo.seconds_label,
         key=f"geo_bound_time_{mk}",
-        help="More time, a tighter bound: larger cosets on fine grids; the exact optimum, when it closes in "
-        "the time, on grids of up to 600 targets (depth 0 or 1) and, from 5 minutes on, of up to about 1,500 "
-        "(depth 2). It runs in the background: the page stays usable, and the bound can be stopped.",
+        help=geo.bound_time_help(),
     )
     bkey, first = geo.bound_key(config, eps, seconds), seconds <= geo.BOUND_SECONDS
     bound_job = geo.builder().job(bkey)
