@@ -283,11 +283,8 @@ def auto_lower_bound(
         blocks = 8.0 * problem.cost.shape[1] * n * n  # bytes of the optimum's blocks
         if step is not None and blocks <= OPTIMUM_BLOCK_BYTES and time_limit >= OPTIMUM_SECONDS:
             return _optimum_or_cosets(problem, eps, step, time_limit, progress)
-    elif n > 1:  # one block: the exact optimum's row generation, its certificate when out of time
+    else:  # one block: the exact optimum's row generation, its certificate when out of time
         return _optimum_bound(problem, eps, time_limit, progress)
-    else:  # one target, no pair to protect: its cheapest output is the optimum
-        least = float(problem.cost.min())
-        return GeoBound(value=least, exact=True, method="exact optimum (one target)", seconds=0.0, rows=0)
     if step is None:
         return geo_lower_bound(problem, eps, time_limit=time_limit, progress=progress)
     return coset_lower_bound(problem, eps, step=step, time_limit=time_limit, progress=progress)

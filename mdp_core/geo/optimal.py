@@ -35,21 +35,14 @@ Every whole LP's multipliers certify a lower bound by weak duality
 brackets the optimum from both sides, and ``exact=True`` means the bracket is narrower than 1e-5 relative
 (1 cm at 1 km).
 
-Measured (``python -m bench geo_optimal``, depth 1, 60 task points, 2 cores; HiGHS in the same run): the
-15 km city (406 targets x 117 outputs, 19.2 M rows in full, 11.9 M without the implied pairs). HiGHS IPX
-and dual simplex do not finish round 1's LP alone (0.54 M rows) in 180 s (IPX at 1.189, simplex at 0.706,
-optimum 1.049); the block interior point takes 37 s to a 2e-7 gap. Exact at eps 0.5 / 1.0 / 1.5 in 39.1 /
-51.8 / 47.2 s (27+60, 32+63, 30+42 iterations; brackets 1-4e-6; stop 36, gemm at ~74 GF/s: 31.2 / 45.3 /
-37.9 s); leaving out the outputs round 1 barely uses took eps 1.0 from 68.8 s (0.98 M rows) to 51.8 s
-(0.64 M). The optimum 1.0631 km at eps 1.5 puts the spanner mechanism 0.9 % above it, MLaEt-O 59 %.
-
-Depth 2 (1,251 targets; ``max_targets`` raised), gemm at ~115 GF/s (``bench geo_optimal``'s last row): started
-(:func:`coarser_start`) from the outputs to which the depth-1 optimum (``leave_out=False``, 21-28 s) gives
-more than 1e-6, exact in two LPs at eps 0.5 / 1.0 / 1.5 in 396.2 / 586.8 / 463.8 s in all (6.2 / 7.1 / 6.4
-M rows; brackets 5-7e-6; at 1.5 1.0258019 km against the certificate 1.0257946); half of it the blocks'
-inversion. Without a start set (``auto_lower_bound``, 2 cores): 284-580 s (:mod:`~mdp_core.geo.cosets`).
-Fewer start outputs (72) or near rows (0.5 M a round) took seven LPs at eps 1.5 (1,203 s): what pays is
-fewer whole LPs (each restarts from a mixed point; warm starts cut ~10 % of the iterations).
+Measured (``python -m bench geo_optimal``, depth 1, 60 task points, 2 cores): the 15 km city (406 targets x
+117 outputs, 19.2 M rows, 11.9 M without the implied pairs). HiGHS IPX and dual simplex do not finish round
+1's LP alone (0.54 M rows) in 180 s; the block interior point takes 37 s to a 2e-7 gap. Exact at eps 0.5 /
+1.0 / 1.5 in 31.2 / 45.3 / 37.9 s (brackets 1-4e-6; leaving out the barely used outputs took eps 1.0 from
+0.98 M rows to 0.64 M, 68.8 to 51.8 s). At 1.5 the optimum 1.0631 km puts the spanner mechanism 0.9 % above.
+Depth 2 (1,251 targets), started (:func:`coarser_start`) from the outputs the depth-1 optimum uses: exact in
+two LPs at eps 0.5 / 1.0 / 1.5 in 396 / 587 / 464 s (6.2-7.1 M rows; half of it the blocks' inversion);
+without (``auto_lower_bound``): 284-580 s. What pays is fewer whole LPs (warm starts cut ~10 % of iterations).
 """
 
 from __future__ import annotations
@@ -92,27 +85,23 @@ _CERTIFY = EXACT_GAP / 3
 #: Rows within this fraction of breaking are added too (``P[a] > (1 - margin) r P[b]``; without them the city
 #: took 5-6 whole LPs). City depth 1, eps 1.5: margin 0.5 took 130 s, 0.25 104 s, 0.1 190 s.
 NEAR_MARGIN = 0.25
-#: At most this many near rows a round, the largest excess first (2.4 M are near at eps 0.5). 1 M against
-#: 0.5 M, back to back: city depth 1 at eps 0.5 / 1.0 76.0 / 78.8 against 66.6 / 83.0 s, the district at
-#: 1.5 81.2 against 68.6 s, all two rounds and exact; 0.25 M: eps 1.0 took three rounds (109.5 s).
+#: At most this many near rows a round, the largest excess first (2.4 M near at eps 0.5). 1 M: city depth 1
+#: eps 0.5 / 1.0 76.0 / 78.8 s against 66.6 / 83.0 (two rounds each); 0.25 M: eps 1.0 took three (109.5 s).
 NEAR_ROWS = 500_000
-#: ... or this many per pair of targets, when more (above ~440 targets): depth 2 of the city, eps 1.5: with
-#: 4.0 M near rows round 2's LP closed the bracket (506.6 s in all); with 2.0 M a third LP followed (694 s).
+#: ... or this many per pair of targets, when more (above ~440 targets): city depth 2, eps 1.5: 4.0 M near
+#: rows closed the bracket in round 2 (506.6 s); 2.0 M needed a third LP (694 s).
 NEAR_ROWS_PER_PAIR = 2.56
-#: Spanner rows that round 1's solution meets with more than this share of their ratio to spare are left out
-#: of round 2's LP (row generation brings back any it breaks). City depth 1, eps 1.5: 0.29 M of 0.54 M left
-#: out, still two rounds (68.5 -> 59.7 s); fewer at eps 0.5 / 1.0. At 0.25, eps 1.0 took five rounds.
+#: Spanner rows that round 1 meets with more than this share of their ratio to spare leave round 2's LP (any
+#: it breaks come back). City depth 1, eps 1.5: 0.29 M of 0.54 M out, 68.5 -> 59.7 s; at 0.25: five rounds.
 SPARE_SHARE = 0.5
 #: Budget fractions a raising repair keeps back (:func:`_private_versions`). Round 2's solution on the city
 #: at eps 1.5 breaks left-out rows by up to 1e-4; raised at 1e-6 it is 3.6e-6 above the certificate.
 _RAISE_SLACKS = (1e-6, 0.003)
 #: An outputs-only pass also re-solves this many nearest outputs of each output with broken rows (they share
-#: its targets' mass), while at most half of the outputs. City depth 1, eps 1.0: the 4 outputs alone stopped
-#: 9e-6 above the certificate (a whole LP followed: 135 s); with 8 neighbours each one pass closed it (87 s).
+#: its targets' mass). City depth 1, eps 1.0: the 4 alone stopped 9e-6 short (135 s); with 8 each, 87 s.
 PASS_NEIGHBOURS = 8
-#: Outputs that round 1's solution gives less than this anywhere leave the later LPs (each costs a block
-#: inversion an iteration), certified by pricing (:mod:`~mdp_core.geo.pricing`). City depth 1, eps 1.0: 61 of
-#: 117; at the optimum 60 of them carry below 2.2e-5, one 7.9e-5 (bracket closed).
+#: Outputs that round 1 gives less than this anywhere leave the later LPs (a block inversion an iteration
+#: each), certified by pricing (:mod:`~mdp_core.geo.pricing`). City depth 1, eps 1.0: 61 of 117 (all < 8e-5).
 LEAVE_OUT_BELOW = 1e-2
 #: A left-out output whose pricing LP is below ``-_ENTER`` times the objective comes back into the LP.
 _ENTER = 1e-7
@@ -184,6 +173,8 @@ def optimal_geo_mechanism(
     targets, cost = problem.targets_km, problem.cost
     n, m = cost.shape
     check_target_count(n, max_targets, "the exact optimum", OPTIMAL_ADVICE)
+    if n == 1:  # no pair to protect (and no privacy row for the interior point)
+        return _one_target(problem, eps)
     start = time.perf_counter()
     deadline = start + time_limit
     dist = problem.target_distances_km()
@@ -236,14 +227,8 @@ def optimal_geo_mechanism(
         raise DataError("the optimal LP solution could not be made eps-mDP")
     end = time.perf_counter()
     exact = bool(state.utility <= state.best * (1.0 + EXACT_GAP))
-    lower = GeoBound(
-        value=max(state.best, 0.0),
-        exact=exact,
-        method=_method_note(round_, len(rows), state.utility, state.best, exact),
-        seconds=end - start,
-        rows=len(rows),
-        lp_objective=sol.objective,
-    )
+    note = _method_note(round_, len(rows), state.utility, state.best, exact)
+    lower = GeoBound(max(state.best, 0.0), exact, note, end - start, len(rows), sol.objective)
     report(progress, 1.0, "exact optimum: done")
     return GeoMechanism(
         targets,
@@ -263,6 +248,16 @@ def optimal_geo_mechanism(
             "violation": state.violation,
         },
     )
+
+
+def _one_target(problem: GeoProblem, eps: float) -> GeoMechanism:
+    """The optimum of a one-target grid: its cheapest output, always (exact, no rows)."""
+    matrix = np.zeros_like(problem.cost)
+    matrix[0, int(np.argmin(problem.cost[0]))] = 1.0
+    bound = GeoBound(float(problem.cost.min()), exact=True, method="exact optimum (one target)", seconds=0.0)
+    info = {"lower_bound": bound, "rounds": 0, "rows": 0, "broken_rows": 0, "violation": 0.0}
+    info |= {"iterations": [], "outputs_solved": []}
+    return GeoMechanism(problem.targets_km, problem.outputs_km, matrix, eps, 0.0, method="optimal", info=info)
 
 
 class _Rounds:

@@ -354,6 +354,18 @@ def test_no_verified_mechanism_beats_the_optimum(seed: int, eps: float, nx_: int
         assert best <= other.utility_km(problem) * (1 + 1e-5)
 
 
+def test_one_target_is_sent_to_its_cheapest_output_exactly() -> None:
+    """No pair to protect: every mechanism is eps-mDP, so the optimum reports the cheapest output always."""
+    problem = tiny_problem(4, 3, seed=2, seed_n=3)
+    for k in range(problem.grid.n_targets):
+        one = problem.restricted(np.array([k]))
+        mech = optimal_geo_mechanism(one, 1.0)
+        cheapest = int(np.argmin(one.cost[0]))
+        np.testing.assert_array_equal(mech.matrix, np.eye(one.cost.shape[1])[[cheapest]])
+        bound = mech.info["lower_bound"]
+        assert bound.exact and bound.value == mech.utility_km(one) == pytest.approx(one.cost.min(), abs=1e-12)
+
+
 def test_out_of_time_still_returns_a_private_mechanism_and_a_bound() -> None:
     problem = tiny_problem(5, 4, seed=3, seed_n=3)
     mech = optimal_geo_mechanism(problem, 1.0, time_limit=1e-3)
