@@ -160,6 +160,9 @@ except DataError as exc:
     progress_slot.empty()
     st.error(str(exc))
     st.stop()
+if method == "optimal" and not geo.optimal_fits(problem):  # the selectbox offers it on every map
+    st.info(geo.optimal_too_large(problem) + f" The map shows {labels['tree']} meanwhile.")
+    method, method_label = "tree", labels["tree"]
 cand = cand_labels.index(true_label)
 true_index = geo.nearest_target(problem, cand_xy[cand])
 view = geo.GeoView(colour_by=views[view_label], true_index=true_index, candidate=cand)
@@ -250,19 +253,29 @@ extras = {  # toggle name -> (label, help): optional rows of the table (short la
         f"{geo.FINE_GRID_TARGETS:,} targets) plus the raise, in the background: about 20 s at depth 1, "
         "half a minute at depth 2, about three minutes at depth 3.",
     ),
+    "optimal": (
+        "Exact optimum",
+        "The best ε-mDP mechanism with these outputs: the LP over every pair of targets, solved exactly by "
+        "row generation and checked on all pairs. Its row is the yardstick: the bound becomes exact. Maps "
+        f"up to {geo.OPTIMAL_MAX_TARGETS:,} targets (depth 1); 10-90 s in the background.",
+    ),
 }
 included: dict[str, bool] = {}
 for column, (name, (label, help_text)) in zip(st.columns(len(extras)), extras.items(), strict=True):
     with column:
         key = f"geo_{name}_{mk}"
         value = bool(geo.remembered(key, name, False))
-        included[name] = st.toggle(label, value=value, key=key, help=help_text)
+        disabled = name == "optimal" and not geo.optimal_fits(problem)
+        help_text += f" {geo.optimal_too_large(problem)}" if disabled else ""
+        included[name] = st.toggle(label, value=value, key=key, help=help_text, disabled=disabled)
+        included[name] &= not disabled
 optional = {
     "tree_m": included["variants"],
     "tree_o": included["variants"],
     "lp_coarse": included["lpa"],
     "bilinear": included["bilinear"],
     "spanner": included["spanner"],
+    "optimal": included["optimal"],
 }
 shown = [m for m in labels if optional.get(m, True) or m == method]
 slot = st.empty()
@@ -296,7 +309,7 @@ if pending:
     with slot.container():
         poll_table()
 geo.remember(**included)
-bound = geo.cached_bound(config, eps) if geo.bound_available() else None
+bound = geo.best_bound(geo.cached_bound(config, eps), comps) if geo.bound_available() else None
 if geo.bound_available():
     b1, b2 = st.columns([3, 2], vertical_alignment="bottom")
     seconds = b2.select_slider(
@@ -400,7 +413,7 @@ if st.toggle(
         client, where, _ = sweep.engine("serial")
     st.caption(f"Engine: {where}.")
     curve_slot = st.empty()
-    private = [m for m in shown if m not in ("lp_coarse", "bilinear", "spanner")]  # one LP per ε: not swept
+    private = [m for m in shown if m not in ("lp_coarse", *geo.PAGE_LP_SECONDS)]  # one LP per ε: not swept
     # on the background builder, like the table (the points here, or one sweep on the cluster): a page
     # run never waits for the sweep
     points = geo.request_curve(config, private, client=False if kind == "serial" else client)
