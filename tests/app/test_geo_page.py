@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import math
@@ -630,3 +631,81 @@ def test_the_background_bound_can_be_stopped(app: AppTest, monkeypatch: pytest.M
     assert not at.exception, [e.value for e in at.exception]
     assert any("was stopped" in i.value for i in at.info)
     assert [b for b in at.button if b.key == "geo_bound_run"]  # it can be started again
+
+
+EXACT = "Exact optimum (LP over every pair)"
+#: A one-block map no other test builds the optimum on.
+OPTIMUM_MAP = geo.GeoConfig(city="default", seed_n=9, depth=1, seed=0)
+
+
+def test_exact_optimum_on_request_is_the_tables_yardstick(app: AppTest) -> None:
+    """Toggled on at depth 1, the exact optimum joins the table, eps-mDP on all target pairs; its certificate
+    makes the bound exact (no bound to start), no private row beats it, and shown, the heatmap is its row.
+    On a map above one block the toggle is disabled, and picking the optimum says why and shows the tree."""
+    at = _small_map(app, OPTIMUM_MAP)
+    assert EXACT not in list(at.dataframe[0].value["method"])
+    _widget(at, "toggle", "Exact optimum").set_value(True)
+    _run(at)
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[0].value
+    row = table[table["method"] == EXACT]
+    assert row["private (checked)"].item() == "yes" and row["violation ratio"].item() == 0.0
+    eps = geo.level_eps("Medium")
+    comp = geo.stored_mechanism(OPTIMUM_MAP, eps, "optimal")
+    assert comp is not None
+    mech, problem = comp.mechanisms["optimal"], geo.cached_problem(OPTIMUM_MAP)
+    bound = mech.info["lower_bound"]
+    assert bound.exact
+    dist = np.linalg.norm(problem.targets_km[:, None] - problem.targets_km[None], axis=2)
+    assert mdp_violation(mech.matrix, dist, eps) <= 1e-9
+    u = table["expected travel error (km)"].to_numpy()
+    assert (u >= bound.value * (1 - 1e-12)).all()  # no shown mechanism beats the optimum's certificate
+    np.testing.assert_allclose(table["gap to bound"], u / bound.value - 1, rtol=1e-12)
+    assert 0.0 <= row["gap to bound"].item() <= 1e-5  # the bracket of an exact optimum
+    assert any("more time cannot tighten it" in c.value for c in at.caption)
+    assert not [b for b in at.button if b.key in ("geo_bound_default", "geo_bound_run")]
+    _widget(at, "selectbox", "Mechanism shown").set_value(EXACT)
+    _run(at)
+    cand_xy, labels = geo.candidates("default")
+    point = cand_xy[labels.index(_widget(at, "selectbox", "True location").value)]
+    x = int(np.argmin(np.hypot(*(problem.targets_km - point).T)))
+    heat = np.array([cell["p"] for cell in _layer(at, "geo_heat")["data"]])
+    np.testing.assert_allclose(heat, mech.matrix[x], rtol=0, atol=1e-12)
+    _widget(at, "selectbox", "Depth").set_value(2)
+    _run(at)
+    assert not at.exception, [e.value for e in at.exception]
+    assert _widget(at, "toggle", "Exact optimum").disabled
+    assert EXACT not in list(at.dataframe[0].value["method"])
+    assert any(f"up to {geo.OPTIMAL_MAX_TARGETS:,} target vertices" in i.value for i in at.info)
+    assert any(c.value.startswith(f"{geo.method_labels()['tree']} at ε") for c in at.caption)
+
+
+def test_a_bound_on_one_block_leaves_its_exact_optimum_for_the_table() -> None:
+    """The bound of a one-block map is the exact optimum's: its mechanism is stored as the page's "optimal"
+    build, and a stored optimum answers a later bound without solving again."""
+    config, eps = geo.GeoConfig(city="default", seed_n=4, depth=1, seed=0), geo.level_eps("High")
+    bound = geo.request_bound(config, eps, geo.BOUND_SECONDS).result(120)
+    comp = geo.stored_mechanism(config, eps, "optimal")
+    assert bound.exact and comp is not None
+    assert comp.mechanisms["optimal"].info["lower_bound"] is bound
+    assert comp.max_excess["optimal"] <= 1e-9  # verified like every row of the table
+    assert geo.request_bound(config, eps, 60.0).result(5) is bound
+
+
+def test_an_optimum_out_of_time_is_not_called_exact_in_the_table() -> None:
+    """Past its time the optimum's row says how far above the optimum it may be (its certified bracket)."""
+    problem = geo.cached_problem(geo.GeoConfig(city="default", seed_n=4, depth=1, seed=0))
+    exact = cgeo.compare_methods(problem, 1.0, methods=("optimal",))
+    mech, u = exact.mechanisms["optimal"], exact.utility_km["optimal"]
+    assert mech.info["lower_bound"].exact
+    assert geo.comparison_table({"optimal": exact})["note"].item() == ""
+
+    def with_certificate(value: float) -> cgeo.GeoComparison:
+        bound = dataclasses.replace(mech.info["lower_bound"], value=value, exact=False)
+        rushed = dataclasses.replace(mech, info={**mech.info, "lower_bound": bound})
+        return dataclasses.replace(exact, mechanisms={"optimal": rushed})
+
+    note = geo.comparison_table({"optimal": with_certificate(u / 1.0234)})["note"].item()
+    assert note == "not closed in time: at most 2.34 % above the optimum"
+    note = geo.comparison_table({"optimal": with_certificate(0.0)})["note"].item()
+    assert note == "not closed in time: no certificate yet"
