@@ -6,7 +6,8 @@ answers: the map, or the roads with a progress bar while a build goes on in the 
 and ``done_s``, the seconds until the build behind it is finished and the heatmap is final (the page polls
 every second). Steps at default settings: open the page (district) or upload the map (city), switch the
 mechanism, pick another true location, colour by expected error, each privacy level, the loss curve untouched;
-then depths 3 and 4 at the default level (depth 4 of the city: the < 60 s target).
+then depths 3 and 4 at the default level (depth 4 of the city: the < 60 s target), and depth 1 with the exact
+optimum toggled on (``done_s``: until its row and the exact bound are in the table).
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def _steps(at: AppTest) -> list[tuple[str, Callable[[], Any]]]:
     ]
     steps += [(f"level {v.split(':')[0]}", setter("radio", "Privacy level", v)) for v in levels[:3]]
     steps.append(("back to default level", setter("radio", "Privacy level", levels[1])))
-    steps += [(f"depth {d}", setter("selectbox", "Depth", d)) for d in (3, 4)]
+    steps += [(f"depth {d}", setter("selectbox", "Depth", d)) for d in (3, 4, 1)]
+    steps.append(("exact optimum (depth 1)", setter("toggle", "Exact optimum", True)))
     return steps
 
 
