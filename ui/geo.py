@@ -570,8 +570,7 @@ def optimal_too_large(problem: GeoProblem) -> str:
     return (
         f"The exact optimum is computed on maps of up to {OPTIMAL_MAX_TARGETS:,} target vertices; this one "
         f"has {problem.grid.n_targets:,}. Pick depth 1 (or fewer seed cells) to see it, or the spanner LP, "
-        "which is near-optimal at any depth up to "
-        f"{SPANNER_MAX_TARGETS:,} targets."
+        f"which is near-optimal on maps of up to {SPANNER_MAX_TARGETS:,} targets."
     )
 
 

@@ -227,7 +227,7 @@ else:
 
 # ---- comparison -----------------------------------------------------------------------------------------
 st.subheader("Comparison")
-extras = {  # toggle name -> (label, help): optional rows of the table (short labels: four side by side)
+extras = {  # toggle name -> (label, help): optional rows of the table (short labels: five side by side)
     "variants": (
         "MLaEt-M and -O",
         "Two more tree extensions, MLaEt-M and MLaEt-O (seed 004, Sec. 6); one more seed LP each.",
