@@ -14,7 +14,8 @@ st.caption(
     "A location mechanism is optimised on a coarse seed grid and extended level by level to a fine grid over "
     "the roads (tree-based extension), then compared with the exponential mechanism, EM + Bayesian "
     "remapping, an LP on the seed grid only and, on request, a lattice LP that is ε-mDP everywhere and a "
-    "near-optimal LP over every target (spanner LP), whose multipliers also bound the best possible. "
+    "near-optimal LP over every target (spanner LP), whose multipliers also bound the best possible, and, "
+    "at depth 1, the exact optimum itself. "
     "Utility: expected error in travel distance to task points (km). ε is per km: two places d km apart "
     "are e^(ε·d)-indistinguishable."
 )
