@@ -101,6 +101,7 @@ __all__ = [
     "stored_curve",
     "stored_mechanism",
     "time_left",
+    "verdict",
     "wait",
 ]
 
@@ -630,6 +631,26 @@ def comparison_table(comps: dict[str, GeoComparison], bound: Any | None = None) 
     if "note" in table:
         table["note"] = table["note"].fillna("")
     return table
+
+
+def verdict(comps: dict[str, GeoComparison], bound: Any | None) -> str:
+    """In plain words: the private method shown (other than the exact optimum) with the least expected travel
+    error, and how far it is from the best possible ("" without a bound or a private method)."""
+    labels = method_labels()
+    private = {k: c.utility_km[k] for k, c in comps.items() if k != "optimal" and c.max_excess[k] <= 1e-9}
+    if not private or bound is None or bound.value <= 0:
+        return ""
+    best = min(private, key=lambda k: private[k])
+    gap = 100 * max(private[best] / bound.value - 1, 0.0)
+    if bound.exact:
+        how_far = f"{gap:.1f} % above the best possible, the exact optimum's {bound.value:.3f} km"
+    else:  # the optimum lies between the bound and the best method
+        how_far = f"at most {gap:.1f} % above the best possible (no ε-mDP mechanism errs less than "
+        how_far += f"{bound.value:.3f} km)"
+    return (
+        f"Of the private methods shown, **{labels[best]}** has the least expected travel error "
+        f"({private[best]:.3f} km): {how_far}."
+    )
 
 
 def _optimum_note(optimum: GeoMechanism, utility: float) -> str:

@@ -363,6 +363,8 @@ if geo.bound_available():
     bound = geo.cached_bound(config, eps)  # a job may have landed since the top of this run
 bound = geo.best_bound(bound, comps)
 st.dataframe(geo.comparison_table(comps, bound), hide_index=True, width="stretch")
+if said := geo.verdict(comps, bound):
+    st.markdown(said)
 notes = [
     "Violation ratio: share of checked (x, x′, y) triples over the bound, on all nearest-neighbour pairs "
     "plus 50,000 random pairs; LP-A reports through the nearest seed and is not private on the fine grid."

@@ -664,6 +664,20 @@ def test_exact_optimum_on_request_is_the_tables_yardstick(app: AppTest) -> None:
     assert 0.0 <= row["gap to bound"].item() <= 1e-5  # the bracket of an exact optimum
     assert any("more time cannot tighten it" in c.value for c in at.caption)
     assert not [b for b in at.button if b.key in ("geo_bound_default", "geo_bound_run")]
+    others = table[(table["private (checked)"] == "yes") & (table["method"] != EXACT)]
+    best = others.loc[others["expected travel error (km)"].idxmin()]
+    u_best = best["expected travel error (km)"]
+    said = (
+        f"Of the private methods shown, **{best['method']}** has the least expected travel error "
+        f"({u_best:.3f} km): {100 * (u_best / bound.value - 1):.1f} % above the best possible, the exact "
+        f"optimum's {bound.value:.3f} km."
+    )
+    assert said in [m.value for m in at.markdown]
+    comps = {m: geo.stored_mechanism(OPTIMUM_MAP, eps, m) for m in ("tree", "em", "em_remap", "optimal")}
+    short = dataclasses.replace(bound, value=0.9 * bound.value, exact=False)  # a bound below the optimum
+    assert f"at most {100 * (u_best / short.value - 1):.1f} % above" in geo.verdict(comps, short)
+    assert f"errs less than {short.value:.3f} km" in geo.verdict(comps, short)
+    assert geo.verdict(comps, None) == "" and geo.verdict({"optimal": comp}, bound) == ""
     _widget(at, "selectbox", "Mechanism shown").set_value(EXACT)
     _run(at)
     cand_xy, labels = geo.candidates("default")
