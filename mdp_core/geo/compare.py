@@ -9,7 +9,7 @@ import functools
 import os
 import resource
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -124,6 +124,14 @@ def _timed_bound(problem: GeoProblem, eps: float, bound_cosets: int | str, time_
     return coset_lower_bound(problem, eps, step=step, time_limit=time_limit, aggregate=coarser)
 
 
+def _checked_prebuilt(problem: GeoProblem, eps: float, mech: GeoMechanism, name: str) -> GeoMechanism:
+    """``mech`` if it was built for ``name`` on this problem's targets and outputs at ``eps``."""
+    same = mech.matrix.shape == problem.cost.shape and np.array_equal(mech.targets_km, problem.targets_km)
+    if not (same and mech.method == name and np.isclose(mech.eps, eps, rtol=1e-12, atol=0.0)):
+        raise DataError(f"the prebuilt {name!r} mechanism was not built for this problem at eps {eps:g}")
+    return mech
+
+
 def peak_memory_mb() -> float:
     """Peak resident memory of this process in MB (Linux ru_maxrss is in KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -143,6 +151,7 @@ def compare_methods(
     reference_seconds: float | None = None,
     optimal_start: np.ndarray | None = None,
     spanner_coarse: GeoProblem | None = None,
+    prebuilt: Mapping[str, GeoMechanism] | None = None,
     progress: Progress = None,
 ) -> GeoComparison:
     """Build each method on ``problem`` at ``eps`` (1/km), score it and verify it (neighbours + samples).
@@ -159,6 +168,8 @@ def compare_methods(
     exact optimum (:func:`~mdp_core.geo.optimal.coarser_start`), which then takes up to
     :data:`OPTIMAL_FROM_COARSER_TARGETS` targets. ``spanner_coarse``: the grid one level coarser, whose
     spanner LP mechanism is extended to this one (:func:`~mdp_core.geo.spanner.spanner_from_coarser`).
+    ``prebuilt``: mechanisms of some of ``methods`` built before on this problem and eps (the exact optimum
+    that a bound ran, say), scored and verified here like the others instead of built again.
     ``bound_cosets=k > 0`` takes the bound from the k x k cosets of the fine grid instead, ``"auto"`` from
     cosets of at most :data:`~mdp_core.geo.cosets.COSET_TARGETS` targets, ``"coarser"`` from those of the
     grid one level coarser, the targets aggregated onto it
@@ -177,7 +188,9 @@ def compare_methods(
     failed: dict[str, str] = {}
     for k, name in enumerate(methods):
         report(progress, k / (len(methods) + 1), f"building {name}")
-        if name in TREE_VARIANTS:
+        if prebuilt and name in prebuilt:
+            mechs[name] = _checked_prebuilt(problem, eps, prebuilt[name], name)
+        elif name in TREE_VARIANTS:
             if seed is None:  # one seed LP for all variants
                 seed = tree_seed(problem, eps)
                 seconds["seed_lp"] = seed.seconds

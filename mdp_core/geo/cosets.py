@@ -22,20 +22,15 @@ most :data:`COSET_TARGETS` targets (depth 3 of the 15 km city: 4, 16 cosets of ~
 **On every core.** The cosets are independent, so one thread per core solves them (a coset's sparse
 products and element-wise steps run on one core; only its block inversions used the others): the first
 four cosets of the city at depth 3, eps 1.5, to a 1e-6 gap, took 36.9 s on two threads against 50.6 s one
-after the other (the same bounds to 1e-8); the whole bound in 60 s, back to back on a machine 1.5x slower
-than the one of the figures below: 1.7174 against 1.6948 km at eps 0.5, 0.9361 against 0.9155 at 1.5.
+after the other (the same bounds to 1e-8).
 
 Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``step=None``):
 
 * the 15 km city at depth 3 (3,469 targets, 117 outputs): 16 cosets of ~215 targets, ~35 iterations of
-  ~0.11 s each: 0.939 km in 62 s alone (0.894 with the other core busy; 0.946 km to a 1e-3 gap in
-  110 s), where the aggregated relaxation of :func:`~mdp_core.geo.bounds.geo_lower_bound` certified
-  0.837 km in 60 s (the bilinear mechanism, the best verified one there, is at 1.212); with the
-  interior point's centrality correctors (``bench geo_cosets``, same run) 0.9434 against 0.8539 km, and at
-  eps 0.5 / 1.0 1.726 / 1.268 against 1.689 / 1.178 (bilinear within 3.7 / 16.3 / 27.6 %);
-* the district at depth 3 (5,311 targets): 25 cosets, 0.3573 km against 0.3481 aggregated and 0.3519
-  from 2 x 2 cosets of the relaxation LP in 4 x 60 s (bilinear mechanism 0.3674: within 2.8 %); with
-  the correctors 0.3598 at eps 1.5, 0.3772 at 1.0, 0.3969 at 0.5 (bilinear within 1.9 / 1.5 / 0.5 %);
+  ~0.11 s each (``bench geo_cosets``): 0.9434 km against 0.8539 from the aggregated relaxation of
+  :func:`~mdp_core.geo.bounds.geo_lower_bound`, at eps 0.5 / 1.0 1.726 / 1.268 against 1.689 / 1.178;
+* the district at depth 3 (5,311 targets): 25 cosets, 0.3598 / 0.3772 / 0.3969 km at eps 1.5 / 1.0 / 0.5
+  (the bilinear mechanism within 1.9 / 1.5 / 0.5 %);
 * depth 4: :func:`coset_step`'s cosets (49 of the city, 100 of the district) do not fit 60 s, so
   :func:`fitting_step` goes on to smaller ones that do (:data:`COSET_SECONDS`): the city's 49 cosets of
   7 x 7 (up to 205 targets) certify 1.6502 / 1.2394 / 0.9098 km at eps 0.5 / 1 / 1.5 in 60 s, against
@@ -61,6 +56,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import cast
@@ -80,6 +76,7 @@ from mdp_core.geo.bounds import (
     certified_bound,
     geo_lower_bound,
 )
+from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.ipm import solve_geo_lp
 from mdp_core.geo.optimal import optimal_geo_mechanism
 from mdp_core.geo.pairs import spanner_pairs
@@ -105,6 +102,8 @@ __all__ = [
     "fitting_step",
 ]
 
+#: A callback that receives the exact optimum's mechanism when :func:`auto_lower_bound` ran it.
+OnOptimum = Callable[[GeoMechanism], None] | None
 #: ``step=None`` takes the smallest step whose cosets have at most this many targets.
 COSET_TARGETS = 250
 #: Cosets up to this size are bounded by the block interior point on a spanner (O(m n^3) an iteration).
@@ -119,24 +118,18 @@ DILATION = 1.03
 #: Seconds of one core that a coset's bound needs, per output and per s (s + 0.02), s = the coset's targets /
 #: 1000 (:func:`coset_seconds`). Measured alone on one core (the city, eps 1.0, 117 outputs): to a 1e-6 gap,
 #: cosets of 19 / 101 / 158 / 205 / 267 / 371 targets took 0.06 / 1.0 / 2.4 / 3.9 / 6.8 / 12.4 s, 0.73 s per
-#: output and s (s + 0.02) within 10 % (sparse products over the spanner's rows, which grow with n, lead at
-#: these sizes; the n^3 block inversions only far above them); to :data:`COSET_GAP` 0.6 s per output and s (s
-#: + 0.02) (205 targets: 3.1 s). Two threads at once run ~1.45x slower each, and with far too little time a
+#: output and s (s + 0.02) within 10 % (sparse products over the spanner's rows lead at these sizes); to
+#: :data:`COSET_GAP` 0.6. Two threads at once run ~1.45x slower each, and with far too little time a
 #: certificate collapses. 0.42, 70 % of the time alone, takes at depth 4 of the city in 60 s the 7 x 7 cosets
-#: (up to 205 targets): 1.6502 / 1.2394 / 0.9098 km at eps 0.5 / 1 / 1.5 (1.2418 in another run; 1.2496 when
-#: left to converge, 142 s), against 1.626 / 1.1775 / 0.853 from the representatives; with 48 % of its time 6
-#: x 6 gave 1.2267 (1.2551 converged, 207 s), 5 x 5 at 1e-6 with 39 % 1.1635. The district's 38 x 38 cosets
-#: (up to 19 targets) in the page's 20 s, with ~45 %, collapsed to 0.26 / 0.10 km at eps 0.35 / 1.39 against
-#: 0.40 / 0.36 from the representatives (hence also :data:`COSET_MIN_TARGETS`). The first step
-#: (:func:`coset_step`) is taken as before in 60 s at depth 3 (tighter than aggregation, back to back: the
-#: city at eps 0.5 / 1 / 1.5 1.677 / 1.241 / 0.900 km against 1.641 / 1.133 / 0.824, the district 0.3942 /
-#: 0.3717 / 0.3477 against 0.3912 / 0.3660 / 0.3455; the city at 1 / 1.5 with this gap 1.2745 / 0.9519 in 49
-#: s) and in the page's 20 s at depth 2 (9 cosets of up to 156 targets; at eps 0.35 / 1.39 / 3.47 the district
-#: 0.4009 / 0.3613 / 0.2749 against 0.3935 / 0.3493 / 0.2492, the city 1.936 / 0.987 / 0.354 against 1.820 /
-#: 0.827 / 0.290). Smaller cosets are taken in the page's 20 s at depth 3 (the city 5 x 5: 1.846 / 0.989 km at
-#: eps 0.35 / 1.39 against 1.811 / 0.870; the district 7 x 7: 0.4014 / 0.3638 / 0.2850 at 0.35 / 1.39 / 3.47
-#: against 0.4003 / 0.3584 / 0.2687) and in 60 s at depth 4 (the city above; the district 17 x 17 of up to 82
-#: targets, 0.3949 / 0.3582 at eps 0.5 / 1.5 against 0.3950 / 0.3550).
+#: (up to 205 targets): 1.6502 / 1.2394 / 0.9098 km at eps 0.5 / 1 / 1.5 against 1.626 / 1.1775 / 0.853 from
+#: the representatives. The district's 38 x 38 cosets (up to 19 targets) in the page's 20 s, with ~45 %,
+#: collapsed to 0.26 / 0.10 km at eps 0.35 / 1.39 against 0.40 / 0.36 (hence :data:`COSET_MIN_TARGETS`).
+#: :func:`coset_step`'s cosets are taken in 60 s at depth 3 (the city at eps 0.5 / 1 / 1.5 1.677 / 1.241 /
+#: 0.900 km against 1.641 / 1.133 / 0.824 aggregated) and in the page's 20 s at depth 2 (9 cosets of up to
+#: 156 targets: at eps 0.35 / 1.39 / 3.47 the city 1.936 / 0.987 / 0.354 against 1.820 / 0.827 / 0.290);
+#: smaller ones in 20 s at depth 3 (the city 5 x 5: 1.846 / 0.989 km at eps 0.35 / 1.39 against 1.811 /
+#: 0.870) and in 60 s at depth 4 (the district 17 x 17: 0.3949 / 0.3582 at eps 0.5 / 1.5 against 0.3950 /
+#: 0.3550).
 COSET_SECONDS = 0.42
 #: Steps above :func:`coset_step`'s keep the cosets' targets at most this many 1 / eps km apart: sparser
 #: cosets drop the short privacy rows that bind. The city at depth 4, eps 1.5, 60 s: 8 x 8 cosets (0.53 /
@@ -258,7 +251,12 @@ def converged_seconds(targets: int, outputs: int) -> float:
 
 
 def auto_lower_bound(
-    problem: GeoProblem, eps: float, *, time_limit: float = 60.0, progress: Progress = None
+    problem: GeoProblem,
+    eps: float,
+    *,
+    time_limit: float = 60.0,
+    progress: Progress = None,
+    on_optimum: Callable[[GeoMechanism], None] | None = None,
 ) -> GeoBound:
     """The bound the comparison and the map page use: on a grid that :func:`geo_lower_bound` would
     aggregate, the coset bound where its cosets get the time they need (:func:`fitting_step`; it was the
@@ -273,7 +271,8 @@ def auto_lower_bound(
     From :data:`OPTIMUM_SECONDS` on there, the exact optimum first (:func:`_optimum_or_cosets`). On one block
     the exact optimum's bound: in 20 s exact at depth 0 (1.4-4.3 s) and on the district at depth 1 (15 s;
     geo_lower_bound 0.3701 against 0.3725 km), the city at depth 1 exact in 29-35 s, in 20 s 0.15 % short.
-    All are certified by weak duality; ``method`` says which it is (never the coarser grid's cosets)."""
+    All are certified by weak duality; ``method`` says which it is (never the coarser grid's cosets).
+    ``on_optimum`` is called with the optimum's mechanism (verified eps-mDP) whenever the bound ran it."""
     eps = check_lp_inputs(problem, eps, time_limit)  # before the size rule reads the time limit
     n = len(problem.targets_km)
     if n > aggregate_threshold(float(time_limit)):
@@ -282,23 +281,27 @@ def auto_lower_bound(
         step = converging_step(problem, time_limit)
         blocks = 8.0 * problem.cost.shape[1] * n * n  # bytes of the optimum's blocks
         if step is not None and blocks <= OPTIMUM_BLOCK_BYTES and time_limit >= OPTIMUM_SECONDS:
-            return _optimum_or_cosets(problem, eps, step, time_limit, progress)
+            return _optimum_or_cosets(problem, eps, step, time_limit, progress, on_optimum)
     else:  # one block: the exact optimum's row generation, its certificate when out of time
-        return _optimum_bound(problem, eps, time_limit, progress)
+        return _optimum_bound(problem, eps, time_limit, progress, on_optimum)
     if step is None:
         return geo_lower_bound(problem, eps, time_limit=time_limit, progress=progress)
     return coset_lower_bound(problem, eps, step=step, time_limit=time_limit, progress=progress)
 
 
-def _optimum_bound(problem: GeoProblem, eps: float, time_limit: float, progress: Progress) -> GeoBound:
+def _optimum_bound(
+    problem: GeoProblem, eps: float, time_limit: float, progress: Progress, on_optimum: OnOptimum
+) -> GeoBound:
     """The lower bound of :func:`~mdp_core.geo.optimal.optimal_geo_mechanism` within ``time_limit``."""
     n = len(problem.targets_km)
     optimum = optimal_geo_mechanism(problem, eps, time_limit=time_limit, max_targets=n, progress=progress)
+    if on_optimum is not None:
+        on_optimum(optimum)
     return cast("GeoBound", optimum.info["lower_bound"])
 
 
 def _optimum_or_cosets(
-    problem: GeoProblem, eps: float, step: int, time_limit: float, progress: Progress
+    problem: GeoProblem, eps: float, step: int, time_limit: float, progress: Progress, on_optimum: OnOptimum
 ) -> GeoBound:
     """The exact optimum's bound in the time the cosets leave; unless exact, the tighter of it and theirs."""
     start = time.perf_counter()
@@ -306,7 +309,7 @@ def _optimum_or_cosets(
     reserve = sum(converged_seconds(int(size), outputs) for size in sizes) / min(worker_count(), len(sizes))
     bound: GeoBound | None = None
     with contextlib.suppress(DataError):  # its solution could not be made private: the cosets alone
-        bound = _optimum_bound(problem, eps, max(time_limit - reserve, 1.0), progress)
+        bound = _optimum_bound(problem, eps, max(time_limit - reserve, 1.0), progress, on_optimum)
     if bound is None or not bound.exact:
         left = max(time_limit - (time.perf_counter() - start), 1.0)
         cosets = coset_lower_bound(problem, eps, step=step, time_limit=left, progress=progress)
