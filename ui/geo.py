@@ -87,7 +87,7 @@ __all__ = [
     "mechanism_npz",
     "method_labels",
     "nearest_target",
-    "optimal_fits",
+    "optimal_offered",
     "optimal_too_large",
     "remember",
     "remembered",
@@ -349,10 +349,10 @@ def page_lp_seconds(method: str, n_targets: int) -> float | None:
 
 
 def _build(
-    config: GeoConfig, eps: float, method: str, progress: Progress, seconds: float | None = None
+    config: GeoConfig, eps: float, method: str, progress: Progress, prebuilt: GeoMechanism | None = None
 ) -> GeoComparison:
     """One method on ``config`` at ``eps``; the tree variants share one seed LP through the store.
-    ``seconds``: a reference LP's solver time instead of the page's (:func:`page_lp_seconds`)."""
+    ``prebuilt``: the method's mechanism, built before (only scored and verified here)."""
     problem = cached_problem(config)
     seed = None
     if method in cgeo.TREE_VARIANTS:
@@ -367,7 +367,8 @@ def _build(
         verify_samples=PAGE_SAMPLES,
         rng=np.random.default_rng(config.seed + 1),
         seed=seed,
-        reference_seconds=seconds or page_lp_seconds(method, problem.grid.n_targets),
+        reference_seconds=page_lp_seconds(method, problem.grid.n_targets),
+        prebuilt=None if prebuilt is None else {method: prebuilt},
         progress=progress,
     )
     if method in comp.failed:  # the page shows the reason where the map would be
@@ -546,32 +547,42 @@ def seconds_label(seconds: float) -> str:
 
 
 def _bound(config: GeoConfig, eps: float, seconds: float, progress: Progress) -> Any:
-    """``auto_lower_bound``; on one block, whose bound is the exact optimum's, through the page's "optimal"
-    build, so that an exact optimum found for the bound also lands in the table and on the map."""
-    problem = cached_problem(config)
-    if problem.grid.n_targets <= cosets.BLOCK_TARGETS:
-        key = mechanism_key(config, eps, "optimal")
-        stored = store().get(key)
-        with contextlib.suppress(DataError):  # not made private: the bound's own way below
-            comp = stored or _build(config, eps, "optimal", progress, seconds)
-            bound: Any = comp.mechanisms["optimal"].info["lower_bound"]
-            if bound.exact and stored is None:
-                store()[key] = comp
-            return bound
-    return cgeo.auto_lower_bound(problem, eps, time_limit=seconds, progress=progress)
+    """``auto_lower_bound``; an exact optimum that it ran (one block; from ``OPTIMUM_SECONDS`` on depth 2)
+    is verified like the page's other builds and stored as its "optimal" row, for the table and the map."""
+    key = mechanism_key(config, eps, "optimal")
+    stored = store().get(key)
+    if stored is not None and _certificate(stored.mechanisms["optimal"]).exact:
+        return _certificate(stored.mechanisms["optimal"])  # nothing tighter to find
+    found: list[GeoMechanism] = []
+    problem, limit = cached_problem(config), seconds
+    bound = cgeo.auto_lower_bound(problem, eps, time_limit=limit, progress=progress, on_optimum=found.append)
+    exact = [mech for mech in found if _certificate(mech).exact]
+    if exact and store().get(key) is None:
+        with contextlib.suppress(DataError):  # a row the page cannot check is left out, never the bound
+            store()[key] = _build(config, eps, "optimal", progress, prebuilt=exact[0])
+    return bound
 
 
-def optimal_fits(problem: GeoProblem) -> bool:
-    """Whether the page computes the exact optimum on ``problem`` (one LP block)."""
-    return problem.grid.n_targets <= OPTIMAL_MAX_TARGETS
+def _certificate(mech: GeoMechanism) -> Any:
+    """The ``GeoBound`` an LP mechanism carries (the exact optimum's: exact when its bracket closed)."""
+    return mech.info["lower_bound"]
+
+
+def optimal_offered(config: GeoConfig, eps: float) -> bool:
+    """Whether the page offers the exact optimum on ``config`` at ``eps``: it builds it on one LP block, and
+    shows it on larger maps where a bound of :data:`~mdp_core.geo.cosets.OPTIMUM_SECONDS` or more found it."""
+    fits = cached_problem(config).grid.n_targets <= OPTIMAL_MAX_TARGETS
+    return fits or stored_mechanism(config, eps, "optimal") is not None
 
 
 def optimal_too_large(problem: GeoProblem) -> str:
-    """Why the exact optimum is not computed on ``problem``, and what to pick instead."""
+    """Why the exact optimum is not offered on ``problem``, and what to pick instead."""
     return (
-        f"The exact optimum is computed on maps of up to {OPTIMAL_MAX_TARGETS:,} target vertices; this one "
+        f"The exact optimum is built on maps of up to {OPTIMAL_MAX_TARGETS:,} target vertices; this one "
         f"has {problem.grid.n_targets:,}. Pick depth 1 (or fewer seed cells) to see it, or the spanner LP, "
-        f"which is near-optimal on maps of up to {SPANNER_MAX_TARGETS:,} targets."
+        f"which is near-optimal on maps of up to {SPANNER_MAX_TARGETS:,} targets. At depth 2, a bound of "
+        f"{seconds_label(cosets.OPTIMUM_SECONDS)} or more may reach the exact optimum (where its LP fits "
+        f"{cosets.OPTIMUM_BLOCK_BYTES / 1e9:g} GB); it is then offered here too."
     )
 
 
@@ -655,7 +666,7 @@ def verdict(comps: dict[str, GeoComparison], bound: Any | None) -> str:
 
 def _optimum_note(optimum: GeoMechanism, utility: float) -> str:
     """Nothing when the optimum is exact, else how far above the optimum its mechanism may be."""
-    certificate: Any = optimum.info["lower_bound"]
+    certificate = _certificate(optimum)
     if certificate.exact:
         return ""
     if certificate.value <= 0:

@@ -161,7 +161,7 @@ except DataError as exc:
     progress_slot.empty()
     st.error(str(exc))
     st.stop()
-if method == "optimal" and not geo.optimal_fits(problem):  # the selectbox offers it on every map
+if method == "optimal" and not geo.optimal_offered(config, eps):  # the selectbox offers it on every map
     st.info(geo.optimal_too_large(problem) + f" The map shows {labels['tree']} meanwhile.")
     method, method_label = "tree", labels["tree"]
 cand = cand_labels.index(true_label)
@@ -266,7 +266,7 @@ for column, (name, (label, help_text)) in zip(st.columns(len(extras)), extras.it
     with column:
         key = f"geo_{name}_{mk}"
         value = bool(geo.remembered(key, name, False))
-        disabled = name == "optimal" and not geo.optimal_fits(problem)
+        disabled = name == "optimal" and not geo.optimal_offered(config, eps)
         help_text += f" {geo.optimal_too_large(problem)}" if disabled else ""
         included[name] = st.toggle(label, value=value, key=key, help=help_text, disabled=disabled)
         included[name] &= not disabled

@@ -723,3 +723,17 @@ def test_an_optimum_out_of_time_is_not_called_exact_in_the_table() -> None:
     assert note == "not closed in time: at most 2.34 % above the optimum"
     note = geo.comparison_table({"optimal": with_certificate(0.0)})["note"].item()
     assert note == "not closed in time: no certificate yet"
+
+
+def test_an_optimum_found_by_a_bound_is_offered_above_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a map too large for the page's own optimum (here: the limit patched below its targets), a bound
+    that reached the exact optimum (one block of the core's rule here; depth 2 from 5 minutes on) stores it
+    verified, and the page then offers it."""
+    config, eps = geo.GeoConfig(city="default", seed_n=5, depth=1, seed=0), geo.level_eps("Low")
+    monkeypatch.setattr(geo, "OPTIMAL_MAX_TARGETS", geo.cached_problem(config).grid.n_targets - 1)
+    assert not geo.optimal_offered(config, eps)
+    bound = geo.request_bound(config, eps, geo.BOUND_SECONDS).result(120)
+    assert bound.exact and geo.optimal_offered(config, eps)
+    comp = geo.stored_mechanism(config, eps, "optimal")
+    assert comp.mechanisms["optimal"].info["lower_bound"] is bound and comp.max_excess["optimal"] <= 1e-9
+    assert not geo.optimal_offered(config, geo.level_eps("High"))  # per eps: nothing found there

@@ -34,6 +34,7 @@ from mdp_core.geo.aggregation import coarser_problem
 from mdp_core.geo.bounds import GeoBound
 from mdp_core.geo.cosets import DILATION, coset_step, cosets, fitting_step
 from mdp_core.geo.utility import GeoProblem
+from mdp_core.mechanisms import mdp_violation
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -162,10 +163,15 @@ def test_minutes_above_one_block_try_the_exact_optimum_first(monkeypatch: pytest
     dense = _mid_size(monkeypatch, problem)
     _scaled_model(monkeypatch, problem, dense)  # the dense cosets converge in 20 s
     monkeypatch.setattr(cosets_module, "OPTIMUM_SECONDS", 30.0)
-    exact = auto_lower_bound(problem, 1.0, time_limit=30)
+    found: list = []
+    exact = auto_lower_bound(problem, 1.0, time_limit=30, on_optimum=found.append)
     assert exact.exact and exact.method.startswith("exact optimum by row generation")
     assert exact.value == pytest.approx(full_lp(problem, 1.0), rel=1e-5)
-    alone = auto_lower_bound(problem, 1.0, time_limit=29)  # below OPTIMUM_SECONDS: the cosets alone
+    assert len(found) == 1 and found[0].method == "optimal"  # the optimum that the bound ran, for a caller
+    assert found[0].utility_km(problem) == pytest.approx(exact.value, rel=1e-5)
+    assert mdp_violation(found[0].matrix, problem.target_distances_km(), 1.0) <= 1e-9
+    alone = auto_lower_bound(problem, 1.0, time_limit=29, on_optimum=found.append)  # the cosets alone
+    assert len(found) == 1  # no optimum ran
     assert f"({dense} x {dense})" in alone.method and alone.value <= exact.value + 1e-12
     blocks = 8.0 * problem.cost.shape[1] * problem.grid.n_targets**2  # bytes of the optimum's blocks
     monkeypatch.setattr(cosets_module, "OPTIMUM_BLOCK_BYTES", blocks - 1)  # too large for the memory cap

@@ -416,6 +416,27 @@ def test_comparison_takes_the_exact_optimum_as_its_bound() -> None:
     assert comp.utility_km["optimal"] == pytest.approx(full_lp(problem, 1.0), rel=1e-5)
 
 
+def test_a_prebuilt_optimum_is_scored_and_verified_not_built_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``prebuilt`` (the optimum a bound ran): the comparison checks it like a built one and refuses a
+    mechanism built for another problem or eps."""
+    problem = tiny_problem(4, 3, seed=5, seed_n=3)
+    optimum = optimal_geo_mechanism(problem, 1.0)
+
+    def never(*args: object, **options: object) -> None:
+        raise AssertionError("a prebuilt mechanism was built again")
+
+    monkeypatch.setattr("mdp_core.geo.compare.optimal_geo_mechanism", never)
+    comp = compare_methods(problem, 1.0, methods=("em", "optimal"), prebuilt={"optimal": optimum}, bound=True)
+    assert comp.mechanisms["optimal"] is optimum and comp.violation_ratio["optimal"] == 0.0
+    assert comp.utility_km["optimal"] == pytest.approx(full_lp(problem, 1.0), rel=1e-5)
+    assert comp.bound is optimum.info["lower_bound"] and comp.bound.exact
+    with pytest.raises(DataError, match="not built for this problem at eps 2"):
+        compare_methods(problem, 2.0, methods=("optimal",), prebuilt={"optimal": optimum})
+    other = tiny_problem(4, 3, seed=6, seed_n=2)
+    with pytest.raises(DataError, match="prebuilt 'optimal' mechanism was not built for this problem"):
+        compare_methods(other, 1.0, methods=("optimal",), prebuilt={"optimal": optimum})
+
+
 def test_bench_record_carries_the_optimum_and_refuses_large_grids(monkeypatch: pytest.MonkeyPatch) -> None:
     net = grid_road_network(4, 3, spacing_km=0.3, rng=np.random.default_rng(1))
     record, comp = run_bench(net, depth=1, eps=1.0, seed_n=3, n_tasks=6, verify_samples=2_000, optimal=True)
