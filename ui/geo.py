@@ -396,6 +396,10 @@ class Builder:
         self._jobs: dict[Hashable, Future[Any]] = {}
         self._progress: dict[Hashable, tuple[float, str]] = {}
         self._cancelled: set[Hashable] = set()
+        # At exit the interpreter joins the pool's threads, which first run every queued build (a server
+        # stopped with Ctrl+C, a test process after its summary: minutes). Hooks registered here run before
+        # that join (later ones first), the same hook concurrent.futures uses; atexit would run after it.
+        getattr(threading, "_register_atexit")(self.shutdown)  # noqa: B009 (private: not in typeshed)
 
     def request(self, key: Hashable, compute: Callable[[Progress], Any]) -> Future[Any]:
         """The (possibly finished) future of ``key``'s result; queues ``compute(progress)`` when needed."""
@@ -453,6 +457,13 @@ class Builder:
                 self._progress.pop(key, None)
             else:
                 self._cancelled.add(key)
+
+    def shutdown(self) -> None:
+        """Stop every job (:meth:`cancel`): the queued never start, the running stop at their next report."""
+        with self._lock:
+            keys = list(self._jobs)
+        for key in keys:
+            self.cancel(key)
 
     def stopping(self, key: Hashable) -> bool:
         """Whether ``key``'s running job was asked to stop."""

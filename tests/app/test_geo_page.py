@@ -8,6 +8,8 @@ import io
 import json
 import math
 import re
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -737,3 +739,27 @@ def test_an_optimum_found_by_a_bound_is_offered_above_one_block(monkeypatch: pyt
     comp = geo.stored_mechanism(config, eps, "optimal")
     assert comp.mechanisms["optimal"].info["lower_bound"] is bound and comp.max_excess["optimal"] <= 1e-9
     assert not geo.optimal_offered(config, geo.level_eps("High"))  # per eps: nothing found there
+
+
+def test_a_process_exits_without_running_the_queued_builds() -> None:
+    """At exit the builder stops its jobs (a server stopped with Ctrl+C must not first run every queued
+    build): three 60 s builds, one running per worker and one queued, end with the process in seconds."""
+    script = """
+import time
+from ui.geo import Builder
+
+def slow(progress):
+    for i in range(600):
+        progress(i / 600, "step")
+        time.sleep(0.1)
+
+builder = Builder()
+jobs = [builder.request(key, slow) for key in ("a", "b", "c")]
+time.sleep(1.0)
+assert [job.running() for job in jobs] == [True, True, False]
+"""
+    start = time.perf_counter()
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, timeout=200)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert time.perf_counter() - start < 15.0  # the builds alone would take 60 s each
