@@ -565,8 +565,9 @@ def _bound(config: GeoConfig, eps: float, seconds: float, progress: Progress) ->
     if stored is not None and _certificate(stored.mechanisms["optimal"]).exact:
         return _certificate(stored.mechanisms["optimal"])  # nothing tighter to find
     found: list[GeoMechanism] = []
-    problem, limit = cached_problem(config), seconds
-    bound = cgeo.auto_lower_bound(problem, eps, time_limit=limit, progress=progress, on_optimum=found.append)
+    bound = cgeo.auto_lower_bound(
+        cached_problem(config), eps, time_limit=seconds, progress=progress, on_optimum=found.append
+    )
     exact = [mech for mech in found if _certificate(mech).exact]
     if exact and store().get(key) is None:
         with contextlib.suppress(DataError):  # a row the page cannot check is left out, never the bound

@@ -127,6 +127,7 @@ def _timed_bound(problem: GeoProblem, eps: float, bound_cosets: int | str, time_
 def _checked_prebuilt(problem: GeoProblem, eps: float, mech: GeoMechanism, name: str) -> GeoMechanism:
     """``mech`` if it was built for ``name`` on this problem's targets and outputs at ``eps``."""
     same = mech.matrix.shape == problem.cost.shape and np.array_equal(mech.targets_km, problem.targets_km)
+    same = same and np.array_equal(mech.outputs_km, problem.outputs_km)
     if not (same and mech.method == name and np.isclose(mech.eps, eps, rtol=1e-12, atol=0.0)):
         raise DataError(f"the prebuilt {name!r} mechanism was not built for this problem at eps {eps:g}")
     return mech

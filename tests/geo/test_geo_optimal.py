@@ -7,6 +7,7 @@ optimal_geo_mechanism equals an independent full LP (every ordered pair), is eps
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -433,8 +434,10 @@ def test_a_prebuilt_optimum_is_scored_and_verified_not_built_again(monkeypatch: 
     with pytest.raises(DataError, match="not built for this problem at eps 2"):
         compare_methods(problem, 2.0, methods=("optimal",), prebuilt={"optimal": optimum})
     other = tiny_problem(4, 3, seed=6, seed_n=2)
-    with pytest.raises(DataError, match="prebuilt 'optimal' mechanism was not built for this problem"):
-        compare_methods(other, 1.0, methods=("optimal",), prebuilt={"optimal": optimum})
+    moved = dataclasses.replace(optimum, outputs_km=optimum.outputs_km + 1.0)  # same targets, other outputs
+    for problem_, mech in ((other, optimum), (problem, moved)):
+        with pytest.raises(DataError, match="prebuilt 'optimal' mechanism was not built for this problem"):
+            compare_methods(problem_, 1.0, methods=("optimal",), prebuilt={"optimal": mech})
 
 
 def test_bench_record_carries_the_optimum_and_refuses_large_grids(monkeypatch: pytest.MonkeyPatch) -> None:
