@@ -387,11 +387,14 @@ class Builder:
     build is queued (once per key, shared by every session) and the page waits at most ``wait`` seconds
     before drawing a preview and polling. Results land in the process-wide :func:`store`, so coming back
     to a setting is instant. Workers run only core code (no Streamlit calls); progress is kept per key.
-    :meth:`cancel` stops a job at its next progress report (a queued one never starts).
+    :meth:`cancel` stops a job at its next progress report (a queued one never starts). Long jobs
+    (``slow=True``: the reference LPs, bounds, a sweep on a cluster) have threads of their own, so a quick
+    build (a tree at another eps, about a second) never queues behind minutes of LP.
     """
 
-    def __init__(self, workers: int = 2) -> None:
+    def __init__(self, workers: int = 2, slow_workers: int = 2) -> None:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="geo-build")
+        self._slow_pool = ThreadPoolExecutor(max_workers=slow_workers, thread_name_prefix="geo-long")
         self._lock = threading.Lock()
         self._jobs: dict[Hashable, Future[Any]] = {}
         self._progress: dict[Hashable, tuple[float, str]] = {}
@@ -401,8 +404,9 @@ class Builder:
         # that join (later ones first), the same hook concurrent.futures uses; atexit would run after it.
         getattr(threading, "_register_atexit")(self.shutdown)  # noqa: B009 (private: not in typeshed)
 
-    def request(self, key: Hashable, compute: Callable[[Progress], Any]) -> Future[Any]:
-        """The (possibly finished) future of ``key``'s result; queues ``compute(progress)`` when needed."""
+    def request(self, key: Hashable, compute: Callable[[Progress], Any], slow: bool = False) -> Future[Any]:
+        """The (possibly finished) future of ``key``'s result; queues ``compute(progress)`` when needed (on
+        the long jobs' threads when ``slow``)."""
         hit = store().get(key)
         if hit is not None:
             done: Future[Any] = Future()
@@ -413,7 +417,7 @@ class Builder:
             if job is None or job.cancelled() or (job.done() and job.exception() is not None):
                 self._progress[key] = (0.0, "queued")
                 self._cancelled.discard(key)  # a stop asked just as the last job ended is not for this one
-                job = self._pool.submit(self._run, key, compute)
+                job = (self._slow_pool if slow else self._pool).submit(self._run, key, compute)
                 self._jobs[key] = job
             return job
 
@@ -472,7 +476,7 @@ class Builder:
 
 @st.cache_resource(show_spinner=False)
 def builder() -> Builder:
-    """The one process-wide builder (two worker threads: the machines have two cores)."""
+    """The one process-wide builder (two threads for quick builds, two for long jobs: two cores)."""
     return Builder()
 
 
@@ -484,9 +488,8 @@ def mechanism_key(config: GeoConfig, eps: float, method: str) -> tuple[object, .
 def request_mechanism(config: GeoConfig, eps: float, method: str) -> Future[GeoComparison]:
     """Queue (or find) the build of one method; the future's result is a one-method ``GeoComparison``."""
 
-    return builder().request(
-        mechanism_key(config, eps, method), lambda progress: _build(config, eps, method, progress)
-    )
+    key, slow = mechanism_key(config, eps, method), method in PAGE_LP_SECONDS  # the reference LPs: long
+    return builder().request(key, lambda progress: _build(config, eps, method, progress), slow=slow)
 
 
 def time_left(seconds: float) -> Callable[[], float]:
@@ -536,9 +539,8 @@ def request_bound(config: GeoConfig, eps: float, seconds: float) -> Future[Any]:
     time, larger cosets, a tighter bound: ``fitting_step``), else ``geo_lower_bound``; on a grid of one block,
     and from ``OPTIMUM_SECONDS`` on within ``OPTIMUM_BLOCK_BYTES``, the exact optimum's row generation, exact
     when it closes in time, otherwise a certified bound."""
-    return builder().request(
-        bound_key(config, eps, seconds), lambda progress: _bound(config, eps, seconds, progress)
-    )
+    key = bound_key(config, eps, seconds)
+    return builder().request(key, lambda progress: _bound(config, eps, seconds, progress), slow=True)
 
 
 def bound_time_help() -> str:
@@ -733,6 +735,7 @@ def request_curve(config: GeoConfig, methods: list[str], client: Any = False) ->
         builder().request(
             curve_key(config, methods),
             lambda progress: curve_frame(config, methods, progress=progress, client=client),
+            slow=True,
         )
     ]
 

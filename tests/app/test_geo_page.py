@@ -763,3 +763,20 @@ assert [job.running() for job in jobs] == [True, True, False]
     done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, timeout=200)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     assert time.perf_counter() - start < 15.0  # the builds alone would take 60 s each
+
+
+def test_a_quick_build_never_queues_behind_long_jobs() -> None:
+    """With more long jobs (reference LPs, bounds) than threads, a quick build still starts at once."""
+    builder, release = geo.Builder(), threading.Event()
+
+    def long_job(progress: Any) -> str:
+        release.wait(60)
+        return "long"
+
+    longs = [builder.request(("long job", k), long_job, slow=True) for k in range(3)]
+    start = time.perf_counter()
+    quick = builder.request(("quick build", 0), lambda progress: "quick")
+    assert quick.result(10) == "quick" and time.perf_counter() - start < 5.0
+    assert not any(job.done() for job in longs)  # they were all still running or queued
+    release.set()
+    assert [job.result(30) for job in longs] == ["long"] * 3
