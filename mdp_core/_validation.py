@@ -23,6 +23,7 @@ __all__ = [
     "check_rng",
     "check_shape",
     "check_stochastic_matrix",
+    "part",
     "report",
 ]
 
@@ -34,6 +35,14 @@ def report(progress: Progress, fraction: float, message: str) -> None:
     """Call ``progress`` if given, clipping the fraction to [0, 1]."""
     if progress is not None:
         progress(min(max(float(fraction), 0.0), 1.0), message)
+
+
+def part(progress: Progress, start: float, stop: float) -> Progress:
+    """``progress`` for a sub-task that fills [start, stop] of the caller's bar (None stays None), so the
+    bar never goes back when the sub-task starts from 0; its raise (a stop) reaches the sub-task."""
+    if progress is None:
+        return None
+    return lambda fraction, message: report(progress, start + (stop - start) * fraction, message)
 
 
 def as_float_array(value: object, name: str, *, ndim: int | None = None) -> np.ndarray:

@@ -96,6 +96,7 @@ __all__ = [
     "request_mechanism",
     "sample_reports",
     "seconds_label",
+    "stop_when_off",
     "store",
     "store_upload",
     "stored_curve",
@@ -483,6 +484,14 @@ def builder() -> Builder:
 def mechanism_key(config: GeoConfig, eps: float, method: str) -> tuple[object, ...]:
     """Store key of one method's comparison."""
     return ("mech", config, round(float(eps), 12), method)
+
+
+def stop_when_off(toggle_key: str, config: GeoConfig, eps: float, method: str, shown: str) -> None:
+    """``on_change`` of a reference LP's toggle: turned off, its build for (config, eps) stops (at its next
+    progress report) unless it is the mechanism ``shown`` on the map, so an LP nobody waits for does not
+    hold a long job's thread for minutes."""
+    if not st.session_state.get(toggle_key) and method != shown:
+        builder().cancel(mechanism_key(config, eps, method))
 
 
 def request_mechanism(config: GeoConfig, eps: float, method: str) -> Future[GeoComparison]:

@@ -268,7 +268,16 @@ for column, (name, (label, help_text)) in zip(st.columns(len(extras)), extras.it
         value = bool(geo.remembered(key, name, False))
         disabled = name == "optimal" and not geo.optimal_offered(config, eps)
         help_text += f" {geo.optimal_too_large(problem)}" if disabled else ""
-        included[name] = st.toggle(label, value=value, key=key, help=help_text, disabled=disabled)
+        stop = geo.stop_when_off if name in geo.PAGE_LP_SECONDS else None  # turned off: a long LP stops
+        included[name] = st.toggle(
+            label,
+            value=value,
+            key=key,
+            help=help_text,
+            disabled=disabled,
+            on_change=stop,
+            args=(key, config, eps, name, method),
+        )
         included[name] &= not disabled
 optional = {
     "tree_m": included["variants"],

@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from mdp_core._validation import Progress, check_eps, report
+from mdp_core._validation import Progress, check_eps, part, report
 from mdp_core.errors import DataError
 from mdp_core.geo.baselines import em_remap_geo, exponential_geo, lp_coarse
 from mdp_core.geo.bilinear import bilinear_mechanism
@@ -217,7 +217,8 @@ def compare_methods(
                 extended = spanner_coarse is not None
                 seconds_lp = EXTENSION_SPANNER_SECONDS if extended else FINE_GRID_SPANNER_SECONDS
             try:
-                mechs[name] = build(problem, eps, time_limit=reference_seconds or seconds_lp)
+                share = part(progress, k / (len(methods) + 1), (k + 1) / (len(methods) + 1))
+                mechs[name] = build(problem, eps, time_limit=reference_seconds or seconds_lp, progress=share)
             except DataError as exc:  # a reference only: say why, keep the other methods
                 failed[name] = str(exc)
                 continue

@@ -780,3 +780,32 @@ def test_a_quick_build_never_queues_behind_long_jobs() -> None:
     assert not any(job.done() for job in longs)  # they were all still running or queued
     release.set()
     assert [job.result(30) for job in longs] == ["long"] * 3
+
+
+def test_turning_a_reference_lp_off_stops_its_build(app: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact optimum toggled on starts a long build (a stand-in); toggled off, the build stops at its next
+    progress report, which now reaches the reference LPs through the comparison."""
+    started, reports = threading.Event(), []
+
+    def slow_optimum(problem: Any, eps: float, *, progress: Any = None, **options: Any) -> Any:
+        started.set()
+        for i in range(3000):
+            progress(i / 3000, f"stand-in iteration {i}")
+            reports.append(i)
+            time.sleep(0.01)
+        raise AssertionError("the stop did not reach the optimum")
+
+    monkeypatch.setattr("mdp_core.geo.compare.optimal_geo_mechanism", slow_optimum)
+    config = geo.GeoConfig(city="default", seed_n=6, depth=1, seed=0)
+    at = _small_map(app, config)
+    _widget(at, "toggle", "Exact optimum").set_value(True)
+    at.run()
+    assert started.wait(10)
+    job = geo.builder().job(geo.mechanism_key(config, geo.level_eps("Medium"), "optimal"))
+    assert job is not None and not job.done()
+    _widget(at, "toggle", "Exact optimum").set_value(False)
+    at.run()
+    with pytest.raises(geo.BuildStoppedError, match="stopped at your request"):
+        job.result(10)
+    assert 0 < len(reports) < 3000
+    assert not at.exception and EXACT not in list(at.dataframe[0].value["method"])

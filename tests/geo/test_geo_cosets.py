@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from test_geo_bounds import full_lp, tiny_problem  # tests/geo is on sys.path (rootdir conftest layout)
 from threadpoolctl import threadpool_info
 
-from mdp_core._validation import Progress
+from mdp_core._validation import Progress, part
 from mdp_core.errors import DataError
 from mdp_core.geo import (
     auto_lower_bound,
@@ -460,3 +460,20 @@ def test_comparison_and_cli_take_the_coarser_cosets_on_request() -> None:
     assert record["lower_bound"] == pytest.approx(expected.value, abs=1e-6)  # the record rounds to 1e-6
     assert all(gap >= -1e-9 for key, gap in record["gap"].items() if key != "lp_coarse")
     assert "coarser" not in auto_lower_bound(problem, 1.0).method  # never the default
+
+
+def test_a_sub_task_fills_its_share_of_the_bar_and_a_stop_reaches_it() -> None:
+    calls: list[tuple[float, str]] = []
+    share = part(lambda f, m: calls.append((f, m)), 0.25, 0.75)
+    assert share is not None and part(None, 0.0, 1.0) is None
+    for fraction in (0.0, 0.5, 1.0, 2.0):
+        share(fraction, f"at {fraction}")
+    assert calls == [(0.25, "at 0.0"), (0.5, "at 0.5"), (0.75, "at 1.0"), (1.0, "at 2.0")]  # clipped to 1
+
+    def stop(fraction: float, message: str) -> None:
+        raise KeyboardInterrupt("stop")
+
+    stopping = part(stop, 0.0, 0.5)
+    assert stopping is not None
+    with pytest.raises(KeyboardInterrupt, match="stop"):
+        stopping(0.1, "x")
