@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from test_geo_bounds import full_lp, tiny_problem  # tests/geo is on sys.path (rootdir conftest layout)
 
 import mdp_core.geo.spanner as spanner_module
+from mdp_core._validation import Progress
 from mdp_core.errors import DataError
 from mdp_core.geo import (
     auto_lower_bound,
@@ -268,7 +269,7 @@ def test_finer_grids_give_the_spanner_lp_more_seconds(monkeypatch: pytest.Monkey
     problem = tiny_problem(4, 3, seed=1)
     asked: list[float] = []
 
-    def timed(p: GeoProblem, eps: float, *, time_limit: float) -> GeoMechanism:
+    def timed(p: GeoProblem, eps: float, *, time_limit: float, progress: Progress = None) -> GeoMechanism:
         asked.append(time_limit)
         return spanner_mechanism(p, eps, time_limit=5.0)
 
@@ -281,7 +282,9 @@ def test_finer_grids_give_the_spanner_lp_more_seconds(monkeypatch: pytest.Monkey
     compare_methods(problem, 1.0, methods=("spanner",), verify_samples=100, reference_seconds=7.0)
     assert asked[-1] == 7.0  # the page's own time wins on any grid
 
-    def extended(coarse: GeoProblem, p: GeoProblem, eps: float, *, time_limit: float) -> GeoMechanism:
+    def extended(
+        coarse: GeoProblem, p: GeoProblem, eps: float, *, time_limit: float, progress: Progress = None
+    ) -> GeoMechanism:
         asked.append(time_limit)
         return spanner_mechanism(p, eps, time_limit=5.0)
 
