@@ -556,10 +556,16 @@ def bound_time_help() -> str:
     """What more time buys the bound, from the core's thresholds (``mdp_core.geo.cosets``)."""
     return (
         "More time, a tighter bound: larger cosets on fine grids; the exact optimum, when it closes in the "
-        f"time, on grids of up to {cosets.BLOCK_TARGETS:,} targets (depth 0 or 1) and, from "
-        f"{seconds_label(cosets.OPTIMUM_SECONDS)} on, on larger grids whose LP blocks fit "
-        f"{cosets.OPTIMUM_BLOCK_BYTES / 1e9:g} GB (depth 2). It runs in the background: the page stays "
-        "usable, and the bound can be stopped."
+        f"time, on grids of up to {cosets.BLOCK_TARGETS:,} targets (depth 0 or 1) and, {_optimum_reach()}. "
+        "It runs in the background: the page stays usable, and the bound can be stopped."
+    )
+
+
+def _optimum_reach() -> str:
+    """Where a long bound reaches the exact optimum above one block (``cosets._optimum_or_cosets``)."""
+    return (
+        f"from {seconds_label(cosets.OPTIMUM_SECONDS)} on, on larger grids whose LP blocks fit "
+        f"{cosets.OPTIMUM_BLOCK_BYTES / 1e9:g} GB (depth 2)"
     )
 
 
@@ -579,10 +585,9 @@ def _bound(config: GeoConfig, eps: float, seconds: float, progress: Progress) ->
     bound = cgeo.auto_lower_bound(
         cached_problem(config), eps, time_limit=seconds, progress=progress, on_optimum=found.append
     )
-    exact = [mech for mech in found if _certificate(mech).exact]
-    if exact and store().get(key) is None:
+    if found and _certificate(found[0]).exact and store().get(key) is None:  # (it runs the optimum once)
         with contextlib.suppress(DataError):  # a row the page cannot check is left out, never the bound
-            store()[key] = _build(config, eps, "optimal", progress, prebuilt=exact[0])
+            store()[key] = _build(config, eps, "optimal", progress, prebuilt=found[0])
     return bound
 
 
@@ -603,9 +608,8 @@ def optimal_too_large(problem: GeoProblem) -> str:
     return (
         f"The exact optimum is built on maps of up to {OPTIMAL_MAX_TARGETS:,} target vertices; this one "
         f"has {problem.grid.n_targets:,}. Pick depth 1 (or fewer seed cells) to see it, or the spanner LP, "
-        f"which is near-optimal on maps of up to {SPANNER_MAX_TARGETS:,} targets. At depth 2, a bound of "
-        f"{seconds_label(cosets.OPTIMUM_SECONDS)} or more may reach the exact optimum (where its LP fits "
-        f"{cosets.OPTIMUM_BLOCK_BYTES / 1e9:g} GB); it is then offered here too."
+        f"which is near-optimal on maps of up to {SPANNER_MAX_TARGETS:,} targets. A lower bound may reach "
+        f"the exact optimum too, {_optimum_reach()}; it is then offered here."
     )
 
 
@@ -646,7 +650,7 @@ def comparison_table(comps: dict[str, GeoComparison], bound: Any | None = None) 
             "expected travel error (km)": u,
             "vs EM": u / em if em else np.nan,
         }
-        private = comp.max_excess[key] <= 1e-9
+        private = _private(comp, key)
         if bound is not None:
             value = float(bound.value)
             ok = private and u > 0 and value > 0
@@ -667,11 +671,16 @@ def comparison_table(comps: dict[str, GeoComparison], bound: Any | None = None) 
     return table
 
 
+def _private(comp: GeoComparison, method: str) -> bool:
+    """Whether the comparison's check found ``method`` eps-mDP (the bound holds for those rows only)."""
+    return comp.max_excess[method] <= 1e-9
+
+
 def verdict(comps: dict[str, GeoComparison], bound: Any | None) -> str:
     """In plain words: the private method shown (other than the exact optimum) with the least expected travel
     error, and how far it is from the best possible ("" without a bound or a private method)."""
     labels = method_labels()
-    private = {k: c.utility_km[k] for k, c in comps.items() if k != "optimal" and c.max_excess[k] <= 1e-9}
+    private = {k: c.utility_km[k] for k, c in comps.items() if k != "optimal" and _private(c, k)}
     if not private or bound is None or bound.value <= 0:
         return ""
     best = min(private, key=lambda k: private[k])

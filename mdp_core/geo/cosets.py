@@ -256,7 +256,7 @@ def auto_lower_bound(
     *,
     time_limit: float = 60.0,
     progress: Progress = None,
-    on_optimum: Callable[[GeoMechanism], None] | None = None,
+    on_optimum: OnOptimum = None,
 ) -> GeoBound:
     """The bound the comparison and the map page use: on a grid that :func:`geo_lower_bound` would
     aggregate, the coset bound where its cosets get the time they need (:func:`fitting_step`; it was the
