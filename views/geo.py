@@ -161,7 +161,8 @@ except DataError as exc:
     progress_slot.empty()
     st.error(str(exc))
     st.stop()
-if method == "optimal" and not geo.optimal_offered(config, eps):  # the selectbox offers it on every map
+optimum_offered = geo.optimal_offered(config, eps)
+if method == "optimal" and not optimum_offered:  # the selectbox offers it on every map
     st.info(geo.optimal_too_large(problem) + f" The map shows {labels['tree']} meanwhile.")
     method, method_label = "tree", labels["tree"]
 cand = cand_labels.index(true_label)
@@ -266,7 +267,7 @@ for column, (name, (label, help_text)) in zip(st.columns(len(extras)), extras.it
     with column:
         key = f"geo_{name}_{mk}"
         value = bool(geo.remembered(key, name, False))
-        disabled = name == "optimal" and not geo.optimal_offered(config, eps)
+        disabled = name == "optimal" and not optimum_offered
         help_text += f" {geo.optimal_too_large(problem)}" if disabled else ""
         stop = geo.stop_when_off if name in geo.PAGE_LP_SECONDS else None  # turned off: a long LP stops
         included[name] = st.toggle(

@@ -63,6 +63,14 @@ def _layer(at: AppTest, layer_id: str) -> dict:
     return next(layer for layer in json.loads(_deck_text(at))["layers"] if layer["id"] == layer_id)
 
 
+def _true_target_and_heat(at: AppTest, problem: cgeo.GeoProblem) -> tuple[int, np.ndarray]:
+    """The target nearest the chosen true location (independently of the page) and the heat layer's values."""
+    cand_xy, labels = geo.candidates("default")
+    point = cand_xy[labels.index(_widget(at, "selectbox", "True location").value)]
+    x = int(np.argmin(np.hypot(*(problem.targets_km - point).T)))
+    return x, np.array([cell["p"] for cell in _layer(at, "geo_heat")["data"]])
+
+
 def _widget(at: AppTest, kind: str, label: str) -> Any:
     """The widget of ``kind`` whose label starts with ``label`` (keys differ per map and per version)."""
     found = [w for w in getattr(at, kind) if w.label.startswith(label)]
@@ -178,10 +186,7 @@ def test_heatmap_is_the_mechanism_row(app: AppTest) -> None:
         cgeo.load_road_network("default"), seed_n=12, depth=2, n_tasks=60, rng=np.random.default_rng(0)
     )
     mech = cgeo.tree_extension(problem, eps)
-    cand_xy, labels = geo.candidates("default")
-    point = cand_xy[labels.index(_widget(at, "selectbox", "True location").value)]
-    x = int(np.argmin(np.hypot(*(problem.targets_km - point).T)))
-    heat = np.array([cell["p"] for cell in _layer(at, "geo_heat")["data"]])
+    x, heat = _true_target_and_heat(at, problem)
     np.testing.assert_allclose(heat, mech.matrix[x], rtol=0, atol=1e-12)
     assert heat.sum() == pytest.approx(1.0, abs=1e-9)
     true_ll = _layer(at, "geo_true")["data"][0]["position"]
@@ -369,10 +374,7 @@ def test_bilinear_lattice_lp_on_request(app: AppTest) -> None:
     assert mech.info["corner_excess"] <= 0.0
     dist = np.linalg.norm(problem.targets_km[:, None] - problem.targets_km[None], axis=2)
     assert mdp_violation(mech.matrix, dist, eps) <= 1e-9
-    cand_xy, labels = geo.candidates("default")
-    point = cand_xy[labels.index(_widget(at, "selectbox", "True location").value)]
-    x = int(np.argmin(np.hypot(*(problem.targets_km - point).T)))
-    heat = np.array([cell["p"] for cell in _layer(at, "geo_heat")["data"]])
+    x, heat = _true_target_and_heat(at, problem)
     np.testing.assert_allclose(heat, mech.matrix[x], rtol=0, atol=1e-12)
     assert row["expected travel error (km)"].item() == pytest.approx(mech.utility_km(problem), rel=1e-12)
 
@@ -681,10 +683,7 @@ def test_exact_optimum_on_request_is_the_tables_yardstick(app: AppTest) -> None:
     assert geo.verdict(comps, None) == "" and geo.verdict({"optimal": comp}, bound) == ""
     _widget(at, "selectbox", "Mechanism shown").set_value(EXACT)
     _run(at)
-    cand_xy, labels = geo.candidates("default")
-    point = cand_xy[labels.index(_widget(at, "selectbox", "True location").value)]
-    x = int(np.argmin(np.hypot(*(problem.targets_km - point).T)))
-    heat = np.array([cell["p"] for cell in _layer(at, "geo_heat")["data"]])
+    x, heat = _true_target_and_heat(at, problem)
     np.testing.assert_allclose(heat, mech.matrix[x], rtol=0, atol=1e-12)
     _widget(at, "selectbox", "Depth").set_value(2)
     _run(at)
