@@ -267,26 +267,19 @@ for column, (name, (label, help_text)) in zip(st.columns(len(extras)), extras.it
     with column:
         key = f"geo_{name}_{mk}"
         value = bool(geo.remembered(key, name, False))
-        disabled = name == "optimal" and not optimum_offered
-        help_text += f" {geo.optimal_too_large(problem)}" if disabled else ""
         stop = geo.stop_when_off if name in geo.PAGE_LP_SECONDS else None  # turned off: a long LP stops
         included[name] = st.toggle(
-            label,
-            value=value,
-            key=key,
-            help=help_text,
-            disabled=disabled,
-            on_change=stop,
-            args=(key, config, eps, name, method),
+            label, value=value, key=key, help=help_text, on_change=stop, args=(key, config, eps, name, method)
         )
-        included[name] &= not disabled
+if included["optimal"] and not optimum_offered:  # asked for where it is not built: say why, in the page
+    st.info(geo.optimal_too_large(problem))
 optional = {
     "tree_m": included["variants"],
     "tree_o": included["variants"],
     "lp_coarse": included["lpa"],
     "bilinear": included["bilinear"],
     "spanner": included["spanner"],
-    "optimal": included["optimal"],
+    "optimal": included["optimal"] and optimum_offered,
 }
 shown = [m for m in labels if optional.get(m, True) or m == method]
 slot = st.empty()

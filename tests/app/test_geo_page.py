@@ -645,7 +645,7 @@ OPTIMUM_MAP = geo.GeoConfig(city="default", seed_n=9, depth=1, seed=0)
 def test_exact_optimum_on_request_is_the_tables_yardstick(app: AppTest) -> None:
     """Toggled on at depth 1, the exact optimum joins the table, eps-mDP on all target pairs; its certificate
     makes the bound exact (no bound to start), no private row beats it, and shown, the heatmap is its row.
-    On a map above one block the toggle is disabled, and picking the optimum says why and shows the tree."""
+    On a map above one block the toggle adds no row and the page says why; picked, the map shows the tree."""
     at = _small_map(app, OPTIMUM_MAP)
     assert EXACT not in list(at.dataframe[0].value["method"])
     _widget(at, "toggle", "Exact optimum").set_value(True)
@@ -688,8 +688,10 @@ def test_exact_optimum_on_request_is_the_tables_yardstick(app: AppTest) -> None:
     _widget(at, "selectbox", "Depth").set_value(2)
     _run(at)
     assert not at.exception, [e.value for e in at.exception]
-    assert _widget(at, "toggle", "Exact optimum").disabled
+    assert _widget(at, "toggle", "Exact optimum").value  # still on: no row, and the page says why
     assert EXACT not in list(at.dataframe[0].value["method"])
+    too_large = geo.optimal_too_large(geo.cached_problem(dataclasses.replace(OPTIMUM_MAP, depth=2)))
+    assert too_large in [i.value for i in at.info]  # for the toggle (the map's note adds to the same text)
     assert any(f"up to {geo.OPTIMAL_MAX_TARGETS:,} target vertices" in i.value for i in at.info)
     assert any(c.value.startswith(f"{geo.method_labels()['tree']} at ε") for c in at.caption)
 
