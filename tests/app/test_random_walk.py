@@ -21,6 +21,7 @@ import random
 import re
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Widget
 
 from bench.pages import app_pages  # one parser of app.py's st.Page(...) calls
+from ui.geo import builder as geo_builder
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app.py"
@@ -405,10 +407,19 @@ def _walk_params() -> list:
     return params
 
 
+@pytest.fixture
+def quiet_after() -> Iterator[None]:
+    """Stop the geo page's background builds when the walk ends: a walk toggles long LPs (spanner, lattice,
+    exact optimum) and bounds that would otherwise run on, on the cores of the tests after it (a coset
+    bound's time share collapsed under them in CI)."""
+    yield
+    geo_builder().shutdown()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("page", "dataset"), _walk_params())
 def test_random_walk(
-    page: str, dataset: str, label_index: None, bounded_runs: None, messy_csv: bytes
+    page: str, dataset: str, label_index: None, bounded_runs: None, messy_csv: bytes, quiet_after: None
 ) -> None:
     st.cache_data.clear()  # process-global: each walk starts cold, whatever ran before on this worker
     walk = Walk(page, dataset, _walk_seed(page, dataset), messy_csv)
