@@ -151,8 +151,9 @@ if done is not None:
 st.subheader("Scenarios")
 saved = view.saved_scenarios()
 s1, s2 = st.columns([3, 1])
-name = s1.text_input("Scenario name", value=f"ε = {eps:g}, {task}", key="rel_scenario_name")
-if s2.button("Save current settings", key="rel_save"):
+name = s1.text_input("Scenario name", value=f"ε = {eps:g}, {task}", key="rel_scenario_name").strip()
+unnamed = "Give the scenario a name to save it" if not name else None  # a blank name cannot be saved
+if s2.button("Save current settings", key="rel_save", disabled=not name, help=unnamed):
     from dataclasses import replace
 
     saved[name] = replace(scenario, name=name, pages=view.page_settings())

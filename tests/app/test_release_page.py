@@ -93,3 +93,18 @@ def test_scenarios_saved_compared_and_bad_files_refused(app: AppTest, small_engi
     )
     app.run()
     assert any("Could not load s.json: not a scenario file" in e.value for e in app.error)
+
+
+def test_a_scenario_without_a_name_cannot_be_saved(app: AppTest) -> None:
+    """A blank name disables the save button (the random walk saved one: the page raised); names are
+    trimmed."""
+    app.switch_page("views/release.py").run()
+    for blank in ("", "   "):
+        app.text_input(key="rel_scenario_name").input(blank).run()
+        assert app.button(key="rel_save").disabled
+        assert app.button(key="rel_save").help == "Give the scenario a name to save it"
+    app.text_input(key="rel_scenario_name").input("  mine ").run()
+    assert not app.button(key="rel_save").disabled
+    app.button(key="rel_save").click().run()
+    assert not app.exception
+    assert list(app.session_state["rel_saved_scenarios"]) == ["mine"]
