@@ -19,7 +19,7 @@ import math
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -498,7 +498,42 @@ def request_mechanism(config: GeoConfig, eps: float, method: str) -> Future[GeoC
     """Queue (or find) the build of one method; the future's result is a one-method ``GeoComparison``."""
 
     key, slow = mechanism_key(config, eps, method), method in PAGE_LP_SECONDS  # the reference LPs: long
-    return builder().request(key, lambda progress: _build(config, eps, method, progress), slow=slow)
+    build = _optimal_row if method == "optimal" else _build
+    return builder().request(key, lambda progress: build(config, eps, method, progress), slow=slow)
+
+
+def _optimal_row(config: GeoConfig, eps: float, method: str, progress: Progress) -> GeoComparison:
+    """The exact optimum's row, unless a bound that ran the same optimum left it in the store meanwhile."""
+    with _optimum_claim(config, eps, progress):
+        stored = stored_mechanism(config, eps, method)
+        return stored if stored is not None else _build(config, eps, method, progress)
+
+
+_claims: dict[tuple[object, ...], threading.Event] = {}
+_claims_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _optimum_claim(config: GeoConfig, eps: float, progress: Progress) -> Iterator[None]:
+    """Hold the right to build the exact optimum of (config, eps): the optimum's row and a bound on one block
+    both run it (20-90 s at depth 1), so one started while the other runs waits for it (reporting progress, so
+    a stop reaches it) and then finds the optimum in the store instead of solving it again on shared cores."""
+    key = (config, round(float(eps), 12))
+    while True:
+        with _claims_lock:
+            held = _claims.get(key)
+            if held is None:
+                mine = _claims[key] = threading.Event()
+                break
+        while not held.wait(0.2):
+            if progress is not None:
+                progress(0.0, "waiting for the exact optimum that another build is solving")
+    try:
+        yield
+    finally:
+        with _claims_lock:
+            del _claims[key]
+        mine.set()
 
 
 def time_left(seconds: float) -> Callable[[], float]:
@@ -577,6 +612,12 @@ def seconds_label(seconds: float) -> str:
 def _bound(config: GeoConfig, eps: float, seconds: float, progress: Progress) -> Any:
     """``auto_lower_bound``; an exact optimum that it ran (one block; from ``OPTIMUM_SECONDS`` on depth 2)
     is verified like the page's other builds and stored as its "optimal" row, for the table and the map."""
+    fits = cached_problem(config).grid.n_targets <= OPTIMAL_MAX_TARGETS  # where the row builds it too
+    with _optimum_claim(config, eps, progress) if fits else contextlib.nullcontext():
+        return _bound_once(config, eps, seconds, progress)
+
+
+def _bound_once(config: GeoConfig, eps: float, seconds: float, progress: Progress) -> Any:
     key = mechanism_key(config, eps, "optimal")
     stored = store().get(key)
     if stored is not None and _certificate(stored.mechanisms["optimal"]).exact:

@@ -809,3 +809,37 @@ def test_turning_a_reference_lp_off_stops_its_build(app: AppTest, monkeypatch: p
         job.result(10)
     assert 0 < len(reports) < 3000
     assert not at.exception and EXACT not in list(at.dataframe[0].value["method"])
+
+
+@pytest.mark.parametrize("row_first", [True, False])
+def test_the_optimum_is_solved_once_when_its_row_and_a_bound_run_together(
+    monkeypatch: pytest.MonkeyPatch, row_first: bool
+) -> None:
+    """On one block the optimum's row and the bound both need the exact optimum: started together, the second
+    waits for the first and takes the optimum from the store (before, both solved it on the shared cores)."""
+    solves, real = [], cgeo.optimal_geo_mechanism
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        solves.append(kwargs.get("time_limit"))
+        time.sleep(1.0)  # both jobs have started before the first one ends
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("mdp_core.geo.compare.optimal_geo_mechanism", counted)
+    monkeypatch.setattr("mdp_core.geo.cosets.optimal_geo_mechanism", counted)
+    config = geo.GeoConfig(city="default", seed_n=4, depth=1, seed=11 if row_first else 12)  # its own maps
+    eps = geo.level_eps("Medium")
+    first, second = ("optimal", "bound") if row_first else ("bound", "optimal")
+
+    def request(what: str) -> Any:
+        if what == "optimal":
+            return geo.request_mechanism(config, eps, "optimal")
+        return geo.request_bound(config, eps, geo.BOUND_SECONDS)
+
+    jobs = {first: request(first)}
+    time.sleep(0.3)
+    jobs[second] = request(second)
+    row, bound = jobs["optimal"].result(120), jobs["bound"].result(120)
+    assert len(solves) == 1
+    assert bound.exact and row.mechanisms["optimal"].info["lower_bound"] is bound
+    assert row.max_excess["optimal"] <= 1e-9
+    assert bound.value == pytest.approx(row.utility_km["optimal"], rel=1e-5)
