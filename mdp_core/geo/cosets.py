@@ -40,15 +40,9 @@ Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``s
   At depth 4 of the city, eps 1.5, the 7 x 7 cosets stop at 0.9191 km when converged (113 s), where 6 x 6
   / 5 x 5 / 4 x 4 converge to 0.9285 / 0.9403 / 0.9507 (163 / 247 / 495 s; at eps 1.0 1.2496 / 1.2551 /
   1.2612 / 1.2668 km): ``time_limit`` 210 / 310 / 510 s takes 6 x 6 / 5 x 5 / 4 x 4;
-* ``aggregate=True`` aggregates the targets onto the grid one level coarser first
-  (:func:`~mdp_core.geo.aggregation.coarser_problem`: 2,269 of the city's 8,939 targets at depth 4, 16
-  cosets of up to 158) and takes that grid's cosets. At depth 4 of the city in 60 s, eps 0.5 / 1 / 1.5, it
-  certified 1.615 / 1.187 / 0.852 km against 1.575 / 1.124 / 0.814 from geo_lower_bound's representatives
-  when the machine was fast, but 0.761 against 0.809 at eps 1.5 half an hour later, with matrix products
-  1.5-2.5x slower; on the district at depth 4 it was looser (0.3819 / 0.3612 / 0.3369 against 0.3908 /
-  0.3656 / 0.3467). The representatives lose little with the machine's speed, the cosets' certificate a
-  lot, so :func:`auto_lower_bound` does not take it: it is there on request (``bound_cosets="coarser"``,
-  ``--bound-cosets coarser``).
+* ``aggregate=True`` (on request: ``--bound-cosets coarser``) takes the cosets of the grid one level coarser
+  (:func:`~mdp_core.geo.aggregation.coarser_problem`): the city at depth 4, 60 s, eps 0.5 / 1 / 1.5, 1.615 /
+  1.187 / 0.852 km (0.761 at 1.5 on a 1.5-2.5x slower machine); looser on the district.
 """
 
 from __future__ import annotations
@@ -100,6 +94,7 @@ __all__ = [
     "coset_step",
     "cosets",
     "fitting_step",
+    "tries_optimum",
 ]
 
 #: A callback that receives the exact optimum's mechanism when :func:`auto_lower_bound` ran it.
@@ -108,12 +103,10 @@ OnOptimum = Callable[[GeoMechanism], None] | None
 COSET_TARGETS = 250
 #: Cosets up to this size are bounded by the block interior point on a spanner (O(m n^3) an iteration).
 BLOCK_TARGETS = 600
-#: Dilation of the spanner whose rows a coset's relaxation keeps. A tighter spanner has more rows (slower
-#: iterations) but cheats less: the 15 km city at depth 3, eps 1.5 / km, 16 cosets, in 60 / 49 / 35 s at
-#: 1.1 0.9469 / 0.9468 / 0.9453 km, at 1.03 0.9517 / 0.9516 / 0.9496, at 1.02 0.9530 / - / 0.9444 (1.01
-#: converged to 0.9551 in 106 s, 1.03 to 0.9519 in 75 s); 1.03 against 1.1 in 60 s at eps 1.0 / 0.5
-#: 1.2746 / 1.7286 against 1.2702 / 1.7272, the district at depth 3 0.3609 against 0.3604 (eps 1.5), at
-#: depth 2 in the page's 20 s (eps 1.39) the city 1.0358 against 1.0291, the district 0.3654 against 0.3650.
+#: Dilation of the spanner whose rows a coset's relaxation keeps: tighter, more rows (slower iterations) but
+#: less cheating. The city at depth 3, eps 1.5 / 1.0 / 0.5, 16 cosets, 60 s: 1.03 0.9517 / 1.2746 / 1.7286
+#: km against 1.1 0.9469 / 1.2702 / 1.7272 (1.02 0.9530 at eps 1.5, but 0.9444 in 35 s); the district and
+#: the page's 20 s at depth 2 agree (the city 1.0358 against 1.0291 at eps 1.39).
 DILATION = 1.03
 #: Seconds of one core that a coset's bound needs, per output and per s (s + 0.02), s = the coset's targets /
 #: 1000 (:func:`coset_seconds`). Measured alone on one core (the city, eps 1.0, 117 outputs): to a 1e-6 gap,
@@ -121,8 +114,7 @@ DILATION = 1.03
 #: output and s (s + 0.02) within 10 % (sparse products over the spanner's rows lead at these sizes); to
 #: :data:`COSET_GAP` 0.6. Two threads at once run ~1.45x slower each, and with far too little time a
 #: certificate collapses. 0.42, 70 % of the time alone, takes at depth 4 of the city in 60 s the 7 x 7 cosets
-#: (up to 205 targets): 1.6502 / 1.2394 / 0.9098 km at eps 0.5 / 1 / 1.5 against 1.626 / 1.1775 / 0.853 from
-#: the representatives. The district's 38 x 38 cosets (up to 19 targets) in the page's 20 s, with ~45 %,
+#: (up to 205 targets; the module's numbers). The district's 38 x 38 cosets (up to 19 targets) in 20 s, ~45 %,
 #: collapsed to 0.26 / 0.10 km at eps 0.35 / 1.39 against 0.40 / 0.36 (hence :data:`COSET_MIN_TARGETS`).
 #: :func:`coset_step`'s cosets are taken in 60 s at depth 3 (the city at eps 0.5 / 1 / 1.5 1.677 / 1.241 /
 #: 0.900 km against 1.641 / 1.133 / 0.824 aggregated) and in the page's 20 s at depth 2 (9 cosets of up to
@@ -139,10 +131,9 @@ COSET_SPACING = 0.7
 #: Steps above :func:`coset_step`'s keep a largest coset of at least this many targets (smaller ones spend
 #: their time share on each solve's fixed cost: :data:`COSET_SECONDS`).
 COSET_MIN_TARGETS = 50
-#: Relative duality gap at which a coset's solve stops when its time share is not used up first. Against
-#: 1e-6 it costs ~0.005 % of the coset's bound and saves a fifth of the iterations for the cosets after it
-#: (205 targets alone: 43 iterations, 3.1 s, 1.27600 km against 53, 3.8 s, 1.27607; the city's 7 x 7 at
-#: depth 4 in 60 s: 1.2418 km against 1.2390).
+#: Relative duality gap at which a coset's solve stops unless its time runs out first. Against 1e-6 it costs
+#: ~0.005 % of the bound and saves a fifth of the iterations (205 targets: 43 iterations, 3.1 s, 1.27600 km
+#: against 53, 3.8 s, 1.27607; the city's 7 x 7 at depth 4 in 60 s: 1.2418 km against 1.2390).
 COSET_GAP = 1e-4
 #: Seconds between progress reports while cosets are solved: a caller stops the bound by raising from its
 #: progress, and the cosets in progress then stop at their next interior-point iteration.
@@ -277,16 +268,25 @@ def auto_lower_bound(
     n = len(problem.targets_km)
     if n > aggregate_threshold(float(time_limit)):
         step = fitting_step(problem, eps, time_limit)
-    elif n > BLOCK_TARGETS:  # geo_lower_bound's PDLP on all targets would not converge: cosets that do
-        step = converging_step(problem, time_limit)
-        blocks = 8.0 * problem.cost.shape[1] * n * n  # bytes of the optimum's blocks
-        if step is not None and blocks <= OPTIMUM_BLOCK_BYTES and time_limit >= OPTIMUM_SECONDS:
-            return _optimum_or_cosets(problem, eps, step, time_limit, progress, on_optimum)
-    else:  # one block: the exact optimum's row generation, its certificate when out of time
+    elif n <= BLOCK_TARGETS:  # one block: the exact optimum's row generation (its certificate if out of time)
         return _optimum_bound(problem, eps, time_limit, progress, on_optimum)
+    else:  # geo_lower_bound's PDLP on all targets would not converge: cosets that do
+        step = converging_step(problem, time_limit)
+        if step is not None and tries_optimum(problem, time_limit):
+            return _optimum_or_cosets(problem, eps, step, time_limit, progress, on_optimum)
     if step is None:
         return geo_lower_bound(problem, eps, time_limit=time_limit, progress=progress)
     return coset_lower_bound(problem, eps, step=step, time_limit=time_limit, progress=progress)
+
+
+def tries_optimum(problem: GeoProblem, time_limit: float) -> bool:
+    """Whether :func:`auto_lower_bound` runs the exact optimum within ``time_limit`` s: on one block; from
+    :data:`OPTIMUM_SECONDS` on where cosets converge beside it and its 8 m n^2 bytes fit the memory cap."""
+    n = len(problem.targets_km)
+    if n > aggregate_threshold(time_limit):
+        return False
+    fits = 8.0 * problem.cost.shape[1] * n * n <= OPTIMUM_BLOCK_BYTES and time_limit >= OPTIMUM_SECONDS
+    return n <= BLOCK_TARGETS or (fits and converging_step(problem, time_limit) is not None)
 
 
 def _optimum_bound(

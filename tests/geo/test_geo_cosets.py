@@ -172,11 +172,20 @@ def test_minutes_above_one_block_try_the_exact_optimum_first(monkeypatch: pytest
     assert mdp_violation(found[0].matrix, problem.target_distances_km(), 1.0) <= 1e-9
     alone = auto_lower_bound(problem, 1.0, time_limit=29, on_optimum=found.append)  # the cosets alone
     assert len(found) == 1  # no optimum ran
+    assert cosets_module.tries_optimum(problem, 30) and not cosets_module.tries_optimum(problem, 29)
     assert f"({dense} x {dense})" in alone.method and alone.value <= exact.value + 1e-12
     blocks = 8.0 * problem.cost.shape[1] * problem.grid.n_targets**2  # bytes of the optimum's blocks
     monkeypatch.setattr(cosets_module, "OPTIMUM_BLOCK_BYTES", blocks - 1)  # too large for the memory cap
     assert auto_lower_bound(problem, 1.0, time_limit=30).method == alone.method
+    assert not cosets_module.tries_optimum(problem, 30)
     monkeypatch.setattr(cosets_module, "OPTIMUM_BLOCK_BYTES", blocks)
+    assert cosets_module.tries_optimum(problem, 30)
+    monkeypatch.setattr(cosets_module, "BLOCK_TARGETS", problem.grid.n_targets)  # one block: at any time
+    assert cosets_module.tries_optimum(problem, 1.0)
+    monkeypatch.setattr(cosets_module, "BLOCK_TARGETS", problem.grid.n_targets // 2)
+    monkeypatch.setattr(bounds, "AGGREGATE_ABOVE_SHORT", problem.grid.n_targets - 1)  # aggregated: never
+    assert not cosets_module.tries_optimum(problem, 30)
+    monkeypatch.setattr(bounds, "AGGREGATE_ABOVE_SHORT", problem.grid.n_targets)
     for certificate in (0.5 * alone.value, 2.0 * alone.value):  # an optimum out of time: the tighter
         out_of_time = GeoBound(value=certificate, exact=False, method="stand-in", seconds=1.0, rows=1)
         stand_in = type("StandIn", (), {"info": {"lower_bound": out_of_time}})
