@@ -63,6 +63,7 @@ __all__ = [
     "GeoView",
     "best_bound",
     "bound_available",
+    "bound_finds_optimum",
     "bound_key",
     "bound_time_help",
     "builder",
@@ -591,16 +592,10 @@ def bound_time_help() -> str:
     """What more time buys the bound, from the core's thresholds (``mdp_core.geo.cosets``)."""
     return (
         "More time, a tighter bound: larger cosets on fine grids; the exact optimum, when it closes in the "
-        f"time, on grids of up to {cosets.BLOCK_TARGETS:,} targets (depth 0 or 1) and, {_optimum_reach()}. "
+        f"time, on grids of up to {cosets.BLOCK_TARGETS:,} targets (depth 0 or 1) and, from "
+        f"{seconds_label(cosets.OPTIMUM_SECONDS)} on, on larger grids whose LP blocks fit "
+        f"{cosets.OPTIMUM_BLOCK_BYTES / 1e9:g} GB (depth 2). "
         "It runs in the background: the page stays usable, and the bound can be stopped."
-    )
-
-
-def _optimum_reach() -> str:
-    """Where a long bound reaches the exact optimum above one block (``cosets._optimum_or_cosets``)."""
-    return (
-        f"from {seconds_label(cosets.OPTIMUM_SECONDS)} on, on larger grids whose LP blocks fit "
-        f"{cosets.OPTIMUM_BLOCK_BYTES / 1e9:g} GB (depth 2)"
     )
 
 
@@ -644,14 +639,26 @@ def optimal_offered(config: GeoConfig, eps: float) -> bool:
     return fits or stored_mechanism(config, eps, "optimal") is not None
 
 
-def optimal_too_large(problem: GeoProblem) -> str:
-    """Why the exact optimum is not offered on ``problem``, and what to pick instead."""
-    return (
+def optimal_too_large(problem: GeoProblem, reachable: bool) -> str:
+    """Why the exact optimum is not offered on ``problem``, and what to pick instead (``reachable``: the
+    longest bound solves it here, :func:`bound_finds_optimum`)."""
+    text = (
         f"The exact optimum is built on maps of up to {OPTIMAL_MAX_TARGETS:,} target vertices; this one "
         f"has {problem.grid.n_targets:,}. Pick depth 1 (or fewer seed cells) to see it, or the spanner LP, "
-        f"which is near-optimal on maps of up to {SPANNER_MAX_TARGETS:,} targets. A lower bound may reach "
-        f"the exact optimum too, {_optimum_reach()}; it is then offered here."
+        f"which is near-optimal on maps of up to {SPANNER_MAX_TARGETS:,} targets."
     )
+    if reachable:
+        longest = seconds_label(max(BOUND_TIMES))
+        text += f" Or let the {longest} lower bound find it: on this map it solves the exact optimum."
+    return text
+
+
+def bound_finds_optimum(config: GeoConfig, eps: float) -> bool:
+    """Whether the page's longest bound, not run yet on (config, eps), would solve the exact optimum there
+    (which the page then offers)."""
+    longest = max(BOUND_TIMES)
+    ran = store().get(bound_key(config, eps, longest)) is not None
+    return not ran and cosets.tries_optimum(cached_problem(config), longest)
 
 
 def best_bound(bound: Any | None, comps: dict[str, GeoComparison]) -> Any | None:

@@ -162,8 +162,9 @@ except DataError as exc:
     st.error(str(exc))
     st.stop()
 optimum_offered = geo.optimal_offered(config, eps)
+reachable = not optimum_offered and geo.bound_finds_optimum(config, eps)  # the longest bound solves it
 if method == "optimal" and not optimum_offered:  # the selectbox offers it on every map
-    st.info(geo.optimal_too_large(problem) + f" The map shows {labels['tree']} meanwhile.")
+    st.info(geo.optimal_too_large(problem, reachable) + f" The map shows {labels['tree']} meanwhile.")
     method, method_label = "tree", labels["tree"]
 cand = cand_labels.index(true_label)
 true_index = geo.nearest_target(problem, cand_xy[cand])
@@ -272,7 +273,18 @@ for column, (name, (label, help_text)) in zip(st.columns(len(extras)), extras.it
             label, value=value, key=key, help=help_text, on_change=stop, args=(key, config, eps, name, method)
         )
 if included["optimal"] and not optimum_offered:  # asked for where it is not built: say why, in the page
-    st.info(geo.optimal_too_large(problem))
+    st.info(geo.optimal_too_large(problem, reachable))
+    longest = max(geo.BOUND_TIMES)
+    finding = geo.builder().job(geo.bound_key(config, eps, longest))
+    if finding is not None and not finding.done():
+        st.caption("Finding the exact optimum: the lower bound below is solving it.")
+    elif reachable and st.button(
+        f"Find the exact optimum ({geo.seconds_label(longest)} bound, in the background)",
+        key="geo_find_optimum",
+    ):
+        st.session_state[f"geo_bound_time_{mk}"] = longest  # the bound's progress and stop button show
+        geo.request_bound(config, eps, longest)
+        st.rerun()
 optional = {
     "tree_m": included["variants"],
     "tree_o": included["variants"],

@@ -690,7 +690,8 @@ def test_exact_optimum_on_request_is_the_tables_yardstick(app: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert _widget(at, "toggle", "Exact optimum").value  # still on: no row, and the page says why
     assert EXACT not in list(at.dataframe[0].value["method"])
-    too_large = geo.optimal_too_large(geo.cached_problem(dataclasses.replace(OPTIMUM_MAP, depth=2)))
+    above = dataclasses.replace(OPTIMUM_MAP, depth=2)
+    too_large = geo.optimal_too_large(geo.cached_problem(above), geo.bound_finds_optimum(above, eps))
     assert too_large in [i.value for i in at.info]  # for the toggle (the map's note adds to the same text)
     assert any(f"up to {geo.OPTIMAL_MAX_TARGETS:,} target vertices" in i.value for i in at.info)
     assert any(c.value.startswith(f"{geo.method_labels()['tree']} at ε") for c in at.caption)
@@ -843,3 +844,43 @@ def test_the_optimum_is_solved_once_when_its_row_and_a_bound_run_together(
     assert bound.exact and row.mechanisms["optimal"].info["lower_bound"] is bound
     assert row.max_excess["optimal"] <= 1e-9
     assert bound.value == pytest.approx(row.utility_km["optimal"], rel=1e-5)
+
+
+def test_above_one_block_one_click_starts_the_bound_that_finds_the_optimum(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At depth 2 the longest bound solves the exact optimum: toggled on there, the page offers to start it
+    (here a stand-in bound) and moves the bound's time to it; once it ran, or where no bound reaches the
+    optimum, the page offers nothing and promises nothing."""
+    runs: list[float] = []
+
+    def stand_in(problem: Any, eps: float, *, time_limit: float, **options: Any) -> cgeo.GeoBound:
+        runs.append(time_limit)
+        return cgeo.GeoBound(value=0.1, exact=False, method="stand-in", seconds=0.0, rows=1)
+
+    monkeypatch.setattr(cgeo, "auto_lower_bound", stand_in)
+    config, eps = geo.GeoConfig(city="default", seed_n=10, depth=2, seed=0), geo.level_eps("Medium")
+    longest = max(geo.BOUND_TIMES)
+    at = _small_map(app, config)
+    assert config.depth == 2 and geo.cached_problem(config).grid.n_targets > geo.OPTIMAL_MAX_TARGETS
+    assert geo.bound_finds_optimum(config, eps)  # the core's rule: 10 minutes reach the optimum here
+    _widget(at, "toggle", "Exact optimum").set_value(True)
+    _run(at)
+    promise = f"Or let the {geo.seconds_label(longest)} lower bound find it"
+    assert any(promise in i.value for i in at.info)
+    button = at.button(key="geo_find_optimum")
+    assert button.label == f"Find the exact optimum ({geo.seconds_label(longest)} bound, in the background)"
+    button.click()
+    _run(at)
+    assert not at.exception, [e.value for e in at.exception]
+    assert runs == [longest]
+    assert _widget(at, "select_slider", "Time for the bound").value == longest
+    assert geo.store().get(geo.bound_key(config, eps, longest)).method == "stand-in"
+    assert not [b for b in at.button if b.key == "geo_find_optimum"]  # it ran: nothing more to start
+    assert not any(promise in i.value for i in at.info)
+    monkeypatch.setattr(geo.cosets, "tries_optimum", lambda problem, time_limit: False)
+    _widget(at, "radio", "Privacy level").set_value(geo.level_label("Low"))  # another eps, not run there
+    _run(at)
+    assert not geo.bound_finds_optimum(config, geo.level_eps("Low"))
+    assert not [b for b in at.button if b.key == "geo_find_optimum"] and runs == [longest]
+    assert not any(promise in i.value for i in at.info)
