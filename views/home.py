@@ -48,13 +48,26 @@ steps = [
     (
         "Geo mechanisms",
         "geo.py",
-        "Location privacy over a real city's roads: tree-extended optimal mechanisms "
-        "against the exponential mechanism, remapping and a coarse LP.",
+        "Location privacy over a real city's roads (embedded, or your own OpenStreetMap extract): "
+        "tree-extended optimal mechanisms painted as heatmaps, against the exponential mechanism, remapping "
+        "and LPs, each with how far it is from the best possible (a certified bound, or the exact optimum).",
     ),
     (
         "Noise shape",
         "noise.py",
         "For one numeric release under (ε, δ)-DP: the generalized Gaussian shape with the smallest error.",
+    ),
+    (
+        "Decide & release",
+        "release.py",
+        "The smallest ε that meets a utility target, said in plain words; the whole table released with "
+        "its audit record and a report; named scenarios side by side.",
+    ),
+    (
+        "Sweep & frontier",
+        "sweep.py",
+        "The privacy–utility frontier over budgets, thresholds, tasks and methods, with repetitions, on "
+        "this machine or a Dask cluster.",
     ),
 ]
 for i, (title, page, text) in enumerate(steps, start=1):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import gzip
 import importlib.util
 import json
@@ -19,6 +20,23 @@ def test_home_loads_heart_by_default(app: AppTest) -> None:
     assert app.title[0].value == "mDP Lab"
     state = app.session_state[STATE]
     assert state.dataset == "heart" and state.frame.shape == (303, 14) and state.target == "target"
+
+
+def test_the_overview_links_every_page_of_the_app(app: AppTest) -> None:
+    """Each page registered in app.py has a numbered workflow step on the overview, in the sidebar's order
+    and under the sidebar's title (two pages had none)."""
+    tree = ast.parse((Path(__file__).resolve().parents[2] / "app.py").read_text(encoding="utf-8"))
+    titles = {
+        node.args[0].value: keyword.value.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "Page"
+        for keyword in node.keywords
+        if keyword.arg == "title" and isinstance(keyword.value, ast.Constant)
+    }
+    pages = [page for page in titles if page != "views/home.py"]
+    assert len(pages) == 8
+    linked = [link.proto.label for link in app.get("page_link")]
+    assert linked == [f"{i}. {titles[page]}" for i, page in enumerate(pages, start=1)]
 
 
 def test_dataset_picker_and_bad_upload_keeps_previous_table(app: AppTest) -> None:
