@@ -63,7 +63,6 @@ __all__ = [
     "GeoView",
     "best_bound",
     "bound_available",
-    "bound_finds_optimum",
     "bound_key",
     "bound_time_help",
     "builder",
@@ -90,6 +89,7 @@ __all__ = [
     "nearest_target",
     "optimal_offered",
     "optimal_too_large",
+    "optimum_search",
     "remember",
     "remembered",
     "request_bound",
@@ -621,10 +621,20 @@ def _bound_once(config: GeoConfig, eps: float, seconds: float, progress: Progres
     bound = cgeo.auto_lower_bound(
         cached_problem(config), eps, time_limit=seconds, progress=progress, on_optimum=found.append
     )
-    if found and _certificate(found[0]).exact and store().get(key) is None:  # (it runs the optimum once)
+    if found and _kept_as_row(config, eps, found[0]):  # (it runs the optimum once)
         with contextlib.suppress(DataError):  # a row the page cannot check is left out, never the bound
             store()[key] = _build(config, eps, "optimal", progress, prebuilt=found[0])
     return bound
+
+
+def _kept_as_row(config: GeoConfig, eps: float, optimum: GeoMechanism) -> bool:
+    """Whether an optimum that a bound ran becomes the page's "optimal" row: when exact (unless an exact one
+    is kept); not closed in time, only on maps above the row's own limit, where nothing else would show it
+    (the table then says how far above the optimum it may be)."""
+    kept = stored_mechanism(config, eps, "optimal")
+    if _certificate(optimum).exact:
+        return kept is None or not _certificate(kept.mechanisms["optimal"]).exact
+    return kept is None and cached_problem(config).grid.n_targets > OPTIMAL_MAX_TARGETS
 
 
 def _certificate(mech: GeoMechanism) -> Any:
@@ -641,7 +651,7 @@ def optimal_offered(config: GeoConfig, eps: float) -> bool:
 
 def optimal_too_large(problem: GeoProblem, reachable: bool) -> str:
     """Why the exact optimum is not offered on ``problem``, and what to pick instead (``reachable``: the
-    longest bound solves it here, :func:`bound_finds_optimum`)."""
+    longest bound would solve it here, :func:`optimum_search`)."""
     text = (
         f"The exact optimum is built on maps of up to {OPTIMAL_MAX_TARGETS:,} target vertices; this one "
         f"has {problem.grid.n_targets:,}. Pick depth 1 (or fewer seed cells) to see it, or the spanner LP, "
@@ -653,12 +663,17 @@ def optimal_too_large(problem: GeoProblem, reachable: bool) -> str:
     return text
 
 
-def bound_finds_optimum(config: GeoConfig, eps: float) -> bool:
-    """Whether the page's longest bound, not run yet on (config, eps), would solve the exact optimum there
-    (which the page then offers)."""
+def optimum_search(config: GeoConfig, eps: float) -> str:
+    """Where the page's longest bound stands in finding the exact optimum of (config, eps) that the page does
+    not offer yet: ``"offer"`` (it would solve it and has not run), ``"running"``, ``"missed"`` (it ran and
+    did not find it), or ``""`` (offered already, or no bound reaches it on this map)."""
     longest = max(BOUND_TIMES)
-    ran = store().get(bound_key(config, eps, longest)) is not None
-    return not ran and cosets.tries_optimum(cached_problem(config), longest)
+    if optimal_offered(config, eps) or not cosets.tries_optimum(cached_problem(config), longest):
+        return ""
+    job = builder().job(bound_key(config, eps, longest))
+    if job is not None and not job.done():
+        return "running"
+    return "missed" if store().get(bound_key(config, eps, longest)) is not None else "offer"
 
 
 def best_bound(bound: Any | None, comps: dict[str, GeoComparison]) -> Any | None:

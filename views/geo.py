@@ -162,9 +162,9 @@ except DataError as exc:
     st.error(str(exc))
     st.stop()
 optimum_offered = geo.optimal_offered(config, eps)
-reachable = not optimum_offered and geo.bound_finds_optimum(config, eps)  # the longest bound solves it
+search = geo.optimum_search(config, eps)  # above one block: the longest bound may solve the optimum
 if method == "optimal" and not optimum_offered:  # the selectbox offers it on every map
-    st.info(geo.optimal_too_large(problem, reachable) + f" The map shows {labels['tree']} meanwhile.")
+    st.info(geo.optimal_too_large(problem, search == "offer") + f" The map shows {labels['tree']} meanwhile.")
     method, method_label = "tree", labels["tree"]
 cand = cand_labels.index(true_label)
 true_index = geo.nearest_target(problem, cand_xy[cand])
@@ -273,12 +273,16 @@ for column, (name, (label, help_text)) in zip(st.columns(len(extras)), extras.it
             label, value=value, key=key, help=help_text, on_change=stop, args=(key, config, eps, name, method)
         )
 if included["optimal"] and not optimum_offered:  # asked for where it is not built: say why, in the page
-    st.info(geo.optimal_too_large(problem, reachable))
+    st.info(geo.optimal_too_large(problem, search == "offer"))
     longest = max(geo.BOUND_TIMES)
-    finding = geo.builder().job(geo.bound_key(config, eps, longest))
-    if finding is not None and not finding.done():
+    if search == "running":
         st.caption("Finding the exact optimum: the lower bound below is solving it.")
-    elif reachable and st.button(
+    elif search == "missed":
+        st.caption(
+            f"The {geo.seconds_label(longest)} bound found no optimum it could check on this map; the table "
+            "shows its certified bound."
+        )
+    elif search == "offer" and st.button(
         f"Find the exact optimum ({geo.seconds_label(longest)} bound, in the background)",
         key="geo_find_optimum",
     ):

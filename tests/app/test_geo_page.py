@@ -691,7 +691,7 @@ def test_exact_optimum_on_request_is_the_tables_yardstick(app: AppTest) -> None:
     assert _widget(at, "toggle", "Exact optimum").value  # still on: no row, and the page says why
     assert EXACT not in list(at.dataframe[0].value["method"])
     above = dataclasses.replace(OPTIMUM_MAP, depth=2)
-    too_large = geo.optimal_too_large(geo.cached_problem(above), geo.bound_finds_optimum(above, eps))
+    too_large = geo.optimal_too_large(geo.cached_problem(above), geo.optimum_search(above, eps) == "offer")
     assert too_large in [i.value for i in at.info]  # for the toggle (the map's note adds to the same text)
     assert any(f"up to {geo.OPTIMAL_MAX_TARGETS:,} target vertices" in i.value for i in at.info)
     assert any(c.value.startswith(f"{geo.method_labels()['tree']} at ε") for c in at.caption)
@@ -740,6 +740,48 @@ def test_an_optimum_found_by_a_bound_is_offered_above_one_block(monkeypatch: pyt
     comp = geo.stored_mechanism(config, eps, "optimal")
     assert comp.mechanisms["optimal"].info["lower_bound"] is bound and comp.max_excess["optimal"] <= 1e-9
     assert not geo.optimal_offered(config, geo.level_eps("High"))  # per eps: nothing found there
+
+
+def test_an_optimum_a_bound_did_not_close_is_shown_only_where_nothing_else_shows_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bound whose optimum did not close in time (a stand-in: the exact one with its certificate 5 % low)
+    leaves it as the row on maps above the row's own limit, with its bracket in the table; an exact one
+    found later replaces it. Where the row builds itself (the limit not patched), only exact ones are."""
+    config, eps = geo.GeoConfig(city="default", seed_n=4, depth=1, seed=5), geo.level_eps("Medium")
+    problem = geo.cached_problem(config)
+    exact = cgeo.optimal_geo_mechanism(problem, eps)
+    certificate = exact.info["lower_bound"]
+    rushed = dataclasses.replace(
+        exact,
+        info={
+            **exact.info,
+            "lower_bound": dataclasses.replace(certificate, value=0.95 * certificate.value, exact=False),
+        },
+    )
+    found = [rushed]
+
+    def stand_in(problem: Any, eps: float, *, on_optimum: Any, **options: Any) -> cgeo.GeoBound:
+        on_optimum(found[0])
+        return found[0].info["lower_bound"]
+
+    monkeypatch.setattr(cgeo, "auto_lower_bound", stand_in)
+    geo.request_bound(config, eps, 60.0).result(60)
+    assert geo.stored_mechanism(config, eps, "optimal") is None  # the row's own build would do better
+    monkeypatch.setattr(geo, "OPTIMAL_MAX_TARGETS", problem.grid.n_targets - 1)
+    geo.request_bound(config, eps, 120.0).result(60)
+    kept = geo.stored_mechanism(config, eps, "optimal")
+    assert kept.mechanisms["optimal"] is rushed and kept.max_excess["optimal"] <= 1e-9  # verified
+    assert geo.optimal_offered(config, eps)
+    u = kept.utility_km["optimal"]
+    note = geo.comparison_table({"optimal": kept})["note"].item()
+    assert (
+        note
+        == f"not closed in time: at most {100 * (u / (0.95 * certificate.value) - 1):.2f} % above the optimum"
+    )
+    found[0] = exact
+    geo.request_bound(config, eps, 300.0).result(60)
+    assert geo.stored_mechanism(config, eps, "optimal").mechanisms["optimal"] is exact
 
 
 def test_a_process_exits_without_running_the_queued_builds() -> None:
@@ -850,8 +892,8 @@ def test_above_one_block_one_click_starts_the_bound_that_finds_the_optimum(
     app: AppTest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """At depth 2 the longest bound solves the exact optimum: toggled on there, the page offers to start it
-    (here a stand-in bound) and moves the bound's time to it; once it ran, or where no bound reaches the
-    optimum, the page offers nothing and promises nothing."""
+    (here a stand-in bound that finds none) and moves the bound's time to it; once it ran, the page says it
+    found none; where no bound reaches the optimum, the page offers nothing and promises nothing."""
     runs: list[float] = []
 
     def stand_in(problem: Any, eps: float, *, time_limit: float, **options: Any) -> cgeo.GeoBound:
@@ -863,7 +905,7 @@ def test_above_one_block_one_click_starts_the_bound_that_finds_the_optimum(
     longest = max(geo.BOUND_TIMES)
     at = _small_map(app, config)
     assert config.depth == 2 and geo.cached_problem(config).grid.n_targets > geo.OPTIMAL_MAX_TARGETS
-    assert geo.bound_finds_optimum(config, eps)  # the core's rule: 10 minutes reach the optimum here
+    assert geo.optimum_search(config, eps) == "offer"  # the core's rule: 10 minutes reach the optimum here
     _widget(at, "toggle", "Exact optimum").set_value(True)
     _run(at)
     promise = f"Or let the {geo.seconds_label(longest)} lower bound find it"
@@ -878,9 +920,11 @@ def test_above_one_block_one_click_starts_the_bound_that_finds_the_optimum(
     assert geo.store().get(geo.bound_key(config, eps, longest)).method == "stand-in"
     assert not [b for b in at.button if b.key == "geo_find_optimum"]  # it ran: nothing more to start
     assert not any(promise in i.value for i in at.info)
+    assert geo.optimum_search(config, eps) == "missed"
+    assert any("bound found no optimum it could check on this map" in c.value for c in at.caption)
     monkeypatch.setattr(geo.cosets, "tries_optimum", lambda problem, time_limit: False)
     _widget(at, "radio", "Privacy level").set_value(geo.level_label("Low"))  # another eps, not run there
     _run(at)
-    assert not geo.bound_finds_optimum(config, geo.level_eps("Low"))
+    assert geo.optimum_search(config, geo.level_eps("Low")) == ""
     assert not [b for b in at.button if b.key == "geo_find_optimum"] and runs == [longest]
     assert not any(promise in i.value for i in at.info)
