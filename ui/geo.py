@@ -605,8 +605,9 @@ def seconds_label(seconds: float) -> str:
 
 
 def _bound(config: GeoConfig, eps: float, seconds: float, progress: Progress) -> Any:
-    """``auto_lower_bound``; an exact optimum that it ran (one block; from ``OPTIMUM_SECONDS`` on depth 2)
-    is verified like the page's other builds and stored as its "optimal" row, for the table and the map."""
+    """``auto_lower_bound``; an optimum that it ran (one block; from ``OPTIMUM_SECONDS`` on depth 2) is
+    verified like the page's other builds and kept as its "optimal" row (:func:`_kept_as_row`), for the table
+    and the map. Where the row builds the optimum too, one solves it at a time (``_optimum_claim``)."""
     fits = cached_problem(config).grid.n_targets <= OPTIMAL_MAX_TARGETS  # where the row builds it too
     with _optimum_claim(config, eps, progress) if fits else contextlib.nullcontext():
         return _bound_once(config, eps, seconds, progress)
