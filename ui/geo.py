@@ -730,8 +730,10 @@ def comparison_table(comps: dict[str, GeoComparison], bound: Any | None = None) 
             row["note"] = _optimum_note(comp.mechanisms[key], u)
         rows.append(row)
     table = pd.DataFrame(rows)
-    if "note" in table:
+    if "note" in table:  # next to the numbers it qualifies, not past the table's right edge
         table["note"] = table["note"].fillna("")
+        checks = ["private (checked)", "violation ratio", "construction (s)"]
+        table = table[[c for c in table.columns if c not in checks] + checks]
     return table
 
 
