@@ -519,7 +519,7 @@ def _optimum_claim(config: GeoConfig, eps: float, progress: Progress) -> Iterato
     """Hold the right to build the exact optimum of (config, eps): the optimum's row and a bound on one block
     both run it (20-90 s at depth 1), so one started while the other runs waits for it (reporting progress, so
     a stop reaches it) and then finds the optimum in the store instead of solving it again on shared cores."""
-    key = (config, round(float(eps), 12))
+    key = mechanism_key(config, eps, "optimal")
     while True:
         with _claims_lock:
             held = _claims.get(key)
@@ -608,8 +608,7 @@ def _bound(config: GeoConfig, eps: float, seconds: float, progress: Progress) ->
     """``auto_lower_bound``; an optimum that it ran (one block; from ``OPTIMUM_SECONDS`` on depth 2) is
     verified like the page's other builds and kept as its "optimal" row (:func:`_kept_as_row`), for the table
     and the map. Where the row builds the optimum too, one solves it at a time (``_optimum_claim``)."""
-    fits = cached_problem(config).grid.n_targets <= OPTIMAL_MAX_TARGETS  # where the row builds it too
-    with _optimum_claim(config, eps, progress) if fits else contextlib.nullcontext():
+    with _optimum_claim(config, eps, progress) if _row_builds_optimum(config) else contextlib.nullcontext():
         return _bound_once(config, eps, seconds, progress)
 
 
@@ -635,7 +634,7 @@ def _kept_as_row(config: GeoConfig, eps: float, optimum: GeoMechanism) -> bool:
     kept = stored_mechanism(config, eps, "optimal")
     if _certificate(optimum).exact:
         return kept is None or not _certificate(kept.mechanisms["optimal"]).exact
-    return kept is None and cached_problem(config).grid.n_targets > OPTIMAL_MAX_TARGETS
+    return kept is None and not _row_builds_optimum(config)
 
 
 def _certificate(mech: GeoMechanism) -> Any:
@@ -646,8 +645,12 @@ def _certificate(mech: GeoMechanism) -> Any:
 def optimal_offered(config: GeoConfig, eps: float) -> bool:
     """Whether the page offers the exact optimum on ``config`` at ``eps``: it builds it on one LP block, and
     shows it on larger maps where a bound of :data:`~mdp_core.geo.cosets.OPTIMUM_SECONDS` or more found it."""
-    fits = cached_problem(config).grid.n_targets <= OPTIMAL_MAX_TARGETS
-    return fits or stored_mechanism(config, eps, "optimal") is not None
+    return _row_builds_optimum(config) or stored_mechanism(config, eps, "optimal") is not None
+
+
+def _row_builds_optimum(config: GeoConfig) -> bool:
+    """Whether the optimum's row builds it itself on this map (one LP block, ``OPTIMAL_MAX_TARGETS``)."""
+    return cached_problem(config).grid.n_targets <= OPTIMAL_MAX_TARGETS
 
 
 def optimal_too_large(problem: GeoProblem, reachable: bool) -> str:
