@@ -8,13 +8,15 @@ import itertools
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 
-__all__ = ["over_blocks", "worker_count"]
+__all__ = ["chunk_min", "chunk_sum", "elementwise", "over_blocks", "worker_count"]
 
 _Result = TypeVar("_Result")
+#: Elements per chunk of :func:`elementwise`: a formula's operands and temporaries stay in cache.
+_CHUNK = 1 << 16
 
 
 def worker_count() -> int:
@@ -52,3 +54,47 @@ def _pool(threads: int) -> ThreadPoolExecutor:
     """Threads kept for :func:`over_blocks`: a pool per call cost 1.22 ms against 0.28 ms (~0.8 s of an
     exact optimum at depth 1 of the city, ~860 calls)."""
     return ThreadPoolExecutor(threads, thread_name_prefix="mdp-blocks")
+
+
+def _over_chunks(size: int, task: Callable[[int, int], _Result]) -> list[_Result]:
+    """``task(a, b)`` for the consecutive :data:`_CHUNK`-sized ranges of ``range(size)``, on every core."""
+
+    def chunks(lo: int, hi: int) -> list[_Result]:
+        return [task(a, min(a + _CHUNK, size)) for a in range(lo * _CHUNK, min(hi * _CHUNK, size), _CHUNK)]
+
+    return [result for part in over_blocks(-(-size // _CHUNK), chunks) for result in part]
+
+
+def _sliced(operands: tuple[np.ndarray | float, ...], a: int, b: int) -> list[np.ndarray | float]:
+    return [operand[a:b] if isinstance(operand, np.ndarray) else operand for operand in operands]
+
+
+def elementwise(formula: Callable[..., np.ndarray], *operands: np.ndarray | float) -> np.ndarray:
+    """``formula(*operands)`` for 1-D float arrays of one length (and scalars), chunk by chunk, on every core.
+
+    numpy writes every temporary of a whole-vector expression to memory and reads it back; chunks of
+    :data:`_CHUNK` keep them in cache. ``(-a - b * c) / d`` over 5.8 M elements (the interior point's rows at
+    depth 2 of the 15 km city): 29.6 ms whole, 10.7 ms chunked on 2 cores. ``formula`` must work element by
+    element; the first operand is an array, and gives the length.
+    """
+    out = np.empty(len(cast("np.ndarray", operands[0])))
+
+    def task(a: int, b: int) -> None:
+        out[a:b] = formula(*_sliced(operands, a, b))
+
+    _over_chunks(len(out), task)
+    return out
+
+
+def chunk_min(formula: Callable[..., np.ndarray], *operands: np.ndarray | float) -> float:
+    """``formula(*operands).min()`` chunk by chunk, on every core (:func:`elementwise`); inf when empty."""
+    size = len(cast("np.ndarray", operands[0]))
+    return min(
+        _over_chunks(size, lambda a, b: float(formula(*_sliced(operands, a, b)).min())), default=np.inf
+    )
+
+
+def chunk_sum(formula: Callable[..., np.ndarray], *operands: np.ndarray | float) -> float:
+    """``formula(*operands).sum()`` chunk by chunk, on every core (:func:`elementwise`)."""
+    size = len(cast("np.ndarray", operands[0]))
+    return sum(_over_chunks(size, lambda a, b: float(formula(*_sliced(operands, a, b)).sum())))

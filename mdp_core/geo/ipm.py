@@ -5,15 +5,12 @@ The LP of :mod:`mdp_core.geo.bounds` on any set of privacy rows (a, b, y),
     min  c'P   s.t.  P[a, y] - r_ab P[b, y] <= 0  (the rows),   sum_y P[x, y] = 1,   P >= 0,
 
 couples the variables of one output y only through its privacy rows, and the outputs only through the row
-sums. So in a primal-dual Newton step the matrix ``G' D G + W / P`` is block diagonal, one n x n block per
-output, and the row sums leave an n x n Schur complement ``S = sum_y H_y^-1``: m Cholesky factorisations
-and inverses of n x n matrices per iteration, on all cores (:mod:`mdp_core.geo._lapack`: 0.13 s for
-117 blocks of 406 at depth 1 of the 15 km city on 2 cores, 0.34 s on one; 0.28 s per iteration in all,
-on average over the city's LPs of 0.5-1.6 M rows; 25-70 iterations per LP), where a general solver sees
+sums. So a Newton step factorises one n x n block per output and an n x n Schur complement
+(:mod:`mdp_core.geo._newton`, early on the path in float32): 0.28 s per iteration in all at depth 1 of the
+15 km city (117 blocks of 406, 0.5-1.6 M rows; 25-70 iterations per LP), where a general solver sees
 0.5-1.9 M sparse rows (HiGHS IPX and simplex did not finish the 1.1-spanner relaxation of that problem in
-3 min; PDLP stops at ~1e-3 relative accuracy). The blocks go into one buffer reused by every iteration;
-the memory-bound products with their inverses run on all cores too (:func:`~mdp_core.geo._lapack.over_blocks`:
-the exact optimum at depth 1 of the city, eps 1.5, back to back, in 51.4 s against 57.8 s on one thread).
+3 min; PDLP stops at ~1e-3 relative accuracy). The element-wise work on the rows (5.8 M at depth 2 of the
+city) is done chunk by chunk in cache on all cores (:func:`~mdp_core._cores.elementwise`).
 
 Mehrotra predictor-corrector with separate primal and dual steps, its centring weight capped at
 :data:`_SIGMA_MAX`, and Gondzio's multiple centrality correctors (up to three more solves with the same
@@ -24,12 +21,12 @@ set being decided, not inaccurate directions), so Mehrotra's weight stays at 0.4
 against 97-102), the cap by another quarter to a third (:data:`_SIGMA_MAX`). The predictor and the trial
 correctors skip iterative refinement; the step taken is refined.
 Each row is scaled to unit norm (``(P[a] - r P[b]) / sqrt(1 + r^2)``: ``r`` reaches e^20 across a city)
-and the Newton systems are refined while that helps (:meth:`_Newton.solve`). ``row_sums`` below 1 solve
-for some outputs with the others held fixed. A warm start (row generation) mixes the last solution with
-2 % of the uniform mechanism and pushes every complementarity pair off the boundary (measured: 10 % fewer
-iterations). The result is data: the solution, the multipliers of the unscaled rows (any
-``nu >= 0`` certifies a bound through :func:`~mdp_core.geo.bounds.certified_bound`, so their accuracy only
-costs tightness, never validity) and the convergence record.
+and the Newton systems are refined while that helps (:meth:`~mdp_core.geo._newton.Newton.solve`).
+``row_sums`` below 1 solve for some outputs with the others held fixed. A warm start (row generation)
+mixes the last solution with 2 % of the uniform mechanism and pushes every complementarity pair off the
+boundary (measured: 10 % fewer iterations). The result is data: the solution, the multipliers of the
+unscaled rows (any ``nu >= 0`` certifies a bound through :func:`~mdp_core.geo.bounds.certified_bound`,
+so their accuracy only costs tightness, never validity) and the convergence record.
 """
 
 from __future__ import annotations
@@ -38,13 +35,12 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.linalg import cho_factor, cho_solve
 from threadpoolctl import threadpool_limits
 
+from mdp_core._cores import chunk_min, chunk_sum, elementwise
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
-from mdp_core.geo._lapack import invert_spd_blocks, over_blocks, product_by_parts, row_parts, worker_count
+from mdp_core.geo._newton import Newton, Structure, factorise
 
 __all__ = ["GeoLPSolution", "solve_geo_lp"]
 
@@ -54,8 +50,6 @@ __all__ = ["GeoLPSolution", "solve_geo_lp"]
 _WARM_MIX, _WARM_MU = 0.02, 0.1
 #: Fraction of the step to the boundary taken (keeps iterates interior).
 _STEP = 0.995
-#: Iterative refinement of the Newton systems: at most this many steps, until this relative residual.
-_REFINE_STEPS, _REFINE_TOL = 4, 1e-10
 #: Gondzio's centrality correctors: at most this many a step, each kept while it lengthens the step by a
 #: factor ``_CORRECTOR_GAIN``; products pulled into ``[_CENTRE_LOW, _CENTRE_HIGH] * sigma mu`` at a trial
 #: step ``_ASPIRATION`` longer.
@@ -68,6 +62,13 @@ _CENTRE_LOW, _CENTRE_HIGH = 0.1, 10.0
 #: the last iterates are less central and their multipliers certify less: eps 1.0 stopped 1.4e-5 short
 #: of the bracket.
 _SIGMA_MAX = 0.2
+#: The Newton blocks are inverted in float32 until the refined step's relative residual is above this (the
+#: float32 factors have then lost too many digits for refinement to recover float64's accuracy) ...
+_SINGLE_RESIDUAL = 1e-8
+#: ... on blocks of at least this many targets, where the inversion is most of an iteration (1,251 targets:
+#: 2.4 against 3.8 s an iteration; the exact optimum at depth 2 of the city 483 against 545 s with the
+#: chunked element-wise work). Smaller problems keep float64's path (and the coset bounds its tightness).
+_SINGLE_FROM = 700
 
 
 @dataclass(frozen=True)
@@ -103,131 +104,8 @@ class GeoLPSolution:
     y: np.ndarray
 
 
-@dataclass
-class _Structure:
-    """Index arrays of the rows in the variables and in the stacked Hessian blocks (built once)."""
-
-    n: int
-    m: int
-    ra: np.ndarray  # scaled coefficients: row = ra P[a, y] - rb P[b, y]
-    rows: sp.csr_matrix  # the scaled rows over the variables (x = a m + y), and their transpose: CSR
-    column_parts: list[tuple[int, sp.csr_matrix]]  # the transpose by rows (beats gathers by 20-25 %)
-    # G'DG in the (m, n, n) stack: its distinct entries ``positions`` are ``assemble @ d`` (the four terms
-    # of every row summed once, by a sparse product), the W/P diagonal goes to ``diagonal``
-    positions: np.ndarray
-    assemble: sp.csr_matrix
-    diagonal: np.ndarray
-
-    @classmethod
-    def build(cls, n: int, m: int, rows: np.ndarray, ratios: np.ndarray) -> _Structure:
-        a, b, y = rows[:, 0], rows[:, 1], rows[:, 2]
-        norm = np.sqrt(1.0 + ratios * ratios)
-        ra, rb = 1.0 / norm, ratios / norm
-        block = y * n * n
-        diagonal, across = [block + a * (n + 1), block + b * (n + 1)], [block + a * n + b, block + b * n + a]
-        index = np.concatenate(diagonal + across)
-        positions, slot = np.unique(index, return_inverse=True)
-        r = len(rows)
-        terms = np.concatenate([ra * ra, rb * rb, -ra * rb, -ra * rb])
-        assemble = sp.csr_matrix((terms, (slot, np.tile(np.arange(r), 4))), shape=(len(positions), r))
-        x = np.arange(n * m)
-        matrix = sp.csr_matrix(
-            (np.concatenate([ra, -rb]), (np.tile(np.arange(r), 2), np.concatenate([a * m + y, b * m + y]))),
-            shape=(r, n * m),
-        )
-        return cls(
-            n=n,
-            m=m,
-            ra=ra,
-            rows=matrix,
-            column_parts=row_parts(matrix.T.tocsr(), worker_count()),
-            positions=positions,
-            assemble=assemble,
-            diagonal=(x % m) * n * n + (x // m) * (n + 1),
-        )
-
-    def hessian_blocks(self, d: np.ndarray, diag: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """``G' diag(d) G + diag(diag)`` as m blocks of n x n, written into ``out`` (reused: a fresh
-        154 MB array per iteration costs its page faults, ~0.1 s here)."""
-        over_blocks(self.m, lambda lo, hi: out[lo:hi].fill(0.0))
-        flat = out.reshape(-1)
-        flat[self.positions] = self.assemble @ d
-        flat[self.diagonal] += diag
-        return out
-
-    def g(self, v: np.ndarray) -> np.ndarray:
-        """The scaled rows applied to a variable vector."""
-        return self.rows @ v
-
-    def gt(self, u: np.ndarray) -> np.ndarray:
-        """The scaled rows' transpose applied to a row vector."""
-        return product_by_parts(self.column_parts, u, self.n * self.m)
-
-    def row_sums(self, v: np.ndarray) -> np.ndarray:
-        return v.reshape(self.n, self.m).sum(axis=1)
-
-
-class _Newton:
-    """The factorised Newton system of one iteration (blocks and Schur complement)."""
-
-    def __init__(self, st: _Structure, d: np.ndarray, diag: np.ndarray, buffer: np.ndarray) -> None:
-        blocks = st.hessian_blocks(d, diag, buffer)
-        self.st, self.d, self.diag = st, d, diag
-        failed = invert_spd_blocks(blocks)  # explicit inverses: the Schur complement needs them
-        if failed is not None:
-            raise np.linalg.LinAlgError(f"block {failed} is not positive definite")
-        self.inverse = blocks
-        self.schur = cho_factor(blocks.sum(axis=0))
-
-    def _blocks_solve(self, rhs: np.ndarray) -> np.ndarray:
-        """H^-1 rhs for rhs of shape (n*m,), every block against its own column (m, n)."""
-        cols = np.ascontiguousarray(rhs.reshape(self.st.n, self.st.m).T)[:, :, None]  # (m, n, 1)
-        out = np.empty_like(cols)
-        over_blocks(self.st.m, lambda lo, hi: np.matmul(self.inverse[lo:hi], cols[lo:hi], out=out[lo:hi]))
-        return out[:, :, 0]
-
-    def _same_solve(self, dy: np.ndarray) -> np.ndarray:
-        """H^-1 applied to the same column ``dy`` in every block (m, n)."""
-        n = self.st.n
-        out, stacked = np.empty((self.st.m, n)), self.inverse.reshape(-1, n)
-        over_blocks(self.st.m, lambda lo, hi: np.matmul(stacked[lo * n : hi * n], dy, out=out[lo:hi].ravel()))
-        return out
-
-    def _reduced(self, f: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        hf = self._blocks_solve(f)
-        dy = cho_solve(self.schur, g - hf.sum(axis=0))
-        return (hf + self._same_solve(dy)).T.ravel(), dy
-
-    def solve(
-        self,
-        f: np.ndarray,
-        g: np.ndarray,
-        refine: bool = True,
-        unrefined: tuple[np.ndarray, ...] | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """``H dx - A'dy = f, A dx = g``, refined (H applied through G) while the relative residual is above
-        ``_REFINE_TOL`` and falls tenfold a step, at most ``_REFINE_STEPS`` times: late on the path the
-        explicit inverses lose digits, and the certificate with them (200-target sub-city: 7.9e-6 below the
-        objective after one step, 1.6e-6 after four; past 1e-11 the residual stalls). ``unrefined``: this
-        system's unrefined solution, when computed before."""
-        dx, dy = self._reduced(f, g) if unrefined is None else unrefined
-        st = self.st
-        size = float(np.abs(f).max()) + float(np.abs(g).max())
-        last = np.inf
-        for _ in range(_REFINE_STEPS if refine else 0):
-            r1 = f - (st.gt(self.d * st.g(dx)) + self.diag * dx - np.repeat(dy, st.m))
-            r2 = g - st.row_sums(dx)
-            residual = (float(np.abs(r1).max()) + float(np.abs(r2).max())) / size
-            if residual <= _REFINE_TOL or residual > 0.1 * last:
-                break
-            last = residual
-            ex, ey = self._reduced(r1, r2)
-            dx, dy = dx + ex, dy + ey
-        return dx, dy
-
-
 def _warm_point(
-    st: _Structure, c: np.ndarray, budget: np.ndarray, start: GeoLPSolution
+    st: Structure, c: np.ndarray, budget: np.ndarray, start: GeoLPSolution
 ) -> tuple[np.ndarray, ...]:
     """An interior point near ``start``: its mechanism mixed with a little of the uniform one, its multipliers
     (the new rows' from the complementarity target), all pushed off the boundary to one complementarity."""
@@ -246,7 +124,7 @@ def _warm_point(
 
 
 def _direction(
-    newton: _Newton,
+    newton: Newton,
     point: tuple[np.ndarray, ...],
     residuals: tuple[np.ndarray, ...],
     rc_s: np.ndarray,
@@ -259,15 +137,16 @@ def _direction(
     x, s, lam, w = point
     rp, rg, rd = residuals
     st, d = newton.st, newton.d
-    f = -rd + st.gt(rc_s / s - d * rg) - rc_x / x
+    f = -rd + st.gt(elementwise(lambda rc, s, d, rg: rc / s - d * rg, rc_s, s, d, rg)) - rc_x / x
     dx, dy = newton.solve(f, -rp, refine, unrefined)
-    ds = -rg - st.g(dx)
-    return dx, dy, ds, (-rc_s - lam * ds) / s, (-rc_x - w * dx) / x
+    ds = elementwise(lambda rg, g: -rg - g, rg, st.g(dx))
+    dlam = elementwise(lambda rc, lam, ds, s: (-rc - lam * ds) / s, rc_s, lam, ds, s)
+    return dx, dy, ds, dlam, (-rc_x - w * dx) / x
 
 
 def _max_step(v: np.ndarray, dv: np.ndarray) -> float:
     """Longest ``t <= 1`` with ``v + t dv >= 0`` for ``v > 0`` (one pass: 20x faster than masking)."""
-    fastest = float((dv / v).min())
+    fastest = chunk_min(np.divide, dv, v)
     return 1.0 if fastest >= -1.0 else -1.0 / fastest
 
 
@@ -278,7 +157,7 @@ def _step_lengths(point: tuple[np.ndarray, ...], step: tuple[np.ndarray, ...]) -
 
 
 def _centrality_correctors(
-    newton: _Newton,
+    newton: Newton,
     point: tuple[np.ndarray, ...],
     residuals: tuple[np.ndarray, ...],
     step: tuple[np.ndarray, ...],
@@ -294,19 +173,48 @@ def _centrality_correctors(
     for _ in range(_CORRECTORS):
         dx, _, ds, dlam, dw = step
         tp, td = min(1.0, ap + _ASPIRATION), min(1.0, ad + _ASPIRATION)
-        v_s, v_x = (s + tp * ds) * (lam + td * dlam), (x + tp * dx) * (w + td * dw)
-        t_s = np.clip(v_s, _CENTRE_LOW * target, _CENTRE_HIGH * target) - v_s
-        t_x = np.clip(v_x, _CENTRE_LOW * target, _CENTRE_HIGH * target) - v_x
-        t_s, t_x = np.maximum(t_s, -_CENTRE_HIGH * target), np.maximum(t_x, -_CENTRE_HIGH * target)
-        trial = _direction(newton, point, residuals, rc_s - t_s, rc_x - t_x, refine=False)
+        trial_s = elementwise(_pulled, rc_s, s, ds, lam, dlam, tp, td, target)
+        trial_x = elementwise(_pulled, rc_x, x, dx, w, dw, tp, td, target)
+        trial = _direction(newton, point, residuals, trial_s, trial_x, refine=False)
         tap, tad = _step_lengths(point, trial)
         if min(tap, tad) < _CORRECTOR_GAIN * min(ap, ad) and tap + tad < _CORRECTOR_GAIN * (ap + ad):
             break
-        step, (ap, ad), rc_s, rc_x = trial, (tap, tad), rc_s - t_s, rc_x - t_x
+        step, (ap, ad), rc_s, rc_x = trial, (tap, tad), trial_s, trial_x
     # the trials skip refinement (so does the first step, which a corrector usually replaces): refine
     # the one taken, from its own solve
     step = _direction(newton, point, residuals, rc_s, rc_x, unrefined=step[:2])
     return step, _step_lengths(point, step)
+
+
+def _pulled(
+    rc: np.ndarray,
+    v: np.ndarray,
+    dv: np.ndarray,
+    u: np.ndarray,
+    du: np.ndarray,
+    tp: float,
+    td: float,
+    target: float,
+) -> np.ndarray:
+    """``rc`` less the pull of the products ``(v + tp dv) (u + td du)`` into ``[low, high] * target``."""
+    product = (v + tp * dv) * (u + td * du)
+    high = _CENTRE_HIGH * target
+    return rc - np.maximum(np.clip(product, _CENTRE_LOW * target, high) - product, -high)
+
+
+def _product_at(
+    v: np.ndarray, dv: np.ndarray, u: np.ndarray, du: np.ndarray, tp: float, td: float
+) -> np.ndarray:
+    return (v + tp * dv) * (u + td * du)
+
+
+def _centred(v: np.ndarray, dv: np.ndarray, u: np.ndarray, du: np.ndarray, shift: float) -> np.ndarray:
+    """Mehrotra's corrector right-hand side: the products and the affine step's second-order term, centred."""
+    return v * u + dv * du - shift
+
+
+def _moved(v: np.ndarray, dv: np.ndarray, t: float) -> np.ndarray:
+    return v + t * dv
 
 
 def solve_geo_lp(
@@ -363,13 +271,13 @@ def solve_geo_lp(
     budget = np.ones(n) if row_sums is None else np.asarray(row_sums, dtype=np.float64)
     if budget.shape != (n,) or not np.all(budget > 0.0):
         raise DataError(f"row_sums must be {n} positive numbers")
-    st = _Structure.build(n, m, rows, ratios)
+    st = Structure.build(n, m, rows, ratios)
     with threadpool_limits(limits=1):  # threads go over the blocks instead (BLAS threads on them were slower)
         return _interior_point(st, cost.ravel(), budget, tol, max_iter, deadline, start, certify, progress)
 
 
 def _interior_point(
-    st: _Structure,
+    st: Structure,
     c: np.ndarray,
     budget: np.ndarray,
     tol: float,
@@ -390,12 +298,14 @@ def _interior_point(
         x, s, lam, w, y = _warm_point(st, c, budget, start)
     count = len(s) + len(x)
     buffer = np.empty((m, n, n))  # the Hessian blocks, then their inverses, every iteration
+    single = buffer.reshape(-1).view(np.float32)[: m * n * n].reshape(m, n, n)  # its first half
+    precise = n < _SINGLE_FROM  # else from the first iteration that needs it on: float64 blocks
     gap, converged, iterations, tick = 1.0, False, 0, time.perf_counter()
     scale = 1.0 + float(np.abs(c).max())  # of the dual residual
     best_estimate, best_lam = -np.inf, lam
     for iterations in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
         rp = st.row_sums(x) - budget
-        rg = st.g(x) + s
+        rg = elementwise(np.add, st.g(x), s)
         reduced = c + st.gt(lam)
         rd = reduced - np.repeat(y, m) - w
         objective, dual = float(c @ x), float(y @ budget)
@@ -420,23 +330,29 @@ def _interior_point(
         done = min(0.99, np.log10(max(gap, 1e-12)) / np.log10(tol))
         report(progress, done, f"interior point: gap {gap:.1e}")
         mu = (float(lam @ s) + float(w @ x)) / count
-        d = lam / s
-        try:
-            newton = _Newton(st, d, w / x, buffer)
-        except np.linalg.LinAlgError:
+        d = elementwise(np.divide, lam, s)
+        newton = factorise(st, d, w / x, buffer if precise else single)
+        if newton is None and not precise:  # float32 lost definiteness: float64 from here on
+            precise, newton = True, factorise(st, d, w / x, buffer)
+        if newton is None:
             break  # the blocks lost definiteness at the end of the path: keep the last iterate
         point, residuals = (x, s, lam, w), (rp, rg, rd)
         dx, dy, ds, dlam, dw = _direction(newton, point, residuals, lam * s, w * x, refine=False)
         ap, ad = _step_lengths(point, (dx, dy, ds, dlam, dw))
-        mu_aff = (float((lam + ad * dlam) @ (s + ap * ds)) + float((w + ad * dw) @ (x + ap * dx))) / count
-        sigma = min(_SIGMA_MAX, (mu_aff / mu) ** 3)
-        rc_s, rc_x = lam * s + ds * dlam - sigma * mu, w * x + dx * dw - sigma * mu  # Mehrotra's corrector
+        mu_aff = chunk_sum(_product_at, s, ds, lam, dlam, ap, ad) + chunk_sum(
+            _product_at, x, dx, w, dw, ap, ad
+        )
+        sigma = min(_SIGMA_MAX, (mu_aff / count / mu) ** 3)
+        rc_s = elementwise(_centred, s, ds, lam, dlam, sigma * mu)
+        rc_x = elementwise(_centred, x, dx, w, dw, sigma * mu)
         step = _direction(newton, point, residuals, rc_s, rc_x, refine=False)
         step, (ap, ad) = _centrality_correctors(newton, point, residuals, step, rc_s, rc_x, sigma * mu)
         dx, dy, ds, dlam, dw = step
+        # float32 factors that no longer refine the step to float64's accuracy: float64 from here on
+        precise = precise or newton.residual > _SINGLE_RESIDUAL
         ap, ad = _STEP * ap, _STEP * ad
-        x, s = x + ap * dx, s + ap * ds
-        lam, w, y = lam + ad * dlam, w + ad * dw, y + ad * dy
+        x, s = x + ap * dx, elementwise(_moved, s, ds, ap)
+        lam, w, y = elementwise(_moved, lam, dlam, ad), w + ad * dw, y + ad * dy
     nu = np.maximum(best_lam, 0.0) * st.ra  # multipliers of the unscaled rows
     return GeoLPSolution(
         p=x.reshape(n, m),

@@ -26,6 +26,29 @@ def test_inverses_equal_numpys(workers: int) -> None:
     np.testing.assert_array_equal(blocks, blocks.transpose(0, 2, 1))  # both triangles filled
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_float32_blocks_are_inverted_in_float32(workers: int) -> None:
+    blocks = spd_blocks(5, 40, seed=workers)
+    expected = np.linalg.inv(blocks)
+    single = blocks.astype(np.float32)
+    assert invert_spd_blocks(single, workers=workers) is None
+    assert single.dtype == np.float32
+    # float32's own accuracy (well conditioned blocks): far from float64's, far better than no inverse
+    np.testing.assert_allclose(single, expected, rtol=0, atol=1e-6 * np.abs(expected).max())
+    assert np.abs(single - expected).max() > 1e-12 * np.abs(expected).max()
+    np.testing.assert_array_equal(single, single.transpose(0, 2, 1))
+
+
+@pytest.mark.parametrize("single", [False, True])
+def test_the_serial_fallback_inverts_both_precisions(monkeypatch: pytest.MonkeyPatch, single: bool) -> None:
+    blocks = spd_blocks(3, 8, seed=5).astype(np.float32 if single else np.float64)
+    expected = np.linalg.inv(blocks.astype(np.float64))
+    monkeypatch.setattr(_lapack, "_SPOTRF" if single else "_POTRF", None)
+    assert invert_spd_blocks(blocks) is None
+    tol = 1e-6 if single else 1e-13
+    np.testing.assert_allclose(blocks, expected, rtol=0, atol=tol * np.abs(expected).max())
+
+
 @pytest.mark.parametrize("n", [1, 5, _lapack._TILE, _lapack._TILE + 1, 2 * _lapack._TILE + 37])
 def test_the_upper_triangle_is_mirrored_tile_by_tile(n: int) -> None:
     block = np.random.default_rng(n).standard_normal((n, n))
@@ -67,9 +90,9 @@ def test_a_block_that_is_not_positive_definite_is_named(workers: int) -> None:
 
 
 def test_bad_layouts_are_refused_and_workers_are_counted() -> None:
-    with pytest.raises(ValueError, match="C-contiguous float64"):
+    with pytest.raises(ValueError, match="C-contiguous float64 or float32"):
         invert_spd_blocks(spd_blocks(2, 3, seed=0).transpose(0, 2, 1)[:, ::2])
-    with pytest.raises(ValueError, match="C-contiguous float64"):
-        invert_spd_blocks(spd_blocks(2, 3, seed=0).astype(np.float32))
+    with pytest.raises(ValueError, match="C-contiguous float64 or float32"):
+        invert_spd_blocks(spd_blocks(2, 3, seed=0).astype(np.float16))
     assert 1 <= worker_count() <= 8
     assert _lapack._capsule_routine("no_such_routine") is None  # then the serial f2py path is used

@@ -22,6 +22,7 @@ from test_geo_bounds import full_lp, tiny_problem  # tests/geo is on sys.path (r
 from mdp_core.errors import DataError
 from mdp_core.geo import (
     GeoProblem,
+    _newton,
     build_problem,
     coarser_start,
     compare,
@@ -87,6 +88,43 @@ def test_interior_point_equals_highs_on_the_same_rows(eps: float, dilation: floa
     assert np.all(sol.p > 0) and np.all(sol.nu >= 0)
     excess = sol.p[rows[:, 0], rows[:, 2]] - ratios * sol.p[rows[:, 1], rows[:, 2]]
     assert excess.max() <= 1e-9  # the kept rows hold
+
+
+@pytest.mark.parametrize("fail_single_at", [None, 3])
+def test_early_float32_blocks_reach_float64s_optimum_and_certificate(
+    monkeypatch: pytest.MonkeyPatch, fail_single_at: int | None
+) -> None:
+    """Blocks inverted in float32 while the refined step keeps float64's accuracy, then float64 for good;
+    a float32 block that is not definite (``fail_single_at``) hands that very iteration to float64."""
+    problem = tiny_problem(10, 8, seed=3, seed_n=5)  # 99 targets x 30 outputs
+    cost, rows, ratios = lp_rows(problem, 1.5, 1.1)
+    reference = linprog_on_rows(cost, rows, ratios)
+    plain = solve_geo_lp(cost, rows, ratios, tol=1e-6)
+    precisions: list[str] = []
+    invert = _newton.invert_spd_blocks
+
+    def spy(blocks: np.ndarray) -> int | None:
+        precisions.append(blocks.dtype.name)
+        if blocks.dtype == np.float32 and len(precisions) == fail_single_at:
+            return 0  # as LAPACK reports a block that is not positive definite
+        return invert(blocks)
+
+    monkeypatch.setattr(_newton, "invert_spd_blocks", spy)
+    monkeypatch.setattr(ipm, "_SINGLE_FROM", 0)
+    mixed = solve_geo_lp(cost, rows, ratios, tol=1e-6)
+    single = precisions.count("float32")
+    assert single >= 2 and precisions[:single] == ["float32"] * single  # float32 first, never after float64
+    assert "float64" in precisions[single:] and set(precisions[single:]) == {"float64"}
+    if fail_single_at is not None:
+        # a factorisation a step (the last iteration only finds convergence), the failed one twice
+        assert single == fail_single_at and len(precisions) == mixed.iterations
+    assert plain.converged and mixed.converged  # measured: 17 iterations in float64, 10 + 9 mixed
+    for sol in (plain, mixed):
+        assert sol.objective == pytest.approx(reference, rel=2e-6)
+        certificate = certified_bound(cost, rows, ratios, sol.nu)
+        assert reference * (1 - 2e-6) <= certificate <= reference * (1 + 1e-7)
+        excess = sol.p[rows[:, 0], rows[:, 2]] - ratios * sol.p[rows[:, 1], rows[:, 2]]
+        assert excess.max() <= 1e-6
 
 
 def test_a_certify_stop_returns_once_the_certificate_is_that_close() -> None:
