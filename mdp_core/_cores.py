@@ -3,18 +3,22 @@ capsules and scipy's sparse products let go of the GIL, so threads run them in p
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from typing import TypeVar, cast
 
 import numpy as np
 
-__all__ = ["chunk_min", "chunk_sum", "elementwise", "over_blocks", "worker_count"]
+__all__ = ["chunk_min", "chunk_sum", "elementwise", "on_this_thread", "over_blocks", "worker_count"]
 
 _Result = TypeVar("_Result")
+#: Set (:func:`on_this_thread`) where the caller already runs one task per core: block work stays inline.
+_INLINE: ContextVar[bool] = ContextVar("mdp_inline_blocks", default=False)
 #: Elements per chunk of :func:`elementwise`: a formula's operands and temporaries stay in cache.
 _CHUNK = 1 << 16
 
@@ -41,12 +45,27 @@ def over_blocks(count: int, task: Callable[[int, int], _Result], workers: int | 
     products with the 154 MB stack of inverses at depth 1 of the 15 km city take half the time on two
     threads (14 against 7 ms a product).
     """
+    if _INLINE.get():
+        workers = 1
     chunks = _chunks(count, worker_count() if workers is None else max(1, workers))
     if len(chunks) == 1:
         return [task(*chunks[0])]
     others = [_pool(len(chunks) - 1).submit(task, *chunk) for chunk in chunks[1:]]
     first = task(*chunks[0])  # the caller's thread takes a chunk too
     return [first] + [future.result() for future in others]
+
+
+@contextlib.contextmanager
+def on_this_thread() -> Iterator[None]:
+    """:func:`over_blocks` (and so :func:`elementwise`) on the calling thread only, within this context: for
+    tasks that already run one per core, where splitting each over the shared pool only queues them behind
+    each other (the 49 cosets of depth 4 of the 15 km city, eps 1.0, 60 s: 1.1799 km with their element-wise
+    work split, 1.1967 before it was)."""
+    token = _INLINE.set(True)
+    try:
+        yield
+    finally:
+        _INLINE.reset(token)
 
 
 @functools.lru_cache(maxsize=8)

@@ -42,7 +42,11 @@ Measured (``python -m bench geo_optimal``, depth 1, 60 task points, 2 cores): th
 0.98 M rows to 0.64 M, 68.8 to 51.8 s). At 1.5 the optimum 1.0631 km puts the spanner mechanism 0.9 % above.
 Depth 2 (1,251 targets), started (:func:`coarser_start`) from the outputs the depth-1 optimum uses: exact in
 two LPs at eps 0.5 / 1.0 / 1.5 in 396 / 587 / 464 s (6.2-7.1 M rows; half of it the blocks' inversion);
-without (``auto_lower_bound``): 284-580 s. What pays is fewer whole LPs (warm starts cut ~10 % of iterations).
+without (``auto_lower_bound``): 284-580 s. What pays is fewer whole LPs (warm starts cut ~10 % of iterations),
+and cheaper iterations: with the early Newton blocks in float32 and the element-wise work chunked
+(:mod:`~mdp_core.geo._newton`, ``bench geo_depth2``), at the Medium level (eps ln 2 / 0.5 km) through
+``auto_lower_bound`` the district in 259 s and the city in 419 s (459 s with every block in float64; 545-553 s
+before both).
 """
 
 from __future__ import annotations

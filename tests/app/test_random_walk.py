@@ -40,8 +40,9 @@ STEPS = int(os.environ.get("MDP_WALK_STEPS", "40"))
 #: Buttons that start an explicit, user-sized long job with its own progress bar and cancel (a sweep of
 #: thousands of pipeline runs, a geo bound of up to 10 minutes in the background): by design not bound by the
 #: 60 s rerun rule, so the walk does not press them; tests/sweep/test_page.py runs the page's sweep on a tiny
-#: spec instead, tests/app/test_geo_page.py the bound on a small map and its stop on a stand-in.
-LONG_JOBS = frozenset({"sweep_run", "geo_bound_run"})
+#: spec instead, tests/app/test_geo_page.py the bound on a small map, its stop and "Find the exact optimum"
+#: (which starts the 10-minute bound) on stand-ins.
+LONG_JOBS = frozenset({"sweep_run", "geo_bound_run", "geo_find_optimum"})
 SEED_SHIFT = int(os.environ.get("MDP_WALK_SEED", "0"))
 LOG = os.environ.get("MDP_WALK_LOG", "")
 DATASETS = ("heart", "adult", "wine", "upload")

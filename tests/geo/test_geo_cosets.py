@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from test_geo_bounds import full_lp, tiny_problem  # tests/geo is on sys.path (rootdir conftest layout)
 from threadpoolctl import threadpool_info
 
+from mdp_core import _cores
 from mdp_core._validation import Progress, part
 from mdp_core.errors import DataError
 from mdp_core.geo import (
@@ -345,6 +346,26 @@ def test_cosets_on_threads_report_progress_from_the_caller_and_restore_blas_thre
     assert calls[-1][0] == 1.0 and all(main for _, main in calls)
     assert [done for done, _ in calls] == sorted(done for done, _ in calls)
     assert 0.0 < bound.value <= full_lp(problem, 1.0) + 1e-9
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_cosets_on_several_threads_keep_their_block_work_each_on_its_own(
+    monkeypatch: pytest.MonkeyPatch, cores: int
+) -> None:
+    """With a coset per core, a coset's inversions and element-wise work stay on its thread (split over the
+    shared pool, they only queued behind each other); alone, a coset takes every core."""
+    seen: list[bool] = []
+    spanner_bound = cosets_module._spanner_bound
+
+    def spy(*args: object) -> GeoBound:
+        seen.append(_cores._INLINE.get())
+        return spanner_bound(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cosets_module, "_spanner_bound", spy)
+    monkeypatch.setattr(cosets_module, "worker_count", lambda: cores)
+    coset_lower_bound(tiny_problem(4, 4, seed=5, depth=2, seed_n=2), 1.0, step=2, time_limit=30)
+    assert seen == [cores > 1] * 4
+    assert not _cores._INLINE.get()  # the caller's own work is split as before
 
 
 def test_bad_step_is_refused() -> None:

@@ -1,0 +1,68 @@
+"""The exact optimum at depth 2 the way the map page finds it, against the same solver in float64 only.
+
+The page's button "Find the exact optimum" runs :func:`~mdp_core.geo.auto_lower_bound` with 600 s (its
+10-minute bound), which solves the exact optimum by row generation over the block interior point
+(:mod:`mdp_core.geo.optimal`) where that closes. Moonshot (b) of issue #15: depth 2 of the 15 km city
+(``../shared/data/baltimore.osm.pbf``, skipped when absent) in under 10 minutes. Maps: the district and
+the city at depth 2, 12 seed cells, 60 task points, the page's Medium level (eps = ln 2 / 0.5 km).
+
+Per run, in its own process (its peak memory): the bound (km), whether it is the exact optimum, the whole
+seconds, the interior point's iterations per LP and the peak resident memory. ``precision``: ``mixed`` is
+the solver as shipped (early Newton blocks in float32 on grids of :data:`~mdp_core.geo.ipm._SINGLE_FROM`
+targets or more, :mod:`mdp_core.geo._newton`); ``float64`` patches that threshold above the grid, so every
+block is inverted in float64 (the element-wise work is chunked in both). HiGHS does not finish even the
+first round's LP at depth 1 (``bench geo_optimal``), so the alternative here is the solver's own older path.
+Quick: nothing (a depth-2 optimum takes minutes).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CITY = ROOT.parent / "shared" / "data" / "baltimore.osm.pbf"
+EPS = math.log(2.0) / 0.5  #: the page's Medium level, 1/km
+LIMIT = 600.0  #: the page's longest bound, s
+
+_SCRIPT = """
+import json, resource, sys, time
+import numpy as np
+from mdp_core.geo import auto_lower_bound, build_problem, ipm, load_road_network
+source, eps, limit, precision = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+rng = np.random.default_rng(0)
+problem = build_problem(load_road_network(source), seed_n=12, depth=2, n_tasks=60, rng=rng)
+if precision == "float64":
+    ipm._SINGLE_FROM = 10**9
+found = []
+start = time.perf_counter()
+bound = auto_lower_bound(problem, eps, time_limit=limit, on_optimum=found.append)
+seconds = time.perf_counter() - start
+info = found[0].info if found else {}
+print(json.dumps({
+    "targets": problem.grid.n_targets, "outputs": problem.cost.shape[1], "bound_km": bound.value,
+    "exact": bound.exact, "s_total": seconds, "iterations": info.get("iterations"),
+    "rows": info.get("rows"), "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
+}))
+"""
+
+
+def _run(name: str, source: str, precision: str) -> dict:
+    cmd = [sys.executable, "-c", _SCRIPT, source, str(EPS), str(LIMIT), precision]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=2 * LIMIT, check=True)
+    row = {"map": name, "depth": 2, "eps": EPS, "precision": precision}
+    row.update(json.loads(done.stdout.strip().splitlines()[-1]))
+    print(json.dumps(row), file=sys.stderr, flush=True)
+    return row
+
+
+def run(quick: bool = False) -> list[dict]:
+    if quick:
+        return []
+    rows = [_run("district", "default", "mixed")]
+    if CITY.exists():
+        rows += [_run("city", str(CITY), precision) for precision in ("mixed", "float64")]
+    return rows
