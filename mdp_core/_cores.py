@@ -105,15 +105,19 @@ def elementwise(formula: Callable[..., np.ndarray], *operands: np.ndarray | floa
     return out
 
 
+def _reduced(
+    formula: Callable[..., np.ndarray], operands: tuple[np.ndarray | float, ...], reduce: str
+) -> list[float]:
+    """``formula(*operands)`` reduced by its method ``reduce`` ("min", "sum") per chunk, on every core."""
+    size = len(cast("np.ndarray", operands[0]))
+    return _over_chunks(size, lambda a, b: float(getattr(formula(*_sliced(operands, a, b)), reduce)()))
+
+
 def chunk_min(formula: Callable[..., np.ndarray], *operands: np.ndarray | float) -> float:
     """``formula(*operands).min()`` chunk by chunk, on every core (:func:`elementwise`); inf when empty."""
-    size = len(cast("np.ndarray", operands[0]))
-    return min(
-        _over_chunks(size, lambda a, b: float(formula(*_sliced(operands, a, b)).min())), default=np.inf
-    )
+    return min(_reduced(formula, operands, "min"), default=np.inf)
 
 
 def chunk_sum(formula: Callable[..., np.ndarray], *operands: np.ndarray | float) -> float:
     """``formula(*operands).sum()`` chunk by chunk, on every core (:func:`elementwise`)."""
-    size = len(cast("np.ndarray", operands[0]))
-    return sum(_over_chunks(size, lambda a, b: float(formula(*_sliced(operands, a, b)).sum())))
+    return sum(_reduced(formula, operands, "sum"))

@@ -57,12 +57,16 @@ _SPOTRF, _SPOTRI = _capsule_routine("spotrf"), _capsule_routine("spotri")
 _TILE = 256
 
 
+def _capsules(dtype: np.dtype) -> tuple[_Routine | None, _Routine | None]:
+    """potrf and potri through the capsules for blocks of ``dtype`` (float32 or float64)."""
+    return (_SPOTRF, _SPOTRI) if dtype == np.float32 else (_POTRF, _POTRI)
+
+
 def _invert_serial_capsule(blocks: np.ndarray) -> int | None:
     """Invert C-contiguous symmetric blocks in place through the capsules (GIL released per call)."""
-    single = blocks.dtype == np.float32
-    potrf, potri = (_SPOTRF, _SPOTRI) if single else (_POTRF, _POTRI)
+    potrf, potri = _capsules(blocks.dtype)
     assert potrf is not None and potri is not None
-    real = ctypes.c_float if single else ctypes.c_double
+    real = ctypes.c_float if blocks.dtype == np.float32 else ctypes.c_double
     n = blocks.shape[1]
     size, info = ctypes.c_int(n), ctypes.c_int(0)
     for k in range(len(blocks)):
@@ -127,8 +131,7 @@ def invert_spd_blocks(blocks: np.ndarray, workers: int | None = None) -> int | N
     """
     if not blocks.flags.c_contiguous or blocks.dtype not in (np.float64, np.float32):
         raise ValueError("blocks must be a C-contiguous float64 or float32 array")
-    capsules = (_SPOTRF, _SPOTRI) if blocks.dtype == np.float32 else (_POTRF, _POTRI)
-    if None in capsules:
+    if None in _capsules(blocks.dtype):
         return _invert_serial_f2py(blocks)
 
     def invert(lo: int, hi: int) -> int | None:

@@ -198,7 +198,7 @@ def _pulled(
     target: float,
 ) -> np.ndarray:
     """``rc`` less the pull of the products ``(v + tp dv) (u + td du)`` into ``[low, high] * target``."""
-    product = (v + tp * dv) * (u + td * du)
+    product = _product_at(v, dv, u, du, tp, td)
     high = _CENTRE_HIGH * target
     return rc - np.maximum(np.clip(product, _CENTRE_LOW * target, high) - product, -high)
 
