@@ -301,6 +301,7 @@ def _interior_point(
     buffer = np.empty((m, n, n))  # the Hessian blocks, then their inverses, every iteration
     single = buffer.reshape(-1).view(np.float32)[: m * n * n].reshape(m, n, n)  # its first half
     precise = n < _SINGLE_FROM  # else from the first iteration that needs it on: float64 blocks
+    shift = 0.0  # of the blocks' diagonals, once float64 ones are not definite (kept from then on)
     gap, converged, iterations, tick = 1.0, False, 0, time.perf_counter()
     scale = 1.0 + float(np.abs(c).max())  # of the dual residual
     best_estimate, best_lam = -np.inf, lam
@@ -332,11 +333,12 @@ def _interior_point(
         report(progress, done, f"interior point: gap {gap:.1e}")
         mu = (float(lam @ s) + float(w @ x)) / count
         d = elementwise(np.divide, lam, s)
-        newton = factorise(st, d, w / x, buffer if precise else single)
+        newton = factorise(st, d, w / x, buffer if precise else single, shift)
         if newton is None and not precise:  # float32 lost definiteness: float64 from here on
             precise, newton = True, factorise(st, d, w / x, buffer)
         if newton is None:
-            break  # the blocks lost definiteness at the end of the path: keep the last iterate
+            break  # no shift made the blocks definite at the end of the path: keep the last iterate
+        shift = newton.shift
         point, residuals = (x, s, lam, w), (rp, rg, rd)
         dx, dy, ds, dlam, dw = _direction(newton, point, residuals, lam * s, w * x, refine=False)
         ap, ad = _step_lengths(point, (dx, dy, ds, dlam, dw))
