@@ -14,14 +14,14 @@ in 800 s at 413 targets; 004's LP not in 1,800 s at 483). But at the optimum onl
    are never checked (:func:`~mdp_core.mechanisms.lp.chain_implied`): their rows are products of shorter
    ones, and on the grid that is 38 % of the pairs (11.9 M rows left of 19.2 M on the city), so the LPs
    carry 27 % fewer rows for the same optimum. The spanner rows that the first solution meets with more
-   than :data:`SPARE_SHARE` of their ratio to spare are left out of this LP (those it breaks come back),
-   and so are the outputs it gives less than :data:`LEAVE_OUT_BELOW` anywhere (the optimum leaves most
-   outputs unused, and each costs a block inversion per iteration): their rows only price them
-   (:mod:`~mdp_core.geo.pricing`: the certificate covers every output), and those that price below zero
-   come back into the next whole LP;
+   than :data:`SPARE_SHARE` of their ratio to spare leave this LP (those it breaks come back; none leave
+   when most are spare, :data:`SPARE_MOST`), and so do the outputs it gives less than
+   :data:`LEAVE_OUT_BELOW` anywhere (most are unused, and each costs a block inversion an iteration):
+   their rows only price them (:mod:`~mdp_core.geo.pricing`: the certificate covers every output), and
+   those that price below zero come back into the next whole LP;
 3. if that LP is tight (its objective within :data:`EXACT_GAP` of its certificate) and only rows it never
-   saw are broken, re-solve just the outputs those rows belong to and their :data:`PASS_NEIGHBOURS`
-   nearest outputs, the others held fixed (an LP of k blocks instead of m, started near the last
+   saw are broken, re-solve just the outputs of those rows (at most half of them) and their
+   :data:`PASS_NEIGHBOURS` nearest, the others held fixed (k blocks instead of m, started near the last
    solution); otherwise the whole LP again;
 4. stop when the bracket closes: the last solution, made exactly eps-mDP on all pairs (by lowering the
    entries that break a ratio, :func:`~mdp_core.mechanisms.repair_mechanism`, or while rows are still
@@ -35,18 +35,13 @@ Every whole LP's multipliers certify a lower bound by weak duality
 brackets the optimum from both sides, and ``exact=True`` means the bracket is narrower than 1e-5 relative
 (1 cm at 1 km).
 
-Measured (``python -m bench geo_optimal``, depth 1, 60 task points, 2 cores): the 15 km city (406 targets x
-117 outputs, 19.2 M rows, 11.9 M without the implied pairs). HiGHS IPX and dual simplex do not finish round
-1's LP alone (0.54 M rows) in 180 s; the block interior point takes 37 s to a 2e-7 gap. Exact at eps 0.5 /
-1.0 / 1.5 in 31.2 / 45.3 / 37.9 s (brackets 1-4e-6; leaving out the barely used outputs took eps 1.0 from
-0.98 M rows to 0.64 M, 68.8 to 51.8 s). At 1.5 the optimum 1.0631 km puts the spanner mechanism 0.9 % above.
-Depth 2 (1,251 targets), started (:func:`coarser_start`) from the outputs the depth-1 optimum uses: exact in
-two LPs at eps 0.5 / 1.0 / 1.5 in 396 / 587 / 464 s (6.2-7.1 M rows; half of it the blocks' inversion);
-without (``auto_lower_bound``): 284-580 s. What pays is fewer whole LPs (warm starts cut ~10 % of iterations),
-and cheaper iterations: with the early Newton blocks in float32 and the element-wise work chunked
-(:mod:`~mdp_core.geo._newton`, ``bench geo_depth2``), at the Medium level (eps ln 2 / 0.5 km) through
-``auto_lower_bound`` the district in 259 s and the city in 419 s (459 s with every block in float64; 545-553 s
-before both).
+Measured (2 cores, 60 task points). Depth 1 of the 15 km city (406 targets x 117 outputs, 19.2 M rows, 11.9 M
+without the implied pairs; ``bench geo_optimal``): HiGHS does not finish round 1's LP alone (0.54 M rows) in
+180 s; exact at eps 0.5 / 1.0 / 1.5 in 31.2 / 45.3 / 37.9 s (brackets 1-4e-6). Depth 2 (1,251 targets,
+``bench geo_depth2``, through ``auto_lower_bound``): at the Medium level (eps ln 2 / 0.5 km) the district in
+259 s and the city in 419 s; at the Low level (ln 2 / 0.2 km) the city in 509 s, with every spanner row kept
+(:data:`SPARE_MOST`) and the blocks shifted at the end of the path (:mod:`~mdp_core.geo._newton`). What pays
+is fewer whole LPs, and cheaper iterations (early blocks in float32, element-wise work on every core).
 """
 
 from __future__ import annotations
@@ -98,6 +93,11 @@ NEAR_ROWS_PER_PAIR = 2.56
 #: Spanner rows that round 1 meets with more than this share of their ratio to spare leave round 2's LP (any
 #: it breaks come back). City depth 1, eps 1.5: 0.29 M of 0.54 M out, 68.5 -> 59.7 s; at 0.25: five rounds.
 SPARE_SHARE = 0.5
+#: ... unless more than this share are: at large eps x spacing the optimum's tails fall at the full rate
+#: (most spanner rows bind) while round 1's iterate is smooth. City, dropping / keeping: depth 1, eps 1.5
+#: (0.55 spare) 28 / 34 s, eps 2.0 (0.65) 99 / 44 s, eps 3.47 (0.89) 277 / 43 s; depth 2, eps 1.39 (0.19)
+#: 419 / 540 s, eps 3.47 (0.66) not exact in 600 s / exact in 509 s.
+SPARE_MOST = 0.6
 #: Budget fractions a raising repair keeps back (:func:`_private_versions`). Round 2's solution on the city
 #: at eps 1.5 breaks left-out rows by up to 1e-4; raised at 1e-6 it is 3.6e-6 above the certificate.
 _RAISE_SLACKS = (1e-6, 0.003)
@@ -400,9 +400,10 @@ def _new_rows(
 
 
 def _spare_rows(p: np.ndarray, rows: np.ndarray, ratios: np.ndarray) -> np.ndarray:
-    """Mask of the rows that ``p`` meets with more than :data:`SPARE_SHARE` of their ratio to spare."""
-    limit = ratios * p[rows[:, 1], rows[:, 2]]
-    return p[rows[:, 0], rows[:, 2]] < (1.0 - SPARE_SHARE) * limit
+    """Mask of the rows that ``p`` meets with more than :data:`SPARE_SHARE` of their ratio to spare; none
+    when more than :data:`SPARE_MOST` of them are."""
+    spare = p[rows[:, 0], rows[:, 2]] < (1.0 - SPARE_SHARE) * ratios * p[rows[:, 1], rows[:, 2]]
+    return spare if spare.mean() <= SPARE_MOST else np.zeros_like(spare)
 
 
 def _pass_outputs(outputs_km: np.ndarray, broken: np.ndarray | None, active: np.ndarray) -> np.ndarray:
@@ -419,8 +420,7 @@ def _pass_outputs(outputs_km: np.ndarray, broken: np.ndarray | None, active: np.
 
 
 def _method_note(rounds: int, rows: int, utility: float, best: float, exact: bool) -> str:
-    """What the bound is, in words: row generation's size and, short of the optimum, how wide its bracket
-    still is (the verified mechanism's utility over the certificate)."""
+    """The bound in words: row generation's size and, short of the optimum, how wide its bracket is."""
     note = f"row generation ({rounds} rounds, {rows:,} rows"
     if exact:
         return f"exact optimum by {note})"
@@ -441,8 +441,7 @@ def _private_versions(
     (what an optimal solution needs: it breaks none beyond ROW_TOL) and, while rows are still broken or
     when lowering does not settle (seen on a 26-target grid: 2e-6 left after 50 rounds), also by raising
     (:func:`~mdp_core.mechanisms.raise_repair` at each of :data:`_RAISE_SLACKS`, only the first when no
-    row is broken; its last resort, a mix with the uniform mechanism, always ends private); the caller
-    keeps the best."""
+    row is broken; its last resort, a mix with the uniform mechanism, always ends private): keep the best."""
     versions = [repair_mechanism(p, dist, eps)[:2]]
     if not lower_only or versions[0][1] > VIOLATION_TOL:
         # an optimum needs next to no budget kept back; a solution far from it, a little more

@@ -42,6 +42,7 @@ from mdp_core.geo import (
     verify_geo,
 )
 from mdp_core.geo.bounds import _privacy_rows, _violated_rows, certified_bound
+from mdp_core.geo.ipm import GeoLPSolution
 from mdp_core.mechanisms import mdp_violation
 from mdp_core.mechanisms.lp import chain_implied
 
@@ -226,19 +227,27 @@ def test_capped_centring_weight_cuts_iterations_on_a_sub_city(
 ) -> None:
     """The 200 targets nearest the centre of the 15 km city (117 outputs, 252k spanner rows), eps 1.5:
     Mehrotra's centring weight alone stays high there (the effect needs a city: on grids of 99-143
-    targets both take about as many iterations). Measured: 42 against 59."""
+    targets both take about as many iterations). Measured: a gap of 1e-6 at iteration 42 against 59 (the
+    ends of both paths need shifted blocks, and stop near 5e-8 and 2e-7)."""
     problem = build_problem(
         load_road_network(baltimore), seed_n=12, depth=1, n_tasks=60, rng=np.random.default_rng(0)
     )
     pts = problem.targets_km
     sub = problem.restricted(np.argsort(np.linalg.norm(pts - pts.mean(axis=0), axis=1))[:200])
     cost, rows, ratios = lp_rows(sub, 1.5, 1.1)
-    capped = solve_geo_lp(cost, rows, ratios, tol=1e-7)
+
+    def solve_to_a_small_gap() -> tuple[GeoLPSolution, int]:
+        gaps: list[float] = []  # each iteration's, as reported ("interior point: gap 1.2e-03")
+        tell = lambda _, message: gaps.append(float(message.split()[-1]))  # noqa: E731
+        sol = solve_geo_lp(cost, rows, ratios, tol=1e-7, progress=tell)
+        return sol, next(k for k, gap in enumerate(gaps, 1) if gap <= 1e-6)
+
+    capped, capped_iterations = solve_to_a_small_gap()
     monkeypatch.setattr(ipm, "_SIGMA_MAX", 1.0)  # Mehrotra's (mu_aff / mu)^3 as it is
-    plain = solve_geo_lp(cost, rows, ratios, tol=1e-7)
+    plain, plain_iterations = solve_to_a_small_gap()
     assert capped.objective == pytest.approx(plain.objective, rel=2e-6)
     assert certified_bound(cost, rows, ratios, capped.nu) == pytest.approx(capped.objective, rel=2e-6)
-    assert capped.iterations <= 0.8 * plain.iterations
+    assert capped_iterations <= 0.8 * plain_iterations
 
 
 @given(
@@ -346,6 +355,7 @@ def test_spanner_rows_left_out_of_round_two_come_back_when_broken(
     """Round 2 leaves out the spanner rows round 1's solution meets with ``share`` of their ratio to spare
     (at 0.01 nearly all of them): the rows it then breaks are generated again and the optimum is the same."""
     monkeypatch.setattr(optimal, "SPARE_SHARE", share)
+    monkeypatch.setattr(optimal, "SPARE_MOST", 1.0)  # however many are spare
     problem = tiny_problem(4, 3, seed=1, seed_n=3)
     cost, rows, ratios = lp_rows(problem, 2.0, 1.1)
     p = solve_geo_lp(cost, rows, ratios, tol=1e-3).p  # round 1's solution
@@ -357,6 +367,20 @@ def test_spanner_rows_left_out_of_round_two_come_back_when_broken(
     assert mech.info["lower_bound"].exact
     assert mech.utility_km(problem) == pytest.approx(full_lp(problem, 2.0), rel=1e-5)
     assert mdp_violation(mech.matrix, distances(problem), 2.0) <= 1e-9
+
+
+def test_no_spanner_row_leaves_round_two_when_most_are_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 1's iterate meets most rows with slack where the optimum binds most of them (large eps): then
+    every row stays (the city at depth 2, eps 3.47, was not exact in 600 s with 2/3 of them left out)."""
+    problem = tiny_problem(4, 3, seed=1, seed_n=3)
+    cost, rows, ratios = lp_rows(problem, 2.0, 1.1)
+    p = solve_geo_lp(cost, rows, ratios, tol=1e-3).p
+    share = np.mean(p[rows[:, 0], rows[:, 2]] < 0.5 * ratios * p[rows[:, 1], rows[:, 2]])  # independent
+    assert 0.0 < share < 1.0
+    monkeypatch.setattr(optimal, "SPARE_MOST", share)  # as many as it allows: still dropped
+    assert optimal._spare_rows(p, rows, ratios).mean() == share
+    monkeypatch.setattr(optimal, "SPARE_MOST", share * 0.99)  # more than it allows: none
+    assert not optimal._spare_rows(p, rows, ratios).any()
 
 
 @pytest.mark.parametrize(("seed", "eps"), [(1, 1.0), (1, 2.0), (3, 1.0), (3, 2.0)])
@@ -377,12 +401,12 @@ def test_a_solution_breaking_left_out_rows_is_raised_with_next_to_no_slack_too(s
     assert float(np.sum(cost * tiny)) < float(np.sum(cost * loose))
 
 
-#: Maps and budgets on which a whole LP leaves rows of a few outputs broken with the settings below. Which
-#: ones do depends on the machine's float rounding (on one machine (5, 2.0) did with both neighbour
-#: counts, on another only the rest did), so the test asks for at least one pass among them. (Without the
-#: 1e-6 raise a case that takes no pass may stop a little above the optimum: only privacy and the bound's
-#: validity are asked of those.)
-PASS_CASES = [(5, 2.0), (4, 2.0), (6, 2.0), (7, 1.0), (10, 2.0), (12, 3.0), (34, 3.0), (36, 1.0), (37, 2.0)]
+#: Maps and budgets on which a whole LP leaves rows of at most half of the outputs broken with the settings
+#: below (searched over seeds 0-199: passes over more than half are whole LPs now). Which ones do depends on
+#: the machine's float rounding, so the test asks for at least one pass among them. (Without the 1e-6 raise
+#: a case that takes no pass may stop a little above the optimum: only privacy and the bound's validity are
+#: asked of those.)
+PASS_CASES = [(12, 3.0), (140, 1.0), (150, 1.0), (195, 3.0)]
 
 
 @pytest.mark.parametrize("neighbours", [0, 2])
