@@ -39,9 +39,9 @@ Measured (2 cores, 60 task points). Depth 1 of the 15 km city (406 targets x 117
 without the implied pairs; ``bench geo_optimal``): HiGHS does not finish round 1's LP alone (0.54 M rows) in
 180 s; exact at eps 0.5 / 1.0 / 1.5 in 31.2 / 45.3 / 37.9 s (brackets 1-4e-6). Depth 2 (1,251 targets,
 ``bench geo_depth2``, through ``auto_lower_bound``): at the Medium level (eps ln 2 / 0.5 km) the district in
-259 s and the city in 419 s; at the Low level (ln 2 / 0.2 km) the city in 509 s, with every spanner row kept
-(:data:`SPARE_MOST`) and the blocks shifted at the end of the path (:mod:`~mdp_core.geo._newton`). What pays
-is fewer whole LPs, and cheaper iterations (early blocks in float32, element-wise work on every core).
+279 s and the city in 522 s; at the Low level (ln 2 / 0.2 km) this function alone closes the city in 509 s
+(every spanner row kept, :data:`SPARE_MOST`; blocks shifted at the end of the path), but not yet through
+``auto_lower_bound`` in 600 s. What pays is fewer whole LPs, and cheaper iterations (float32 blocks early).
 """
 
 from __future__ import annotations
