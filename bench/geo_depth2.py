@@ -18,12 +18,13 @@ Quick: nothing (a depth-2 optimum takes minutes).
 Measured (stop 49, 2 cores): district Medium exact in 259.5 s (2.53 GB); city Medium exact in 419.2 s
 (3.15 GB), 458.9 s in float64 only; city High exact in 297 s (2.30 GB); city Low not closed in 600 s (a
 third LP; bracket below 0.005 %, 3.70 GB). The High and Low values by the same call in a script.
-Stop 50 (shifted blocks, every spanner row kept when most look spare; the machine ~5 % slower than at
-stop 49 by the district and High rows): district Medium 278.9 s, city High 306.9 s, city Medium 522.3 s
-(its round 2 now converges through shifted blocks: 87 iterations where stop 49's stopped at 72 on a block
-that was not definite, and its bracket happened to close), city Low still not closed (595 s, 3.83 GB: its
-round 2 ends at iteration 71 on this path, where optimal_geo_mechanism called alone converges at 94 and
-closes the bracket in 509 s; cause not found yet).
+Stop 50 (shifted blocks, every spanner row kept when most look spare): district Medium 278.9 s, city High
+306.9 s, city Medium 522.3 s (its round 2 converges through shifted blocks: 87 iterations where stop 49's
+stopped at 72 on a block that was not definite), city Low still not closed (595 s: round 2 stopped at its
+certificate, 3.3e-6 below its objective, and the raising repair cost 6.7e-6 more: a bracket of 1.01e-5).
+Stop 51 (the raising repair also at 3e-7 of the budget: 6.2e-6, a bracket of 9.5e-6): district Medium exact
+in 276.0 s (2.54 GB); city High exact in 306.8 s (2.32 GB), Medium in 502.6 s (3.28 GB; 541.5 s in float64
+only, 3.21 GB), Low exact in 396.2 s (2.58 GB, two LPs of 35 + 71 iterations).
 """
 
 from __future__ import annotations

@@ -37,10 +37,10 @@ brackets the optimum from both sides, and ``exact=True`` means the bracket is na
 Measured (2 cores, 60 task points). Depth 1 of the 15 km city (406 targets x 117 outputs, 19.2 M rows, 11.9 M
 without the implied pairs; ``bench geo_optimal``): HiGHS does not finish round 1's LP alone (0.54 M rows) in
 180 s; exact at eps 0.5 / 1.0 / 1.5 in 31.2 / 45.3 / 37.9 s (brackets 1-4e-6). Depth 2 (1,251 targets,
-``bench geo_depth2``, through ``auto_lower_bound``): at the Medium level (eps ln 2 / 0.5 km) the district in
-279 s and the city in 522 s; at the Low level (ln 2 / 0.2 km) this function alone closes the city in 509 s
-(every spanner row kept, :data:`SPARE_MOST`; blocks shifted at the end of the path), but not yet through
-``auto_lower_bound`` in 600 s. What pays is fewer whole LPs, and cheaper iterations (float32 blocks early).
+``bench geo_depth2``, through ``auto_lower_bound``, 600 s): the district at the Medium level (eps ln 2 / 0.5
+km) in 276 s; the city at the High / Medium / Low levels (ln 2 / 2, 0.5, 0.2 km) in 307 / 503 / 396 s (Low:
+every spanner row kept, :data:`SPARE_MOST`; blocks shifted at the end of the path; raised at 3e-7). What
+pays is fewer whole LPs, and cheaper iterations (float32 blocks early).
 """
 
 from __future__ import annotations
