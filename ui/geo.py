@@ -135,8 +135,8 @@ BOUND_TIMES = (BOUND_SECONDS, 60.0, 120.0, 300.0, 600.0)
 #: district's default (depth 2, medium eps) takes the bilinear lattice to level 2 in 31 s (0.3674 km;
 #: level 0 alone, 20 s: 0.3699; PDLP's 16-gon LP in 10 s, before: 0.3756).
 #: The exact optimum (one LP block, up to OPTIMAL_MAX_TARGETS targets), exact at depth 1 at the High /
-#: Medium / Low levels in 12.1 / 20.4 / 32.0 s on the district (385 targets), 19.7 / 33.3 / 86.4 s on the
-#: 15 km city (406); past its time it is the certified bracket's mechanism, and the table says so.
+#: Medium / Low levels in 11.2 / 13.8 / 26.0 s on the district (385 targets), 17.5 / 31.5 / 43.7 s on the
+#: 15 km city (406; stop 51); past its time it is the certified bracket's mechanism, and the table says so.
 PAGE_LP_SECONDS = {"bilinear": 30.0, "spanner": 20.0, "optimal": 120.0}
 #: The spanner LP's seconds on maps of more than FINE_GRID_TARGETS targets, where 20 s of PDLP leave a
 #: rough solution that the raise pays for: the 15 km city at depth 3, eps 1 / km, 2.278 km in 54 s in all
