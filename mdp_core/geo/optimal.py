@@ -27,7 +27,7 @@ in 800 s at 413 targets; 004's LP not in 1,800 s at 483). But at the optimum onl
    entries that break a ratio, :func:`~mdp_core.mechanisms.repair_mechanism`, or while rows are still
    broken also by raising, :func:`~mdp_core.mechanisms.raise_repair`, keeping :data:`_RAISE_SLACKS` of the
    budget back; the best, checked by :func:`~mdp_core.mechanisms.mdp_violation`), is within
-   :data:`EXACT_GAP` (1e-5) of the best certificate; or when a whole LP breaks no row (it is the optimum).
+   :data:`EXACT_GAP` (1e-5) of the best certificate; or when a whole LP breaks no row beyond :data:`ROW_TOL`.
 
 Every whole LP's multipliers certify a lower bound by weak duality
 (:func:`~mdp_core.geo.bounds.certified_bound`: its rows are a subset of the full problem's). So the result
