@@ -315,7 +315,7 @@ def _interior_point(
     single = buffer.reshape(-1).view(np.float32)[: m * n * n].reshape(m, n, n)  # its first half
     precise = n < _SINGLE_FROM  # else from the first iteration that needs it on: float64 blocks
     shift = 0.0  # of the blocks' diagonals, once float64 ones are not definite (kept from then on)
-    least = (np.inf, x, s, lam, w, y)  # once shifted, the iterate of the least gap
+    least = (np.inf, x, s, lam, w, y)  # the last unshifted iterate, then the least gap's of the shifted ones
     shifted_gaps: list[float] = []
     gap, converged, iterations, tick = 1.0, False, 0, time.perf_counter()
     scale = 1.0 + float(np.abs(c).max())  # of the dual residual
@@ -331,7 +331,7 @@ def _interior_point(
         if estimate > best_estimate:
             best_estimate, best_lam = estimate, lam
         gap = abs(objective - dual) / (1.0 + abs(objective))
-        if shift and gap < least[0]:  # (the iterates are new arrays every step: holding them copies nothing)
+        if not shift or gap < least[0]:  # (new arrays each step: holding the iterates copies nothing)
             least = (gap, x, s, lam, w, y)
         shifted_gaps += [gap] if shift else []
         feasible = np.abs(rp).max() <= tol
@@ -358,8 +358,6 @@ def _interior_point(
             precise, newton = True, factorise(st, d, w / x, buffer)
         if newton is None:
             break  # no shift made the blocks definite at the end of the path: keep the last iterate
-        if newton.shift and not shift:  # the first shifted step: its start is the iterate to beat
-            least = (gap, x, s, lam, w, y)
         shift = newton.shift
         point, residuals = (x, s, lam, w), (rp, rg, rd)
         dx, dy, ds, dlam, dw = _direction(newton, point, residuals, lam * s, w * x, refine=False)
