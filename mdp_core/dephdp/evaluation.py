@@ -122,11 +122,13 @@ def evaluate_dephdp(
                 compose_mechanism(res.profiles, [name.split("+")[1]] * K, idx, attrs, config.p),
                 base.value,
             )
-        for name, (mech, predicted) in mechs.items():
+        x_utility = res.task.utility(x_test)  # the same test records in every repetition
+        for k, (name, (mech, predicted)) in enumerate(mechs.items()):
+            report(progress, (j + 0.5 + 0.5 * k / len(mechs)) / len(eps_list), f"eps = {eps:g}: {name}")
             losses, pops = [], []
             for _ in range(repetitions):
                 y = mech.privatize(test.codes, rng).to_numpy()
-                losses.append(res.task.evaluation_loss(x_test, y))
+                losses.append(res.task.evaluation_loss(x_test, y, x_utility))
                 pops.append(population_metrics(x_test, y))
             mean, sd = float(np.mean(losses)), float(np.std(losses, ddof=1))
             pop = {k: float(np.mean([d[k] for d in pops])) for k in pops[0]}

@@ -118,3 +118,40 @@ def test_row_ids_group_records_exactly_like_unique_rows(columns: list[list[int]]
     _, inverse = np.unique(codes, axis=0, return_inverse=True)
     same_row = inverse.reshape(-1)[:, None] == inverse.reshape(-1)[None, :]
     assert np.array_equal(ids[:, None] == ids[None, :], same_row)
+
+
+@pytest.mark.parametrize("name", ["record", "prediction", "threshold"])
+def test_scores_are_the_bias_plus_each_attributes_table_row(heart: core.Encoded, name: str) -> None:
+    task = make_task(name, heart)
+    codes = heart.codes[list(task.attributes)].to_numpy()
+    expected = task.bias + sum(table[codes[:, j]] for j, table in enumerate(task.tables))  # independent
+    np.testing.assert_allclose(task.scores(codes), expected, atol=1e-12)
+    assert task.scores(codes[:0]).shape == (0, task.tables[0].shape[1])
+
+
+def test_a_loss_given_the_true_records_utility_is_the_same_and_unchanged_records_lose_nothing(
+    heart: core.Encoded,
+) -> None:
+    task = make_task("record", heart)
+    codes = heart.codes[list(task.attributes)].to_numpy()
+    y = codes.copy()
+    y[::3, 2] = (y[::3, 2] + 1) % heart.domain_sizes[task.attributes[2]]
+    direct = task.gamma(task.utility(codes), task.utility(y))
+    losses = task.loss(codes, y, task.utility(codes))
+    np.testing.assert_allclose(losses, direct, atol=1e-12)
+    assert np.all(losses[1::3] == 0) and np.all(losses[::3] > 0)
+    assert task.evaluation_loss(codes, y, task.utility(codes)) == pytest.approx(np.mean(direct))
+
+
+def test_codes_outside_a_domain_are_refused(heart: core.Encoded) -> None:
+    task = make_task("record", heart)
+    codes = heart.codes[list(task.attributes)].to_numpy()
+    bad = codes.copy()
+    bad[0, 0] = heart.domain_sizes[task.attributes[0]]  # would alias the next attribute's first row
+    with pytest.raises(DataError, match="codes must lie in"):
+        task.scores(bad)
+    bad[0, 0] = -1
+    with pytest.raises(DataError, match="codes must lie in"):
+        task.scores(bad)
+    with pytest.raises(DataError, match="same shape"):
+        task.loss(codes, codes[:-1])
