@@ -122,7 +122,8 @@ def evaluate_dephdp(
                 compose_mechanism(res.profiles, [name.split("+")[1]] * K, idx, attrs, config.p),
                 base.value,
             )
-        x_utility = res.task.utility(x_test)  # the same test records in every repetition
+        # the same test records in every repetition (a population task does not embed them)
+        x_utility = None if res.task.population else res.task.utility(x_test)
         for k, (name, (mech, predicted)) in enumerate(mechs.items()):
             report(progress, (j + 0.5 + 0.5 * k / len(mechs)) / len(eps_list), f"eps = {eps:g}: {name}")
             losses, pops = [], []

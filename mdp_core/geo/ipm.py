@@ -333,7 +333,8 @@ def _interior_point(
         gap = abs(objective - dual) / (1.0 + abs(objective))
         if not shift or gap < least[0]:  # (new arrays each step: holding the iterates copies nothing)
             least = (gap, x, s, lam, w, y)
-        shifted_gaps += [gap] if shift else []
+        if shift:
+            shifted_gaps.append(gap)
         feasible = np.abs(rp).max() <= tol
         certified = (  # and the rows met as closely: an infeasible x's objective proves nothing
             certify is not None
