@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from concurrent.futures import Future
 from dataclasses import replace
 
 import numpy as np
@@ -23,12 +24,14 @@ from mdp_core import (
     run_dephdp,
 )
 from ui.data import HASH_FUNCS
+from ui.jobs import builder
 from ui.state import get_state
 from ui.store import store
 
 __all__ = [
     "COMPARISON_EPS",
     "EVAL_EPS",
+    "EVAL_WAIT_SECONDS",
     "FLOOR_LABELS",
     "FLOOR_OPTIONS",
     "P_OPTIONS",
@@ -45,7 +48,7 @@ __all__ = [
     "curves_figure",
     "degeneracy",
     "degeneracy_message",
-    "evaluation",
+    "evaluation_key",
     "fit_test_split",
     "floor_label",
     "floor_value",
@@ -59,6 +62,7 @@ __all__ = [
     "ready_evaluation",
     "ready_profiles",
     "release_utility",
+    "request_evaluation",
     "result_for",
     "scatter_figure",
     "scatter_x_range",
@@ -162,9 +166,13 @@ def comparison(fit: core.Encoded, config: DepHDPConfig, stage: DepHDPProfiles) -
 
 
 EVAL_EPS = (1.0, 2.0, 5.0, 10.0)
+#: Seconds the run that starts the evaluation waits for it (a short one is then shown at once).
+EVAL_WAIT_SECONDS = 2.0
 
 
-def _evaluation_key(encoded: core.Encoded, config: DepHDPConfig, repetitions: int, seed: int) -> tuple:
+def evaluation_key(encoded: core.Encoded, config: DepHDPConfig, repetitions: int, seed: int) -> tuple:
+    """Store (and job) key of the held-out evaluation: it runs every eps of :data:`EVAL_EPS`, so the
+    page's own eps is not part of it."""
     return ("dep.eval", encoded.fingerprint, replace(config, eps=1.0), int(repetitions), int(seed))
 
 
@@ -172,28 +180,28 @@ def ready_evaluation(
     encoded: core.Encoded, config: DepHDPConfig, repetitions: int, seed: int
 ) -> pd.DataFrame | None:
     """The held-out evaluation table if it was computed before, else None."""
-    return store().get(_evaluation_key(encoded, config, repetitions, seed))
+    return store().get(evaluation_key(encoded, config, repetitions, seed))
 
 
-def evaluation(
-    encoded: core.Encoded, config: DepHDPConfig, repetitions: int, seed: int, progress: Progress = None
-) -> pd.DataFrame:
-    """Held-out evaluation table (000 Sec. IV-A) at eps in :data:`EVAL_EPS`, stored. The fitting split is
-    the page's (same seed), so the profiles computed for the page are reused."""
-    return store().get_or_compute(
-        _evaluation_key(encoded, config, repetitions, seed),
-        lambda: (
-            core.evaluate_dephdp(
-                encoded,
-                config,
-                eps_values=EVAL_EPS,
-                repetitions=repetitions,
-                seed=seed,
-                progress=progress,
-                cache=store(),
-            ).table
-        ),
-    )
+def request_evaluation(
+    encoded: core.Encoded, config: DepHDPConfig, repetitions: int, seed: int
+) -> Future[pd.DataFrame]:
+    """Queue (or find) the held-out evaluation table (000 Sec. IV-A) at eps in :data:`EVAL_EPS` on the
+    background builder: 40 s on Adult with 50 repetitions, so it must not hold the page's run (the page
+    polls it, and can stop it). The fitting split is the page's (same seed): its profiles are reused."""
+
+    def compute(progress: Progress) -> pd.DataFrame:
+        return core.evaluate_dephdp(
+            encoded,
+            config,
+            eps_values=EVAL_EPS,
+            repetitions=repetitions,
+            seed=seed,
+            progress=progress,
+            cache=store(),
+        ).table
+
+    return builder().request(evaluation_key(encoded, config, repetitions, seed), compute, slow=True)
 
 
 def config_to_json(config: DepHDPConfig) -> str:

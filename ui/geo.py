@@ -10,7 +10,6 @@ show the value the content was computed with; a new map gets new widgets seeded 
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import hashlib
 import html
@@ -18,9 +17,8 @@ import json
 import math
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Hashable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +35,7 @@ from mdp_core._validation import Progress
 from mdp_core.errors import DataError
 from mdp_core.geo import GeoComparison, GeoMechanism, GeoProblem, RoadNetwork, cosets
 from mdp_core.sweep import compare_over_eps
+from ui.jobs import POLL_SECONDS, Builder, BuildStoppedError, builder, time_left, wait
 from ui.store import store
 
 __all__ = [
@@ -154,8 +153,6 @@ OPTIMAL_MAX_TARGETS = cgeo.OPTIMAL_MAX_TARGETS
 #: longer than this shows the roads and a progress bar first, so every run answers within a second
 #: (issue 11: p95 <= 1 s per rerun; a depth change builds for 1.0-1.2 s on the district).
 WAIT_SECONDS = 0.6
-#: Poll interval (s) of the preview while a build runs.
-POLL_SECONDS = 1.0
 #: Sampled reports drawn from the shown row.
 N_REPORTS = 40
 #: eps grid of the loss curve (1/km).
@@ -378,110 +375,6 @@ def _build(
     return comp
 
 
-class BuildStoppedError(Exception):
-    """A build stopped at the page's request (:meth:`Builder.cancel`)."""
-
-
-class Builder:
-    """Builds mechanisms on worker threads, so a slow build never blocks the page (issue 11 "Responsiveness").
-
-    A page asks for a mechanism with :meth:`request`: a stored result comes back at once; otherwise the
-    build is queued (once per key, shared by every session) and the page waits at most ``wait`` seconds
-    before drawing a preview and polling. Results land in the process-wide :func:`store`, so coming back
-    to a setting is instant. Workers run only core code (no Streamlit calls); progress is kept per key.
-    :meth:`cancel` stops a job at its next progress report (a queued one never starts). Long jobs
-    (``slow=True``: the reference LPs, bounds, a sweep on a cluster) have threads of their own, so a quick
-    build (a tree at another eps, about a second) never queues behind minutes of LP.
-    """
-
-    def __init__(self, workers: int = 2, slow_workers: int = 2) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="geo-build")
-        self._slow_pool = ThreadPoolExecutor(max_workers=slow_workers, thread_name_prefix="geo-long")
-        self._lock = threading.Lock()
-        self._jobs: dict[Hashable, Future[Any]] = {}
-        self._progress: dict[Hashable, tuple[float, str]] = {}
-        self._cancelled: set[Hashable] = set()
-        # At exit the interpreter joins the pool's threads, which first run every queued build (a server
-        # stopped with Ctrl+C, a test process after its summary: minutes). Hooks registered here run before
-        # that join (later ones first), the same hook concurrent.futures uses; atexit would run after it.
-        getattr(threading, "_register_atexit")(self.shutdown)  # noqa: B009 (private: not in typeshed)
-
-    def request(self, key: Hashable, compute: Callable[[Progress], Any], slow: bool = False) -> Future[Any]:
-        """The (possibly finished) future of ``key``'s result; queues ``compute(progress)`` when needed (on
-        the long jobs' threads when ``slow``)."""
-        hit = store().get(key)
-        if hit is not None:
-            done: Future[Any] = Future()
-            done.set_result(hit)
-            return done
-        with self._lock:
-            job = self._jobs.get(key)
-            if job is None or job.cancelled() or (job.done() and job.exception() is not None):
-                self._progress[key] = (0.0, "queued")
-                self._cancelled.discard(key)  # a stop asked just as the last job ended is not for this one
-                job = (self._slow_pool if slow else self._pool).submit(self._run, key, compute)
-                self._jobs[key] = job
-            return job
-
-    def _run(self, key: Hashable, compute: Callable[[Progress], Any]) -> Any:
-        def progress(fraction: float, message: str) -> None:
-            if key in self._cancelled:
-                raise BuildStoppedError("stopped at your request")
-            self._progress[key] = (min(max(float(fraction), 0.0), 1.0), message)
-
-        ok = False
-        try:
-            result = store().get_or_compute(key, lambda: compute(progress))
-            ok = True
-            return result
-        finally:
-            with self._lock:
-                self._progress.pop(key, None)
-                self._cancelled.discard(key)
-                if ok:  # the store has it now; a failed job stays, so the page can show its error
-                    self._jobs.pop(key, None)
-
-    def progress(self, key: Hashable) -> tuple[float, str]:
-        """Last reported (fraction, message) of a queued or running build."""
-        return self._progress.get(key, (0.0, "queued"))
-
-    def job(self, key: Hashable) -> Future[Any] | None:
-        """The queued, running or failed job of ``key`` (None when there is none or it has finished)."""
-        with self._lock:
-            return self._jobs.get(key)
-
-    def cancel(self, key: Hashable) -> None:
-        """Stop ``key``'s job: a queued one never starts, a running one raises :class:`BuildStoppedError`
-        at its next progress report (a coset bound's or the exact optimum's: within a second; a HiGHS round's:
-        when it ends)."""
-        with self._lock:
-            job = self._jobs.get(key)
-            if job is None or job.done():
-                return
-            if job.cancel():  # still queued
-                self._jobs.pop(key)
-                self._progress.pop(key, None)
-            else:
-                self._cancelled.add(key)
-
-    def shutdown(self) -> None:
-        """Stop every job (:meth:`cancel`): the queued never start, the running stop at their next report."""
-        with self._lock:
-            keys = list(self._jobs)
-        for key in keys:
-            self.cancel(key)
-
-    def stopping(self, key: Hashable) -> bool:
-        """Whether ``key``'s running job was asked to stop."""
-        return key in self._cancelled
-
-
-@st.cache_resource(show_spinner=False)
-def builder() -> Builder:
-    """The one process-wide builder (two threads for quick builds, two for long jobs: two cores)."""
-    return Builder()
-
-
 def mechanism_key(config: GeoConfig, eps: float, method: str) -> tuple[object, ...]:
     """Store key of one method's comparison."""
     return ("mech", config, round(float(eps), 12), method)
@@ -535,26 +428,6 @@ def _optimum_claim(config: GeoConfig, eps: float, progress: Progress) -> Iterato
         with _claims_lock:
             del _claims[key]
         mine.set()
-
-
-def time_left(seconds: float) -> Callable[[], float]:
-    """A clock: the seconds left of a budget of ``seconds`` started now (never negative)."""
-    deadline = time.perf_counter() + seconds
-    return lambda: max(0.0, deadline - time.perf_counter())
-
-
-def wait(futures: list[Future[Any]], seconds: float, tick: Callable[[], None] | None = None) -> bool:
-    """Wait up to ``seconds`` for every future (calling ``tick`` about 5 times a second); True when done."""
-    deadline = time.perf_counter() + seconds
-    while True:
-        if all(f.done() for f in futures):
-            return True
-        left = deadline - time.perf_counter()
-        if left <= 0:
-            return False
-        concurrent.futures.wait(futures, timeout=min(0.2, left))
-        if tick is not None:
-            tick()
 
 
 def stored_mechanism(config: GeoConfig, eps: float, method: str) -> GeoComparison | None:

@@ -11,6 +11,7 @@ import streamlit as st
 
 import mdp_core as core
 from ui import dephdp as view
+from ui import jobs
 from ui.data import current_encoded
 from ui.state import get_state
 from ui.widgets import eps_slider
@@ -179,20 +180,37 @@ d2.download_button(
 if st.toggle("Evaluate on the held-out test split (ε ∈ {1, 2, 5, 10})", key="dep_evaluate"):
     reps = st.slider("Repetitions", 5, 50, 20, 5, key="dep_reps")
     table = view.ready_evaluation(encoded, config, reps, state.seed)
-    if table is None and st.button("Run the held-out evaluation", key="dep_run_eval", type="primary"):
-        ebar = st.progress(0.0, text="Privatising the test split…")
-        try:
-            table = view.evaluation(
-                encoded, config, reps, state.seed, progress=lambda f, m: ebar.progress(min(f, 1.0), text=m)
-            )
-        except core.DataError as exc:
-            st.error(str(exc))
-        ebar.empty()
-    if table is None:
+    ekey = view.evaluation_key(encoded, config, reps, state.seed)
+    job = jobs.builder().job(ekey)
+    if table is None and job is not None and job.done() and (error := job.exception()) is not None:
+        if isinstance(error, jobs.BuildStoppedError):
+            st.info("The evaluation was stopped; run it again to finish it.")
+        else:
+            st.error(f"The evaluation failed: {error}")
+    if table is None and (job is None or job.done()):
         st.caption(
             f"Configures DepHDP and the four baselines at each ε on the fitting split and privatises the "
-            f"{len(test.codes):,} test records {reps} times per method."
+            f"{len(test.codes):,} test records {reps} times per method, in the background."
         )
+        if st.button("Run the held-out evaluation", key="dep_run_eval", type="primary"):
+            # a short evaluation lands within this run; a long one is polled below, after a rerun
+            jobs.wait([view.request_evaluation(encoded, config, reps, state.seed)], view.EVAL_WAIT_SECONDS)
+            st.rerun()
+    elif table is None:
+
+        @st.fragment(run_every=jobs.POLL_SECONDS)
+        def poll_evaluation() -> None:
+            running = jobs.builder().job(ekey)
+            if running is None or running.done():  # landed, failed or stopped: redraw the page with it
+                st.rerun()
+            fraction, message = jobs.builder().progress(ekey)
+            stopping = jobs.builder().stopping(ekey)
+            text = "Stopping…" if stopping else f"Held-out evaluation: {message} (the page stays usable)"
+            st.progress(fraction, text=text)
+            if not stopping and st.button("Stop the evaluation", key="dep_eval_stop"):
+                jobs.builder().cancel(ekey)
+
+        poll_evaluation()
     else:
         st.plotly_chart(view.comparison_figure(table), key="dep_eval_chart")
         st.dataframe(table.round(4), hide_index=True, key="dep_eval_table")

@@ -125,9 +125,10 @@ def evaluate_dephdp(
         # the same test records in every repetition (a population task does not embed them)
         x_utility = None if res.task.population else res.task.utility(x_test)
         for k, (name, (mech, predicted)) in enumerate(mechs.items()):
-            report(progress, (j + 0.5 + 0.5 * k / len(mechs)) / len(eps_list), f"eps = {eps:g}: {name}")
             losses, pops = [], []
-            for _ in range(repetitions):
+            for r in range(repetitions):  # a report per draw: a page can stop the run within one
+                done = (j + 0.5 + 0.5 * (k + r / repetitions) / len(mechs)) / len(eps_list)
+                report(progress, done, f"eps = {eps:g}: {name}, draw {r + 1} of {repetitions}")
                 y = mech.privatize(test.codes, rng).to_numpy()
                 losses.append(res.task.evaluation_loss(x_test, y, x_utility))
                 pops.append(population_metrics(x_test, y))

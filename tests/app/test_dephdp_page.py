@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -13,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import mdp_core as core
-from mdp_core import DepHDPConfig
+from mdp_core import DepHDPConfig, Progress
 from ui import dephdp as view
 from ui.widgets import log_grid
 
@@ -151,7 +152,7 @@ def test_evaluation_toggle_keeps_downloads(app: AppTest) -> None:
     assert not app.exception and len(app.get("download_button")) == 2
     app.slider(key="dep_reps").set_value(5).run()
     app.button(key="dep_run_eval").click().run()
-    assert not app.exception, app.exception
+    _until_evaluated(app)
     table = app.dataframe[1].value
     assert set(table.method) == {"DepHDP", "SPL+DPN", "SPL+RMP", "ALC+DPN", "ALC+RMP"}
     assert sorted(set(table.eps)) == [1.0, 2.0, 5.0, 10.0]
@@ -159,6 +160,66 @@ def test_evaluation_toggle_keeps_downloads(app: AppTest) -> None:
     app.run()  # a rerun reads the stored table: no button, same numbers
     assert not app.exception and "dep_run_eval" not in [b.key for b in app.button]
     assert app.dataframe[1].value.equals(table)
+
+
+def _until_evaluated(app: AppTest, seconds: float = 60.0) -> None:
+    """Rerun (as the page's poll does) until the background evaluation's table is drawn."""
+    deadline = time.monotonic() + seconds
+    while len(app.dataframe) < 2:  # the groups table, then the evaluation's
+        assert not app.exception, app.exception
+        assert time.monotonic() < deadline, "the evaluation did not land"
+        time.sleep(0.2)
+        app.run()
+    assert not app.exception, app.exception
+
+
+def _stalled_evaluation(*args: object, progress: Progress, **kwargs: object) -> None:
+    """An evaluation that only reports progress until it is stopped (the page's stop raises out of it)."""
+    for i in range(3000):
+        progress(i / 3000, f"draw {i + 1}")
+        time.sleep(0.02)
+    raise AssertionError("the evaluation was not stopped")
+
+
+def test_evaluation_runs_in_the_background_and_can_be_stopped(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Walk seed 5101: the evaluation (Adult, record task, 50 repetitions) held one rerun for 91 s. It now
+    runs on the builder: the run that starts it returns, the page shows its progress and a stop button."""
+    monkeypatch.setattr(core, "evaluate_dephdp", _stalled_evaluation)
+    _open(app, FAST)
+    app.toggle(key="dep_evaluate").set_value(True).run()
+    started = time.monotonic()
+    app.button(key="dep_run_eval").click().run()
+    assert time.monotonic() - started < view.EVAL_WAIT_SECONDS + 10
+    assert not app.exception, app.exception
+    assert "dep_run_eval" not in [b.key for b in app.button]  # no second start while it runs
+    assert re.match(
+        r"Held-out evaluation: draw \d+ \(the page stays usable\)", app.get("progress")[0].proto.text
+    )
+    assert len(app.get("download_button")) == 2  # the rest of the page is drawn meanwhile
+    app.button(key="dep_eval_stop").click().run()
+    deadline = time.monotonic() + 10
+    while not app.info and time.monotonic() < deadline:
+        time.sleep(0.1)
+        app.run()
+    assert [i.value for i in app.info] == ["The evaluation was stopped; run it again to finish it."]
+    assert "dep_run_eval" in [b.key for b in app.button] and "dep_eval_table" not in [
+        d.key for d in app.dataframe
+    ]
+
+
+def test_a_failed_evaluation_says_why(app: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise core.DataError("repetitions must be an integer >= 2, got 1")
+
+    monkeypatch.setattr(core, "evaluate_dephdp", refuse)
+    _open(app, FAST)
+    app.toggle(key="dep_evaluate").set_value(True).run()
+    app.button(key="dep_run_eval").click().run()
+    assert not app.exception, app.exception
+    assert app.error[-1].value == "The evaluation failed: repetitions must be an integer >= 2, got 1"
+    assert "dep_run_eval" in [b.key for b in app.button]  # it can be run again
 
 
 def test_degenerate_release_is_flagged_and_fixed(app: AppTest) -> None:

@@ -31,7 +31,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Widget
 
 from bench.pages import app_pages  # one parser of app.py's st.Page(...) calls
-from ui.geo import builder as geo_builder
+from ui.jobs import builder
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app.py"
@@ -410,11 +410,11 @@ def _walk_params() -> list:
 
 @pytest.fixture
 def quiet_after() -> Iterator[None]:
-    """Stop the geo page's background builds when the walk ends: a walk toggles long LPs (spanner, lattice,
-    exact optimum) and bounds that would otherwise run on, on the cores of the tests after it (a coset
-    bound's time share collapsed under them in CI)."""
+    """Stop the background jobs when the walk ends: a walk toggles long LPs (spanner, lattice, exact
+    optimum), bounds and held-out evaluations that would otherwise run on, on the cores of the tests after
+    it (a coset bound's time share collapsed under them in CI)."""
     yield
-    geo_builder().shutdown()
+    builder().shutdown()
 
 
 @pytest.mark.slow
