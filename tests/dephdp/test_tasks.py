@@ -72,6 +72,16 @@ def test_population_metrics() -> None:
     assert core.marginal_tv(a, b) == pytest.approx(0.25)
     h = lambda p: -sum(x * np.log(x) for x in p if x > 0)  # noqa: E731
     assert core.entropy_change(a, b) == pytest.approx(abs(h([0.5, 0.5]) - h([0.75, 0.25])))
+    # a's columns are independent (TC 0); b's joint is (1/2, 1/4, 1/4)
+    tc_b = 2 * h([0.75, 0.25]) - h([0.5, 0.25, 0.25])
+    assert core.population_metrics(a, b) == pytest.approx(
+        {
+            "marginal_tv": 0.25,
+            "entropy_change": h([0.5, 0.5]) - h([0.75, 0.25]),
+            "total_correlation_change": tc_b,
+        }
+    )
+    assert core.total_correlation_change(a, b) == pytest.approx(tc_b)
 
 
 def test_entropy_task_is_surprisal_change(heart: core.Encoded) -> None:
