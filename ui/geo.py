@@ -31,7 +31,7 @@ import streamlit as st
 from scipy.spatial import cKDTree
 
 import mdp_core.geo as cgeo
-from mdp_core._validation import Progress
+from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
 from mdp_core.geo import GeoComparison, GeoMechanism, GeoProblem, RoadNetwork, cosets
 from mdp_core.sweep import compare_over_eps
@@ -682,22 +682,30 @@ def curve_frame(
     return pd.DataFrame(rows)
 
 
-def request_curve(config: GeoConfig, methods: list[str], client: Any = False) -> list[Future[Any]]:
+def request_curve(
+    config: GeoConfig, methods: list[str], client: Any = False, connect: Callable[[], Any] | None = None
+) -> list[Future[Any]]:
     """Queue (or find) the loss curve on the background builder (the page never waits for it).
 
-    In this process: one future per point. On a Dask ``client``: one future for the whole sweep, whose
-    tasks run on the cluster (a page run would otherwise wait for all of them: a random walk found a
-    rerun of over 60 s at depth 4); its progress is :meth:`Builder.progress` of :func:`curve_key`.
+    In this process (``client=False``): one future per point. On a Dask ``client``: one future for the
+    whole sweep, whose tasks run on the cluster (a page run would otherwise wait for all of them: a random
+    walk found a rerun of over 60 s at depth 4); its progress is :meth:`Builder.progress` of
+    :func:`curve_key`. ``client=None`` with ``connect``: the job gets the client from ``connect()`` first
+    (starting a cluster takes 9-23 s: not in a page run).
     """
     if client is False:
         return [request_mechanism(config, eps, method) for eps in CURVE_EPS for method in methods]
-    return [
-        builder().request(
-            curve_key(config, methods),
-            lambda progress: curve_frame(config, methods, progress=progress, client=client),
-            slow=True,
-        )
-    ]
+
+    def sweep(progress: Progress) -> pd.DataFrame:
+        on = client
+        if on is None:
+            if connect is None:
+                raise ValueError("client=None needs connect")
+            report(progress, 0.0, "starting the Dask engine")
+            on = connect()
+        return curve_frame(config, methods, progress=progress, client=on)
+
+    return [builder().request(curve_key(config, methods), sweep, slow=True)]
 
 
 def curve_key(config: GeoConfig, methods: list[str]) -> tuple[object, ...]:

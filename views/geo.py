@@ -428,17 +428,15 @@ if st.toggle(
         key=f"geo_curve_engine_{mk}",
     )
     kind = engines[label]
-    try:
-        client, where, _ = sweep.engine(kind, start=True)
-    except Exception as exc:  # a cluster address that does not answer, a local cluster that cannot start
-        st.warning(f"The Dask engine is not available ({exc}); the sweep runs in this process.")
-        client, where, _ = sweep.engine("serial")
+    client, where, _ = sweep.engine(kind)  # not started here: the sweep's job starts it (9-23 s)
     st.caption(f"Engine: {where}.")
     curve_slot = st.empty()
     private = [m for m in shown if m not in ("lp_coarse", *geo.PAGE_LP_SECONDS)]  # one LP per ε: not swept
     # on the background builder, like the table (the points here, or one sweep on the cluster): a page
     # run never waits for the sweep
-    points = geo.request_curve(config, private, client=False if kind == "serial" else client)
+    points = geo.request_curve(
+        config, private, client=False if kind == "serial" else client, connect=sweep.engine_getter()
+    )
     geo.wait(points, left())
     built = sum(p.done() for p in points)
     if built < len(points):
@@ -458,7 +456,10 @@ if st.toggle(
             poll_curve()
     failed = [p.exception() for p in points if p.done() and p.exception() is not None]
     if failed and kind != "serial":
-        st.warning(f"The sweep on the cluster failed ({failed[0]}); the curve shows the points built before.")
+        st.warning(
+            f"The sweep on the cluster failed ({failed[0]}); the curve shows the points built before. "
+            f"Choose “{sweep.ENGINES['serial']}” to build the rest here."
+        )
     elif failed:
         st.warning(f"{len(failed)} point(s) of the curve could not be built; the curve leaves them out.")
     curve = geo.stored_curve(config, private)

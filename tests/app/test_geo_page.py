@@ -473,6 +473,46 @@ def test_loss_curve(app: AppTest) -> None:
     _assert_agreement(at)
 
 
+def test_choosing_the_dask_engine_never_waits_for_its_start(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A walk found a 23 s rerun when the curve's engine became Dask: the run started the cluster. The
+    curve's background job starts it now; the page answers at once and the curve lands when it is up."""
+    from distributed import Client
+
+    import ui.sweep
+
+    connected = threading.Event()
+    real_engine = ui.sweep.engine
+    starting = (None, "a test cluster, starting", 2)
+    monkeypatch.setattr(
+        ui.sweep, "engine", lambda kind, start=False: starting if kind == "dask" else real_engine(kind, start)
+    )
+    with local_cluster(2, processes=False) as cluster, Client(cluster, set_as_default=False) as client:
+
+        def slow_start() -> Client:
+            time.sleep(5.0)  # what a cluster's start-up costs on a loaded 2-core machine, and more
+            connected.set()
+            return client
+
+        monkeypatch.setattr(ui.sweep, "engine_getter", lambda: slow_start)
+        at = _run(app.switch_page("views/geo.py"))
+        _widget(at, "slider", "Seed cells").set_value(5)
+        _widget(at, "selectbox", "Depth").set_value(1)
+        _run(at)
+        _widget(at, "toggle", "Loss against").set_value(True)
+        at.run()
+        _widget(at, "radio", "Run the ε sweep").set_value(ui.sweep.ENGINES["dask"])
+        started = time.perf_counter()
+        at.run()
+        assert time.perf_counter() - started < 4.0 and not connected.is_set()
+        assert not at.exception and "Engine: a test cluster, starting." in [c.value for c in at.caption]
+        _run(at, limit=240.0)
+        assert connected.is_set() and not at.warning
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert {len(_array(trace["x"])) for trace in spec["data"]} == {len(geo.CURVE_EPS)}
+
+
 def test_deck_accessors_are_plain_fields(app: AppTest) -> None:
     """deck.gl's JSON converter rejects function calls in "@@=" expressions (Chromium): fields only."""
     at = _run(app.switch_page("views/geo.py"))
