@@ -101,11 +101,48 @@ def page_interactions(dataset: str) -> list[dict]:
     step("seed 0 -> 1 (button shown)", lambda a: a.number_input(key="side_seed").set_value(1))
     step("seed 1 -> 0 (stored)", lambda a: a.number_input(key="side_seed").set_value(0))
     step("evaluation toggle on (button)", lambda a: a.toggle(key="dep_evaluate").set_value(True))
-    step("run evaluation (R = 20)", lambda a: a.button(key="dep_run_eval").click())
+    step("run evaluation (R = 20): the run that starts it", lambda a: a.button(key="dep_run_eval").click())
+    rows.append({"case": f"page {dataset}: evaluation lands (background)", "seconds": _until_evaluated(at)})
     step("toggle off and on (stored)", lambda a: a.toggle(key="dep_evaluate").set_value(False))
     step("", lambda a: a.toggle(key="dep_evaluate").set_value(True))
     rows[-1]["case"] = f"page {dataset}: toggle on again (stored)"
     return rows
+
+
+def _until_evaluated(at: object, limit: float = 600.0) -> float:
+    """Seconds until the held-out evaluation's table is drawn, re-running as the page's poll does."""
+    t0 = time.perf_counter()
+    while len(at.dataframe) < 2:  # type: ignore[attr-defined]  # the groups table, then the evaluation's
+        if time.perf_counter() - t0 > limit:
+            raise RuntimeError("the held-out evaluation did not land")
+        time.sleep(0.2)
+        _timed(at, lambda a: a)
+    return time.perf_counter() - t0
+
+
+def evaluation_rerun() -> list[dict]:
+    """Where a random walk found a 91 s rerun (stops 51-52): the DepHDP page on Adult, record task, R = 50.
+    The evaluation now runs in the background: the run that starts it against the time until it lands."""
+    from streamlit.testing.v1 import AppTest
+
+    from ui import dephdp as view
+
+    view.store().clear()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=900).run()
+    at.selectbox(key="side_dataset").set_value("adult").run()
+    at.switch_page("views/dephdp.py").run()
+    record = ("record.json", b'{"task": "record"}', "application/json")
+    at.file_uploader(key="dep_config_upload").set_value(record).run()
+    at.button(key="dep_compute").click().run()
+    at.toggle(key="dep_evaluate").set_value(True).run()
+    at.slider(key="dep_reps").set_value(50).run()
+    start = _timed(at, lambda a: a.button(key="dep_run_eval").click())
+    lands = _until_evaluated(at)
+    case = "page adult, record task, R = 50"
+    return [
+        {"case": f"{case}: the run that starts the evaluation", "seconds": start},
+        {"case": f"{case}: evaluation lands (background)", "seconds": start + lands},
+    ]
 
 
 def _gathered_scores(task: core.Task, codes: np.ndarray) -> np.ndarray:
@@ -155,4 +192,4 @@ def run(quick: bool = False) -> list[dict]:
         config = core.DepHDPConfig(eps=1.0, task=task)
         rows += _timings(fit, config)
         rows += _evaluation(enc, config, reps)
-    return rows if quick else rows + _evaluation_speed()
+    return rows if quick else rows + _evaluation_speed() + evaluation_rerun()
