@@ -102,7 +102,8 @@ def page_interactions(dataset: str) -> list[dict]:
     step("seed 1 -> 0 (stored)", lambda a: a.number_input(key="side_seed").set_value(0))
     step("evaluation toggle on (button)", lambda a: a.toggle(key="dep_evaluate").set_value(True))
     step("run evaluation (R = 20): the run that starts it", lambda a: a.button(key="dep_run_eval").click())
-    rows.append({"case": f"page {dataset}: evaluation lands (background)", "seconds": _until_evaluated(at)})
+    landed = rows[-1]["seconds"] + _until_evaluated(at)
+    rows.append({"case": f"page {dataset}: evaluation lands (background, from the click)", "seconds": landed})
     step("toggle off and on (stored)", lambda a: a.toggle(key="dep_evaluate").set_value(False))
     step("", lambda a: a.toggle(key="dep_evaluate").set_value(True))
     rows[-1]["case"] = f"page {dataset}: toggle on again (stored)"
@@ -147,7 +148,7 @@ def evaluation_rerun() -> list[dict]:
     case = "page adult, record task, R = 50"
     return [
         {"case": f"{case}: the run that starts the evaluation", "seconds": start},
-        {"case": f"{case}: evaluation lands (background)", "seconds": start + lands},
+        {"case": f"{case}: evaluation lands (background, from the click)", "seconds": start + lands},
     ]
 
 
