@@ -204,11 +204,14 @@ if st.toggle("Evaluate on the held-out test split (ε ∈ {1, 2, 5, 10})", key="
             if running is None or running.done():  # landed, failed or stopped: redraw the page with it
                 st.rerun()
             fraction, message = jobs.builder().progress(ekey)
+            if message == "queued":  # the long-job threads are shared with the geo page's LPs and bounds
+                message = "queued behind other long jobs of this app (the geo page's LPs and bounds)"
             stopping = jobs.builder().stopping(ekey)
             text = "Stopping…" if stopping else f"Held-out evaluation: {message} (the page stays usable)"
             st.progress(fraction, text=text)
             if not stopping and st.button("Stop the evaluation", key="dep_eval_stop"):
                 jobs.builder().cancel(ekey)
+                st.rerun()  # show "Stopping…" (a running job) or the run button (a queued one) at once
 
         poll_evaluation()
     else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 import time
 from collections.abc import Iterator
 
@@ -207,6 +208,34 @@ def test_evaluation_runs_in_the_background_and_can_be_stopped(
     assert "dep_run_eval" in [b.key for b in app.button] and "dep_eval_table" not in [
         d.key for d in app.dataframe
     ]
+
+
+def test_an_evaluation_queued_behind_other_long_jobs_says_so(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The long-job threads are shared with the geo page: with both busy, the evaluation waits and says so."""
+    from ui import jobs
+
+    monkeypatch.setattr(core, "evaluate_dephdp", _stalled_evaluation)
+    release = threading.Event()
+    busy = [
+        jobs.builder().request(("test-busy", i), lambda progress: release.wait(60), slow=True) for i in (0, 1)
+    ]
+    try:
+        _open(app, FAST)
+        app.toggle(key="dep_evaluate").set_value(True).run()
+        app.button(key="dep_run_eval").click().run()
+        assert not app.exception, app.exception
+        assert app.get("progress")[0].proto.text == (
+            "Held-out evaluation: queued behind other long jobs of this app (the geo page's LPs and bounds) "
+            "(the page stays usable)"
+        )
+        app.button(key="dep_eval_stop").click().run()  # a queued job never starts
+        assert not app.exception and "dep_run_eval" in [b.key for b in app.button]
+    finally:
+        release.set()
+        for job in busy:
+            job.result(10)
 
 
 def test_a_failed_evaluation_says_why(app: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
