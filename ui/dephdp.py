@@ -34,6 +34,7 @@ __all__ = [
     "EVAL_WAIT_SECONDS",
     "FLOOR_LABELS",
     "FLOOR_OPTIONS",
+    "PROFILES_WAIT_SECONDS",
     "P_OPTIONS",
     "Degeneracy",
     "allocation_figure",
@@ -42,7 +43,6 @@ __all__ = [
     "comparison",
     "comparison_figure",
     "composition_text",
-    "compute_profiles",
     "config_from_json",
     "config_to_json",
     "curves_figure",
@@ -58,11 +58,13 @@ __all__ = [
     "log_ticks",
     "privatized_csv",
     "privatized_test",
+    "profiles_key",
     "profiles_pending_text",
     "ready_evaluation",
     "ready_profiles",
     "release_utility",
     "request_evaluation",
+    "request_profiles",
     "result_for",
     "scatter_figure",
     "scatter_x_range",
@@ -121,19 +123,28 @@ def apply_config(config: DepHDPConfig) -> None:
     state.dephdp_generation += 1
 
 
-def _profiles_key(fit: core.Encoded, config: DepHDPConfig) -> tuple:
+def profiles_key(fit: core.Encoded, config: DepHDPConfig) -> tuple:
+    """Store (and job) key of stage 1 for these settings (its eps is not part of it)."""
     return ("dep.profiles", fit.fingerprint, config.profile_settings())
 
 
 def ready_profiles(fit: core.Encoded, config: DepHDPConfig) -> DepHDPProfiles | None:
     """Stage 1 for these settings if it was computed before (in any session), else None."""
-    return store().get(_profiles_key(fit, config))
+    return store().get(profiles_key(fit, config))
 
 
-def compute_profiles(fit: core.Encoded, config: DepHDPConfig, progress: Progress = None) -> DepHDPProfiles:
-    """Stage 1 (groups, loss matrices, profiles incl. OPT LPs, surrogate): the slow part, stored."""
-    return store().get_or_compute(
-        _profiles_key(fit, config), lambda: dephdp_profiles(fit, config, cache=store(), progress=progress)
+#: Seconds the run that starts stage 1 shows its progress before it leaves the job to the background
+#: (heart: 1-3 s, so it lands in that run; Adult: 10-30 s).
+PROFILES_WAIT_SECONDS = 5.0
+
+
+def request_profiles(fit: core.Encoded, config: DepHDPConfig) -> Future[DepHDPProfiles]:
+    """Queue (or find) stage 1 (groups, loss matrices, profiles incl. OPT LPs, surrogate), the slow part,
+    on the background builder (a random walk measured 10-30 s on Adult beside a second walker)."""
+    return builder().request(
+        profiles_key(fit, config),
+        lambda progress: dephdp_profiles(fit, config, cache=store(), progress=progress),
+        slow=True,
     )
 
 

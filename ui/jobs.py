@@ -16,7 +16,18 @@ import streamlit as st
 from mdp_core._validation import Progress
 from ui.store import store
 
-__all__ = ["POLL_SECONDS", "BuildStoppedError", "Builder", "builder", "time_left", "wait"]
+__all__ = [
+    "POLL_SECONDS",
+    "BuildStoppedError",
+    "Builder",
+    "builder",
+    "failure",
+    "follow",
+    "poll",
+    "running",
+    "time_left",
+    "wait",
+]
 
 #: Poll interval (s) of a page's fragment while a job runs.
 POLL_SECONDS = 1.0
@@ -145,3 +156,53 @@ def wait(futures: list[Future[Any]], seconds: float, tick: Callable[[], None] | 
         concurrent.futures.wait(futures, timeout=min(0.2, left))
         if tick is not None:
             tick()
+
+
+# -- a page's view of one job (the DepHDP page's profiles and evaluation) ----------------------------------
+
+#: What a job waiting for a thread shows: the long-job threads are shared by every page.
+QUEUED = "queued behind other long jobs of this app (the geo page's LPs and bounds)"
+
+
+def running(key: Hashable) -> bool:
+    """Whether ``key``'s job is queued or running."""
+    job = builder().job(key)
+    return job is not None and not job.done()
+
+
+def failure(key: Hashable) -> BaseException | None:
+    """Why ``key``'s last job ended without a result (:class:`BuildStoppedError` when stopped), else None."""
+    job = builder().job(key)
+    return job.exception() if job is not None and job.done() else None
+
+
+def follow(key: Hashable, job: Future[Any], label: str, seconds: float) -> None:
+    """Show ``job``'s progress for up to ``seconds`` (a short job lands within them), then re-run the page,
+    which shows the result or :func:`poll` s the job."""
+    bar = st.progress(0.0, text=f"{label}: starting")
+
+    def tick() -> None:
+        fraction, message = builder().progress(key)
+        bar.progress(fraction, text=f"{label}: {message}")
+
+    wait([job], seconds, tick)
+    st.rerun()
+
+
+def poll(key: Hashable, label: str, stop_label: str, stop_key: str) -> None:
+    """A running job's progress bar and stop button, redrawn every :data:`POLL_SECONDS` by a fragment (the
+    rest of the page is not re-run); when the job ends (landed, failed or stopped) the page re-runs."""
+
+    @st.fragment(run_every=POLL_SECONDS)
+    def poll_job() -> None:
+        if not running(key):
+            st.rerun()
+        fraction, message = builder().progress(key)
+        stopping = builder().stopping(key)
+        text = "Stopping…" if stopping else f"{label}: {QUEUED if message == 'queued' else message}"
+        st.progress(fraction, text=f"{text} (the page stays usable)")
+        if not stopping and st.button(stop_label, key=stop_key):
+            builder().cancel(key)
+            st.rerun()  # "Stopping…" (a running job) or the start button (a queued one) at once
+
+    poll_job()

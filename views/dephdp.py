@@ -97,17 +97,18 @@ config = replace(
 fit, test = view.fit_test_split(encoded, state.seed)
 stage = view.ready_profiles(fit, config)
 if stage is None:
+    pkey = view.profiles_key(fit, config)
+    if jobs.running(pkey):
+        jobs.poll(pkey, "Group profiles", "Stop computing the profiles", "dep_profiles_stop")
+        st.stop()
+    if isinstance(error := jobs.failure(pkey), jobs.BuildStoppedError):
+        st.info("Computing the group profiles was stopped; start it again to finish it.")
+    elif error is not None:
+        st.error(f"Computing the group profiles failed: {error}")
     st.info(view.profiles_pending_text(config))
-    if not st.button("Compute group profiles", key="dep_compute", type="primary"):
-        st.stop()
-    bar = st.progress(0.0, text="Computing group loss profiles…")
-    try:
-        stage = view.compute_profiles(fit, config, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
-    except core.DataError as exc:
-        bar.empty()
-        st.error(str(exc))
-        st.stop()
-    bar.empty()
+    if st.button("Compute group profiles", key="dep_compute", type="primary"):
+        jobs.follow(pkey, view.request_profiles(fit, config), "Group profiles", view.PROFILES_WAIT_SECONDS)
+    st.stop()
 try:
     result = view.result_for(fit, config, stage)
 except core.DataError as exc:
@@ -181,39 +182,20 @@ if st.toggle("Evaluate on the held-out test split (ε ∈ {1, 2, 5, 10})", key="
     reps = st.slider("Repetitions", 5, 50, 20, 5, key="dep_reps")
     table = view.ready_evaluation(encoded, config, reps, state.seed)
     ekey = view.evaluation_key(encoded, config, reps, state.seed)
-    job = jobs.builder().job(ekey)
-    if table is None and job is not None and job.done() and (error := job.exception()) is not None:
-        if isinstance(error, jobs.BuildStoppedError):
-            st.info("The evaluation was stopped; run it again to finish it.")
-        else:
-            st.error(f"The evaluation failed: {error}")
-    if table is None and (job is None or job.done()):
+    if table is None and isinstance(error := jobs.failure(ekey), jobs.BuildStoppedError):
+        st.info("The evaluation was stopped; run it again to finish it.")
+    elif table is None and error is not None:
+        st.error(f"The evaluation failed: {error}")
+    if table is None and not jobs.running(ekey):
         st.caption(
             f"Configures DepHDP and the four baselines at each ε on the fitting split and privatises the "
             f"{len(test.codes):,} test records {reps} times per method, in the background."
         )
         if st.button("Run the held-out evaluation", key="dep_run_eval", type="primary"):
-            # a short evaluation lands within this run; a long one is polled below, after a rerun
-            jobs.wait([view.request_evaluation(encoded, config, reps, state.seed)], view.EVAL_WAIT_SECONDS)
-            st.rerun()
+            job = view.request_evaluation(encoded, config, reps, state.seed)
+            jobs.follow(ekey, job, "Held-out evaluation", view.EVAL_WAIT_SECONDS)
     elif table is None:
-
-        @st.fragment(run_every=jobs.POLL_SECONDS)
-        def poll_evaluation() -> None:
-            running = jobs.builder().job(ekey)
-            if running is None or running.done():  # landed, failed or stopped: redraw the page with it
-                st.rerun()
-            fraction, message = jobs.builder().progress(ekey)
-            if message == "queued":  # the long-job threads are shared with the geo page's LPs and bounds
-                message = "queued behind other long jobs of this app (the geo page's LPs and bounds)"
-            stopping = jobs.builder().stopping(ekey)
-            text = "Stopping…" if stopping else f"Held-out evaluation: {message} (the page stays usable)"
-            st.progress(fraction, text=text)
-            if not stopping and st.button("Stop the evaluation", key="dep_eval_stop"):
-                jobs.builder().cancel(ekey)
-                st.rerun()  # show "Stopping…" (a running job) or the run button (a queued one) at once
-
-        poll_evaluation()
+        jobs.poll(ekey, "Held-out evaluation", "Stop the evaluation", "dep_eval_stop")
     else:
         st.plotly_chart(view.comparison_figure(table), key="dep_eval_chart")
         st.dataframe(table.round(4), hide_index=True, key="dep_eval_table")

@@ -54,6 +54,12 @@ def _compute(app: AppTest) -> AppTest:
     assert [b.label for b in app.button] == ["Compute group profiles"]
     assert not app.get("plotly_chart")  # nothing drawn before the explicit button
     app.button(key="dep_compute").click().run()
+    deadline = time.monotonic() + 120
+    while "dep_profiles_stop" in [b.key for b in app.button]:  # still computing: poll as the page does
+        assert not app.exception, app.exception
+        assert time.monotonic() < deadline, "the profiles did not land"
+        time.sleep(0.2)
+        app.run()
     assert not app.exception, app.exception
     return app
 
@@ -217,13 +223,13 @@ def test_an_evaluation_queued_behind_other_long_jobs_says_so(
     from ui import jobs
 
     monkeypatch.setattr(core, "evaluate_dephdp", _stalled_evaluation)
+    _open(app, FAST)
+    app.toggle(key="dep_evaluate").set_value(True).run()
     release = threading.Event()
     busy = [
         jobs.builder().request(("test-busy", i), lambda progress: release.wait(60), slow=True) for i in (0, 1)
     ]
     try:
-        _open(app, FAST)
-        app.toggle(key="dep_evaluate").set_value(True).run()
         app.button(key="dep_run_eval").click().run()
         assert not app.exception, app.exception
         assert app.get("progress")[0].proto.text == (
@@ -236,6 +242,34 @@ def test_an_evaluation_queued_behind_other_long_jobs_says_so(
         release.set()
         for job in busy:
             job.result(10)
+
+
+def test_group_profiles_run_in_the_background_can_be_stopped_and_say_why_they_failed(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stage 1 took 10-30 s in one rerun on Adult (walks 5303, 5404): now a job, polled, with a stop."""
+    monkeypatch.setattr(view, "dephdp_profiles", _stalled_evaluation)
+    app.switch_page("views/dephdp.py").run()
+    started = time.monotonic()
+    app.button(key="dep_compute").click().run()
+    assert time.monotonic() - started < view.PROFILES_WAIT_SECONDS + 10 and not app.exception
+    assert re.match(r"Group profiles: draw \d+ \(the page stays usable\)", app.get("progress")[0].proto.text)
+    assert "dep_compute" not in [b.key for b in app.button] and not app.get("plotly_chart")
+    app.button(key="dep_profiles_stop").click().run()
+    deadline = time.monotonic() + 10
+    while "dep_compute" not in [b.key for b in app.button] and time.monotonic() < deadline:
+        time.sleep(0.1)
+        app.run()
+    assert app.info[0].value == "Computing the group profiles was stopped; start it again to finish it."
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise core.DataError("no group has two rows")
+
+    monkeypatch.setattr(view, "dephdp_profiles", refuse)
+    app.button(key="dep_compute").click().run()
+    assert not app.exception, app.exception
+    assert [e.value for e in app.error] == ["Computing the group profiles failed: no group has two rows"]
+    assert "dep_compute" in [b.key for b in app.button]
 
 
 def test_a_failed_evaluation_says_why(app: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -26,8 +26,10 @@ def test_held_out_evaluation_runs_in_the_background_and_lands_by_itself(server_u
         _settle(page, 180_000)
         main = page.locator("[data-testid=stMain]")
         main.get_by_role("button", name="Compute group profiles").click()
+        toggle = main.get_by_text("Evaluate on the held-out test split")
+        toggle.wait_for(timeout=300_000)  # the profiles land in the background too (10-30 s on Adult)
         _settle(page, 300_000)
-        main.get_by_text("Evaluate on the held-out test split").click()
+        toggle.click()
         _settle(page)
         main.get_by_role("button", name="Run the held-out evaluation").click()
         # the run that started it ends while the job runs: the page is idle with its progress and stop button
