@@ -18,6 +18,7 @@ from ui.store import store
 
 __all__ = [
     "POLL_SECONDS",
+    "QUEUED",
     "BuildStoppedError",
     "Builder",
     "builder",
@@ -161,7 +162,9 @@ def wait(futures: list[Future[Any]], seconds: float, tick: Callable[[], None] | 
 # -- a page's view of one job (the DepHDP page's profiles and evaluation) ----------------------------------
 
 #: What a job waiting for a thread shows: the long-job threads are shared by every page.
-QUEUED = "queued behind other long jobs of this app (the geo page's LPs and bounds)"
+QUEUED = (
+    "queued: both long-job threads of this app are busy (geo LPs and bounds, DepHDP profiles or evaluations)"
+)
 
 
 def running(key: Hashable) -> bool:
@@ -178,7 +181,7 @@ def failure(key: Hashable) -> BaseException | None:
 
 def follow(key: Hashable, job: Future[Any], label: str, seconds: float) -> None:
     """Show ``job``'s progress for up to ``seconds`` (a short job lands within them), then re-run the page,
-    which shows the result or :func:`poll` s the job."""
+    which shows the result or polls the job (:func:`poll`)."""
     bar = st.progress(0.0, text=f"{label}: starting")
 
     def tick() -> None:
