@@ -35,7 +35,7 @@ from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
 from mdp_core.geo import GeoComparison, GeoMechanism, GeoProblem, RoadNetwork, cosets
 from mdp_core.sweep import compare_over_eps
-from ui.jobs import POLL_SECONDS, Builder, BuildStoppedError, builder, time_left, wait
+from ui.jobs import POLL_SECONDS, Builder, BuildStoppedError, builder, poll, time_left, wait
 from ui.store import store
 
 __all__ = [
@@ -89,6 +89,7 @@ __all__ = [
     "optimal_offered",
     "optimal_too_large",
     "optimum_search",
+    "poll",
     "remember",
     "remembered",
     "request_bound",

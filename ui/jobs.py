@@ -192,20 +192,27 @@ def follow(key: Hashable, job: Future[Any], label: str, seconds: float) -> None:
     st.rerun()
 
 
-def poll(key: Hashable, label: str, stop_label: str, stop_key: str) -> None:
-    """A running job's progress bar and stop button, redrawn every :data:`POLL_SECONDS` by a fragment (the
-    rest of the page is not re-run); when the job ends (landed, failed or stopped) the page re-runs."""
+def poll(
+    key: Hashable,
+    stop_label: str,
+    stop_key: str,
+    *,
+    text: Callable[[str], str] = lambda message: message,
+    stopping: str = "Stopping…",
+) -> None:
+    """A running job's progress bar (its message through ``text``; ``stopping`` once asked to stop) and stop
+    button, redrawn every :data:`POLL_SECONDS` by a fragment (the rest of the page is not re-run); when the
+    job ends (landed, failed or stopped) the page re-runs."""
 
     @st.fragment(run_every=POLL_SECONDS)
     def poll_job() -> None:
         if not running(key):
             st.rerun()
         fraction, message = builder().progress(key)
-        stopping = builder().stopping(key)
-        text = "Stopping…" if stopping else f"{label}: {QUEUED if message == 'queued' else message}"
-        st.progress(fraction, text=f"{text} (the page stays usable)")
-        if not stopping and st.button(stop_label, key=stop_key):
+        asked = builder().stopping(key)
+        st.progress(fraction, text=stopping if asked else text(QUEUED if message == "queued" else message))
+        if not asked and st.button(stop_label, key=stop_key):
             builder().cancel(key)
-            st.rerun()  # "Stopping…" (a running job) or the start button (a queued one) at once
+            st.rerun()  # the stopping text (a running job) or the start button (a queued one) at once
 
     poll_job()

@@ -99,7 +99,12 @@ stage = view.ready_profiles(fit, config)
 if stage is None:
     pkey = view.profiles_key(fit, config)
     if jobs.running(pkey):
-        jobs.poll(pkey, "Group profiles", "Stop computing the profiles", "dep_profiles_stop")
+        jobs.poll(
+            pkey,
+            "Stop computing the profiles",
+            "dep_profiles_stop",
+            text=lambda message: f"Group profiles: {message} (the page stays usable)",
+        )
         st.stop()
     if isinstance(error := jobs.failure(pkey), jobs.BuildStoppedError):
         st.info("Computing the group profiles was stopped; start it again to finish it.")
@@ -195,7 +200,12 @@ if st.toggle("Evaluate on the held-out test split (ε ∈ {1, 2, 5, 10})", key="
             job = view.request_evaluation(encoded, config, reps, state.seed)
             jobs.follow(ekey, job, "Held-out evaluation", view.EVAL_WAIT_SECONDS)
     elif table is None:
-        jobs.poll(ekey, "Held-out evaluation", "Stop the evaluation", "dep_eval_stop")
+        jobs.poll(
+            ekey,
+            "Stop the evaluation",
+            "dep_eval_stop",
+            text=lambda message: f"Held-out evaluation: {message} (the page stays usable)",
+        )
     else:
         st.plotly_chart(view.comparison_figure(table), key="dep_eval_chart")
         st.dataframe(table.round(4), hide_index=True, key="dep_eval_table")

@@ -358,22 +358,13 @@ if geo.bound_available():
         geo.request_bound(config, eps, seconds)
         st.rerun()  # draw the page with the job running (and no start button)
     if bound_job is not None and not bound_job.done():
-
-        @st.fragment(run_every=geo.POLL_SECONDS)
-        def poll_bound() -> None:
-            running = geo.builder().job(bkey)
-            if running is None or running.done():  # landed (or stopped): redraw the table with it
-                st.rerun()
-            fraction, message = geo.builder().progress(bkey)
-            stopping = geo.builder().stopping(bkey)
-            # cosets stop within a second; HiGHS's PDLP takes no interrupt: a stop waits for its round
-            stop_text = "Stopping (an LP round runs to its end, at most the time chosen)…"
-            st.progress(fraction, text=stop_text if stopping else message)
-            if not stopping and st.button("Stop the bound", key="geo_bound_stop"):
-                geo.builder().cancel(bkey)
-
-        with b1:
-            poll_bound()
+        with b1:  # cosets stop within a second; HiGHS's PDLP takes no interrupt: a stop waits for its round
+            geo.poll(
+                bkey,
+                "Stop the bound",
+                "geo_bound_stop",
+                stopping="Stopping (an LP round runs to its end, at most the time chosen)…",
+            )
     elif bound_job is not None and (error := bound_job.exception()) is not None:
         if isinstance(error, geo.BuildStoppedError):
             b1.info("The bound was stopped; start it again to finish it.")
