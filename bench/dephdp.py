@@ -104,7 +104,7 @@ def page_interactions(dataset: str) -> list[dict]:
     step("seed 1 -> 0 (stored)", lambda a: a.number_input(key="side_seed").set_value(0))
     step("evaluation toggle on (button)", lambda a: a.toggle(key="dep_evaluate").set_value(True))
     step("run evaluation (R = 20): the run that starts it", lambda a: a.button(key="dep_run_eval").click())
-    landed = rows[-1]["seconds"] + _until_evaluated(at)
+    landed = rows[-1]["seconds"] + _until_landed(at, "dep.eval", 2)
     rows.append({"case": f"page {dataset}: evaluation lands (background, from the click)", "seconds": landed})
     step("toggle off and on (stored)", lambda a: a.toggle(key="dep_evaluate").set_value(False))
     step("", lambda a: a.toggle(key="dep_evaluate").set_value(True))
@@ -114,8 +114,8 @@ def page_interactions(dataset: str) -> list[dict]:
 
 def _until_landed(at: object, tag: str, tables: int, limit: float = 600.0) -> float:
     """Seconds until a background job's result (store key tag ``tag``) is drawn, with ``tables`` data frames
-    on the page: the store is watched (as the page's poll watches the job, in a fragment, without re-running
-    the page), then the page is re-run once."""
+    on the page (the groups table, then the evaluation's): the store is watched (as the page's poll watches
+    the job, in a fragment, without re-running the page), then the page is re-run once."""
     from ui import dephdp as view
 
     t0 = time.perf_counter()
@@ -130,11 +130,7 @@ def _until_landed(at: object, tag: str, tables: int, limit: float = 600.0) -> fl
     return time.perf_counter() - t0
 
 
-def _until_evaluated(at: object) -> float:
-    return _until_landed(at, "dep.eval", 2)  # the groups table, then the evaluation's
-
-
-def evaluation_rerun() -> list[dict]:
+def _evaluation_rerun() -> list[dict]:
     """Where a random walk found a 91 s rerun (stops 51-52): the DepHDP page on Adult, record task, R = 50.
     The evaluation now runs in the background: the run that starts it against the time until it lands."""
     from streamlit.testing.v1 import AppTest
@@ -152,7 +148,7 @@ def evaluation_rerun() -> list[dict]:
     at.toggle(key="dep_evaluate").set_value(True).run()
     at.slider(key="dep_reps").set_value(50).run()
     start = _timed(at, lambda a: a.button(key="dep_run_eval").click())
-    lands = _until_evaluated(at)
+    lands = _until_landed(at, "dep.eval", 2)
     case = "page adult, record task, R = 50"
     return [
         {"case": f"{case}: the run that starts the evaluation", "seconds": start},
@@ -207,4 +203,4 @@ def run(quick: bool = False) -> list[dict]:
         config = core.DepHDPConfig(eps=1.0, task=task)
         rows += _timings(fit, config)
         rows += _evaluation(enc, config, reps)
-    return rows if quick else rows + _evaluation_speed() + evaluation_rerun()
+    return rows if quick else rows + _evaluation_speed() + _evaluation_rerun()
