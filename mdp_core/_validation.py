@@ -37,12 +37,13 @@ def report(progress: Progress, fraction: float, message: str) -> None:
         progress(min(max(float(fraction), 0.0), 1.0), message)
 
 
-def part(progress: Progress, start: float, stop: float) -> Progress:
+def part(progress: Progress, start: float, stop: float, prefix: str = "") -> Progress:
     """``progress`` for a sub-task that fills [start, stop] of the caller's bar (None stays None), so the
-    bar never goes back when the sub-task starts from 0; its raise (a stop) reaches the sub-task."""
+    bar never goes back when the sub-task starts from 0; its raise (a stop) reaches the sub-task. The
+    sub-task's messages get ``prefix`` in front (what the caller is doing)."""
     if progress is None:
         return None
-    return lambda fraction, message: report(progress, start + (stop - start) * fraction, message)
+    return lambda fraction, message: report(progress, start + (stop - start) * fraction, prefix + message)
 
 
 def as_float_array(value: object, name: str, *, ndim: int | None = None) -> np.ndarray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,7 +12,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 import mdp_core as core
+from mdp_core._validation import Progress
 from ui.dephdp import log_ticks, store
+from ui.jobs import builder
 
 __all__ = [
     "AUTO_CURVES",
@@ -20,17 +23,22 @@ __all__ = [
     "MAX_OPT",
     "METHOD_COLORS",
     "OPT_SECONDS",
+    "OPT_WAIT_SECONDS",
     "TASKS",
     "Domain",
     "Playground",
     "curve_grid",
     "curves",
+    "curves_key",
     "domain_of",
     "fig_curves",
     "fig_heatmaps",
+    "opt_key",
     "playground",
     "ready_curves",
     "ready_playground",
+    "request_curves",
+    "request_opt",
     "task_loss",
     "verdict",
     "verified_text",
@@ -51,6 +59,9 @@ AUTO_OPT = 24
 AUTO_CURVES = 16
 #: Time limit of one playground LP, and of all LPs of one loss-budget curve (seconds): a rerun stays < 60 s.
 OPT_SECONDS = 40.0
+#: The run that starts an LP job (on the background builder) shows its progress this long (seconds): most
+#: playground LPs take well under a second and land in that run.
+OPT_WAIT_SECONDS = 3.0
 METHOD_COLORS = {"EM": "#636efa", "EM+remap": "#00cc96", "OPT": "#ef553b"}
 
 
@@ -125,6 +136,13 @@ def _play_key(
     )
 
 
+def opt_key(
+    encoded: core.Encoded, columns: tuple[str, ...], p: float, task: str, threshold: int, eps: float
+) -> tuple:
+    """Store and job key of the channels with the LP optimum (:func:`request_opt`)."""
+    return _play_key(encoded, columns, p, task, threshold, eps, True)
+
+
 def ready_playground(
     encoded: core.Encoded,
     columns: tuple[str, ...],
@@ -138,6 +156,39 @@ def ready_playground(
     return store().get(_play_key(encoded, columns, p, task, threshold, eps, with_opt))
 
 
+def _channels(
+    encoded: core.Encoded,
+    columns: tuple[str, ...],
+    p: float,
+    task: str,
+    threshold: int,
+    eps: float,
+    with_opt: bool,
+    progress: Progress = None,
+) -> Playground:
+    domain = domain_of(encoded, columns, p)
+    loss = task_loss(domain, task, threshold)
+    em = core.exponential_mechanism(domain.dist, eps)
+    matrices = {"EM": em, "EM+remap": core.bayesian_remap(em, domain.prior, loss)}
+    n, message, seconds = domain.dist.shape[0], "", 0.0
+    if n > MAX_OPT:
+        message = f"OPT is offered up to {MAX_OPT} joint values here (this domain has {n})."
+    elif not with_opt:
+        message = f"OPT for {n} joint values is solved on request (button below)."
+    else:
+        res = core.optimal_mechanism(
+            domain.prior, loss, domain.dist, eps, time_limit=OPT_SECONDS, progress=progress
+        )
+        message, seconds = res.message, res.seconds
+        if res.success:
+            matrices["OPT"] = res.matrix
+        else:
+            message = f"The LP did not finish ({res.message}); showing distance-based channels only."
+    losses = {k: core.expected_loss(P, domain.prior, loss) for k, P in matrices.items()}
+    violations = {k: core.mdp_violation(P, domain.dist, eps) for k, P in matrices.items()}
+    return Playground(matrices, losses, violations, message, seconds)
+
+
 def playground(
     encoded: core.Encoded,
     columns: tuple[str, ...],
@@ -149,31 +200,20 @@ def playground(
     with_opt: bool,
 ) -> Playground:
     """EM, EM + remap and (``with_opt`` and at most :data:`MAX_OPT` joint values) the LP optimum at ``eps``,
-    each verified. EM and remapping take milliseconds; the LP is the part the page puts behind a button
-    above :data:`AUTO_OPT` values (time limit :data:`OPT_SECONDS`). Kept in the app's result store."""
+    each verified, computed in this run. EM and remapping take milliseconds; the page solves the LP here
+    only up to :data:`AUTO_OPT` values, above on request (:func:`request_opt`). Kept in the app's result
+    store."""
+    args = (encoded, columns, p, task, threshold, eps, with_opt)
+    return store().get_or_compute(_play_key(*args), lambda: _channels(*args))
 
-    def compute() -> Playground:
-        domain = domain_of(encoded, columns, p)
-        loss = task_loss(domain, task, threshold)
-        em = core.exponential_mechanism(domain.dist, eps)
-        matrices = {"EM": em, "EM+remap": core.bayesian_remap(em, domain.prior, loss)}
-        n, message, seconds = domain.dist.shape[0], "", 0.0
-        if n > MAX_OPT:
-            message = f"OPT is offered up to {MAX_OPT} joint values here (this domain has {n})."
-        elif not with_opt:
-            message = f"OPT for {n} joint values is solved on request (button below)."
-        else:
-            res = core.optimal_mechanism(domain.prior, loss, domain.dist, eps, time_limit=OPT_SECONDS)
-            message, seconds = res.message, res.seconds
-            if res.success:
-                matrices["OPT"] = res.matrix
-            else:
-                message = f"The LP did not finish ({res.message}); showing distance-based channels only."
-        losses = {k: core.expected_loss(P, domain.prior, loss) for k, P in matrices.items()}
-        violations = {k: core.mdp_violation(P, domain.dist, eps) for k, P in matrices.items()}
-        return Playground(matrices, losses, violations, message, seconds)
 
-    return store().get_or_compute(_play_key(encoded, columns, p, task, threshold, eps, with_opt), compute)
+def request_opt(
+    encoded: core.Encoded, columns: tuple[str, ...], p: float, task: str, threshold: int, eps: float
+) -> Future[Playground]:
+    """The channels with the LP optimum (time limit :data:`OPT_SECONDS`), computed on the builder's long-job
+    threads: the page polls :func:`opt_key`'s job and can stop it between two master solves."""
+    args = (encoded, columns, p, task, threshold, eps)
+    return builder().request(opt_key(*args), lambda progress: _channels(*args, True, progress), slow=True)
 
 
 def curve_grid(eps: float, points: int = 13) -> np.ndarray:
@@ -182,7 +222,7 @@ def curve_grid(eps: float, points: int = 13) -> np.ndarray:
     return np.unique(np.append(grid, eps))
 
 
-def _curves_key(
+def curves_key(
     encoded: core.Encoded,
     columns: tuple[str, ...],
     p: float,
@@ -190,6 +230,7 @@ def _curves_key(
     threshold: int,
     grid: tuple[float, ...],
 ) -> tuple:
+    """Store and job key of the loss-budget curves (:func:`curves`, :func:`request_curves`)."""
     return ("mech.curves", encoded.fingerprint, tuple(columns), float(p), task, int(threshold), tuple(grid))
 
 
@@ -202,7 +243,30 @@ def ready_curves(
     grid: tuple[float, ...],
 ) -> dict[str, np.ndarray] | None:
     """Loss-budget curves computed before (any session), else None."""
-    return store().get(_curves_key(encoded, columns, p, task, threshold, grid))
+    return store().get(curves_key(encoded, columns, p, task, threshold, grid))
+
+
+def _curve_values(
+    encoded: core.Encoded,
+    columns: tuple[str, ...],
+    p: float,
+    task: str,
+    threshold: int,
+    grid: tuple[float, ...],
+    progress: Progress = None,
+) -> dict[str, np.ndarray]:
+    domain = domain_of(encoded, columns, p)
+    loss = task_loss(domain, task, threshold)
+    methods = core.METHODS if domain.dist.shape[0] <= MAX_OPT else ("EM", "EM+remap")
+    return core.loss_budget_curves(
+        domain.prior,
+        loss,
+        domain.dist,
+        np.asarray(grid),
+        methods=methods,
+        progress=progress,
+        time_limit=OPT_SECONDS,
+    )
 
 
 def curves(
@@ -214,26 +278,28 @@ def curves(
     grid: tuple[float, ...],
     progress: Callable[[float, str], None] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Expected loss along ``grid`` for EM, EM + remap and (domains up to :data:`MAX_OPT`) the LP optimum.
+    """Expected loss along ``grid`` for EM, EM + remap and (domains up to :data:`MAX_OPT`) the LP optimum,
+    computed in this run (the page does so up to :data:`AUTO_CURVES` joint values; above, on request with
+    :func:`request_curves`).
 
     A plain function: the progress callback may drive a bar drawn by the page; the result is kept in the
     app's locked result store (never in ``st.cache_data``, which would replay the bar on a cache hit)."""
+    args = (encoded, columns, p, task, threshold, grid)
+    return store().get_or_compute(curves_key(*args), lambda: _curve_values(*args, progress))
 
-    def compute() -> dict[str, np.ndarray]:
-        domain = domain_of(encoded, columns, p)
-        loss = task_loss(domain, task, threshold)
-        methods = core.METHODS if domain.dist.shape[0] <= MAX_OPT else ("EM", "EM+remap")
-        return core.loss_budget_curves(
-            domain.prior,
-            loss,
-            domain.dist,
-            np.asarray(grid),
-            methods=methods,
-            progress=progress,
-            time_limit=OPT_SECONDS,
-        )
 
-    return store().get_or_compute(_curves_key(encoded, columns, p, task, threshold, grid), compute)
+def request_curves(
+    encoded: core.Encoded,
+    columns: tuple[str, ...],
+    p: float,
+    task: str,
+    threshold: int,
+    grid: tuple[float, ...],
+) -> Future[dict[str, np.ndarray]]:
+    """The curves of :func:`curves` (all LPs within :data:`OPT_SECONDS`), computed on the builder's long-job
+    threads: the page polls :func:`curves_key`'s job and can stop it between two master solves."""
+    args = (encoded, columns, p, task, threshold, grid)
+    return builder().request(curves_key(*args), lambda progress: _curve_values(*args, progress), slow=True)
 
 
 def verified_text(violation: float) -> str:

@@ -51,6 +51,7 @@ import highspy
 import numpy as np
 
 from mdp_core._highs import new_highs, run_until
+from mdp_core._validation import Progress, report
 from mdp_core.mechanisms._pricing import _LPPricer, nominal_pricing, tree_order, tree_pricing
 
 
@@ -329,8 +330,19 @@ class ColumnGeneration:
             mu[y] = min(res[0], 0.0)
         return mu, True
 
-    def solve(self, eps: float, *, time_limit: float, max_rounds: int, max_enter: int = 0) -> MasterSolution:
-        """Row and column generation at ``eps`` from the current master; returns the raw solution."""
+    def solve(
+        self,
+        eps: float,
+        *,
+        time_limit: float,
+        max_rounds: int,
+        max_enter: int = 0,
+        progress: Progress = None,
+    ) -> MasterSolution:
+        """Row and column generation at ``eps`` from the current master; returns the raw solution.
+
+        ``progress(fraction of time_limit used, message)`` is called after every master solve (a stop
+        raised by it ends the solve there)."""
         deadline = time.perf_counter() + time_limit
         self.set_eps(eps)
         rounds = 0
@@ -354,6 +366,11 @@ class ColumnGeneration:
             iterations = self.h.getInfo().simplex_iteration_count
             self.log.append((strategy, time.perf_counter() - t0, self.rows, self.outputs.size, iterations))
             rounds += 1
+            report(
+                progress,
+                1 - (deadline - time.perf_counter()) / time_limit,
+                f"round {rounds}: {self.outputs.size} outputs, {self.rows:,} privacy rows",
+            )
             if status != highspy.HighsModelStatus.kOptimal and time.perf_counter() < deadline:
                 self.h.clearSolver()  # numerical trouble from a warm basis: one cold retry
                 self.h.setOptionValue("simplex_strategy", 0)

@@ -31,6 +31,7 @@ import highspy
 import numpy as np
 
 from mdp_core._highs import new_highs, run_until
+from mdp_core._validation import Progress, report
 from mdp_core.mechanisms._colgen import _ADD_TOL, MasterSolution
 from mdp_core.mechanisms._pricing import tree_pricing
 
@@ -141,14 +142,17 @@ class RayMaster:
             V = np.exp(eps * shapes)
             self._add(ys, V / V.max(axis=0))
 
-    def solve(self, eps: float, *, time_limit: float, max_rounds: int) -> MasterSolution:
-        """Dantzig-Wolfe rounds at ``eps``; same result as :meth:`ColumnGeneration.solve`."""
+    def solve(
+        self, eps: float, *, time_limit: float, max_rounds: int, progress: Progress = None
+    ) -> MasterSolution:
+        """Dantzig-Wolfe rounds at ``eps``; same result (and progress) as :meth:`ColumnGeneration.solve`."""
         deadline = time.perf_counter() + time_limit
         self.eps = eps
         self._start(eps)
         self.step = step = eps * self.tree_d
         for rounds in range(1, max_rounds + 1):
             status = run_until(self.h, deadline)
+            report(progress, 1 - (deadline - time.perf_counter()) / time_limit, f"round {rounds}")
             if status != highspy.HighsModelStatus.kOptimal:
                 return MasterSolution(ok=False, status=self.h.modelStatusToString(status), rounds=rounds)
             sol = self.h.getSolution()

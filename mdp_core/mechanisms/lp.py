@@ -41,6 +41,7 @@ from mdp_core._validation import (
     check_eps,
     check_loss_matrix,
     check_prior,
+    part,
     report,
 )
 from mdp_core.errors import DataError
@@ -274,6 +275,7 @@ def optimal_mechanism(
     max_variables: int = 2_000_000,
     time_limit: float = 600.0,
     max_rounds: int = 2000,
+    progress: Progress = None,
 ) -> MechanismResult:
     """Exact LP-optimal eps-mDP mechanism (000 Definition 3, Eq. 3), by column and row generation on HiGHS.
 
@@ -298,6 +300,9 @@ def optimal_mechanism(
         Wall-clock seconds for column and row generation (solver calls and pricing).
     max_rounds : int
         Master solves before giving up.
+    progress : callable, optional
+        ``progress(fraction of time_limit used, message)`` after every master solve; an exception it
+        raises (a stop asked by a user) ends the solve there and propagates.
 
     Returns
     -------
@@ -310,7 +315,7 @@ def optimal_mechanism(
     limit = _size_problem(c.shape, max_inputs, max_variables)
     if limit:
         return _failure(c.shape, "size limit", limit, time.perf_counter() - started, eps)
-    result, _ = _solve_point(_Problem(p, c, d), eps, None, None, time_limit, max_rounds, started)
+    result, _ = _solve_point(_Problem(p, c, d), eps, None, None, time_limit, max_rounds, started, progress)
     return result
 
 
@@ -341,6 +346,7 @@ def _solve_point(
     time_limit: float,
     max_rounds: int,
     started: float,
+    progress: Progress = None,
 ) -> tuple[MechanismResult, WarmStart | None]:
     """One grid point: the ray master on trees, else (or if it does not converge) the block master.
 
@@ -353,7 +359,8 @@ def _solve_point(
         if problem.rays is None:
             problem.rays = RayMaster(p, c, d, problem.tree)
         rays = problem.rays
-        raw = rays.solve(eps, time_limit=time_limit, max_rounds=min(_RAY_ROUNDS, max_rounds))
+        rounds = min(_RAY_ROUNDS, max_rounds)
+        raw = rays.solve(eps, time_limit=time_limit, max_rounds=rounds, progress=progress)
         if raw.ok:
             return _finish(raw, rays, keep, p, problem.loss, eps, started), None
     remap = bayesian_remap(exponential_mechanism(d, eps), p, c)
@@ -362,7 +369,7 @@ def _solve_point(
         start = np.union1d(start, np.nonzero(previous.matrix[:, keep].max(axis=0) > 0)[0])
     model = ColumnGeneration(p, c, d, *problem.pairs, start, warm)
     left = max(deadline - time.perf_counter(), 1e-3)
-    raw = model.solve(eps, time_limit=left, max_rounds=max_rounds)
+    raw = model.solve(eps, time_limit=left, max_rounds=max_rounds, progress=progress)
     return _finish(raw, model, keep, p, problem.loss, eps, started), model.warm_start() if raw.ok else None
 
 
@@ -400,7 +407,7 @@ def optimal_mechanisms(
     eps_grid : sequence of float
         Strictly ascending budgets > 0.
     progress : callable, optional
-        ``progress(fraction, message)`` after each grid point.
+        ``progress(fraction, message)`` after every master solve (as :func:`optimal_mechanism`).
 
     Returns
     -------
@@ -419,8 +426,9 @@ def optimal_mechanisms(
     warm = None
     for k, eps in enumerate(grid):
         previous = results[-1] if results else None
+        at_point = part(progress, k / grid.size, (k + 1) / grid.size, f"OPT at eps = {eps:.3g}, ")
         result, warm = _solve_point(
-            problem, float(eps), previous, warm, time_limit, max_rounds, time.perf_counter()
+            problem, float(eps), previous, warm, time_limit, max_rounds, time.perf_counter(), at_point
         )
         results.append(result)
         report(progress, (k + 1) / grid.size, f"OPT at eps = {eps:.3g}")

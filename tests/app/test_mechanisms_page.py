@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import mdp_core as core
+from mdp_core import Progress
+from ui import jobs
 from ui import mechanisms as mech
 from ui.store import store
 
@@ -160,6 +164,100 @@ def test_large_domain_solves_opt_on_request(at: AppTest) -> None:
     assert metric(at, "OPT expected loss") == f"{reference(['age', 'cp'], 2.0, 'squared', eps)['OPT']:.4g}"
     at.run()  # the solved LP is kept: no button on the next rerun
     assert "mech_solve_opt" not in [b.key for b in at.button] and metric(at, "OPT expected loss") != "—"
+
+
+def _stalled(*args: object, progress: Progress, **kwargs: object) -> None:
+    """A solve that only reports progress until it is stopped (the page's stop raises out of it)."""
+    for i in range(3000):
+        progress(i / 3000, f"round {i + 1}")
+        time.sleep(0.02)
+    raise AssertionError("the solve was not stopped")
+
+
+def _rerun_until(at: AppTest, landed: Callable[[], bool], seconds: float = 60.0) -> None:
+    """Rerun (as the page's poll does) until ``landed()``."""
+    deadline = time.monotonic() + seconds
+    while not landed():
+        assert not at.exception, at.exception
+        assert time.monotonic() < deadline, "the background job did not land"
+        time.sleep(0.2)
+        at.run()
+    assert not at.exception, at.exception
+
+
+def test_the_lp_optimum_runs_in_the_background_and_can_be_stopped(
+    at: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Walk seed 5505: "Solve the LP optimum" held one rerun for 42 s. It now runs on the builder: the run
+    that starts it returns, the page shows its rounds and a stop button."""
+    monkeypatch.setattr(core, "optimal_mechanism", _stalled)
+    at.multiselect(key="mech_attrs").set_value(["age", "cp"]).run()
+    started = time.monotonic()
+    at.button(key="mech_solve_opt").click().run()
+    assert time.monotonic() - started < mech.OPT_WAIT_SECONDS + 10
+    assert not at.exception, at.exception
+    assert "mech_solve_opt" not in [b.key for b in at.button]  # no second start while it runs
+    assert re.match(r"LP optimum \(at most 40 s\): round \d+$", at.get("progress")[0].proto.text)
+    assert metric(at, "EM+remap expected loss") != "—" and len(at.get("plotly_chart")) == 1  # page drawn
+    at.button(key="mech_opt_stop").click().run()
+    _rerun_until(at, lambda: bool(at.info) and "mech_solve_opt" in [b.key for b in at.button], 10)
+    assert at.info[0].value == "Solving the LP optimum was stopped; solve it again to finish it."
+    assert metric(at, "OPT expected loss") == "—"
+
+
+def test_a_failed_lp_says_why(at: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise core.DataError("the solver broke")
+
+    monkeypatch.setattr(core, "optimal_mechanism", broken)
+    at.radio(key="mech_task").set_value("mismatch").run()  # a key of its own: no other test's job
+    at.multiselect(key="mech_attrs").set_value(["age", "cp"]).run()
+    at.button(key="mech_solve_opt").click().run()
+    assert [e.value for e in at.error] == ["Solving the LP optimum failed: the solver broke"]
+    assert "mech_solve_opt" in [b.key for b in at.button] and metric(at, "OPT expected loss") == "—"
+
+
+def test_large_curves_run_in_the_background(at: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Walk seed 5505: "Solve along the ε grid" held one rerun for 25 s; now a job with progress and stop."""
+    at.multiselect(key="mech_attrs").set_value(["age", "cp"]).run()  # 32 values: curves on request
+    at.toggle(key="mech_curves").set_value(True).run()
+    at.button(key="mech_curves_go").click().run()
+    _rerun_until(at, lambda: len(at.get("plotly_chart")) == 2)
+    eps = at.select_slider(key="mech_eps").value
+    domain = mech.domain_of(core.discretize(*_heart()), ["age", "cp"], 2.0)
+    grid = mech.curve_grid(eps)
+    ref = core.loss_budget_curves(domain.prior, mech.task_loss(domain, "squared"), domain.dist, grid)
+    drawn = json.loads(at.get("plotly_chart")[1].proto.spec)["data"]
+    for k, name in enumerate(["EM", "EM+remap", "OPT"]):
+        assert drawn[k]["name"] == name
+        np.testing.assert_allclose(np.array(drawn[k]["y"], dtype=float), ref[name], rtol=1e-6)
+
+    monkeypatch.setattr(core, "loss_budget_curves", _stalled)
+    at.select_slider(key="mech_p").set_value(1.0).run()  # another metric: new curves, on request
+    at.button(key="mech_curves_go").click().run()
+    assert re.match(r"ε grid: round \d+$", at.get("progress")[0].proto.text)
+    at.button(key="mech_curves_stop").click().run()
+    _rerun_until(at, lambda: "mech_curves_go" in [b.key for b in at.button], 10)
+    assert "The ε-grid solve was stopped; solve it again to finish it." in [i.value for i in at.info]
+    assert len(at.get("plotly_chart")) == 1
+
+
+def test_a_queued_lp_says_so(at: AppTest) -> None:
+    """The long-job threads are shared by every page: with both busy, the LP waits and says so."""
+    release = threading.Event()
+    blockers = [
+        jobs.builder().request(("blocker", k), lambda _p: release.wait(30), slow=True) for k in (1, 2)
+    ]
+    try:
+        at.multiselect(key="mech_attrs").set_value(["age", "thal"]).run()
+        at.button(key="mech_solve_opt").click().run()
+        assert at.get("progress")[0].proto.text == f"LP optimum (at most 40 s): {jobs.QUEUED}"
+        at.button(key="mech_opt_stop").click().run()  # a queued job never starts
+        assert "mech_solve_opt" in [b.key for b in at.button] and not at.exception
+    finally:
+        release.set()
+        for job in blockers:
+            job.result(timeout=30)
 
 
 def test_curves_have_a_time_bound() -> None:

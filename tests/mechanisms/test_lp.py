@@ -133,6 +133,36 @@ def test_path_equals_cold_solves_and_is_monotone() -> None:
     assert np.all(np.diff(objs) <= 1e-9)
 
 
+class _StoppedError(Exception):
+    """What a page's stop raises from the progress callback."""
+
+
+@pytest.mark.parametrize("kind", ["general", "tree rays"])
+def test_progress_after_every_master_solve_and_a_stop_from_it(kind: str) -> None:
+    """The playground's LP runs as a background job: its bar moves and its stop lands between two master
+    solves (not after the whole LP)."""
+    rng = np.random.default_rng(11)
+    d = random_tree_metric(rng, 9) if kind == "tree rays" else random_metric(rng, 9)
+    loss = rng.uniform(0, 1, (9, 14))
+    prior = rng.dirichlet(np.ones(9))
+    ticks: list[tuple[float, str]] = []
+    res = core.optimal_mechanism(prior, loss, d, 1.5, progress=lambda f, m: ticks.append((f, m)))
+    assert res.success and res.extra["pricing"] == kind and res.rounds >= 2
+    assert [m.split(":")[0] for _f, m in ticks] == [f"round {k}" for k in range(1, res.rounds + 1)]
+    fractions = [f for f, _m in ticks]
+    assert fractions[0] >= 0 and np.all(np.diff(fractions) >= 0) and fractions[-1] <= 1
+
+    def stop_in_round_two(_f: float, message: str) -> None:
+        if message.startswith("round 2"):
+            raise _StoppedError
+
+    with pytest.raises(_StoppedError):
+        core.optimal_mechanism(prior, loss, d, 1.5, progress=stop_in_round_two)
+    path: list[str] = []
+    core.optimal_mechanisms(prior, loss, d, [0.5, 1.5], progress=lambda _f, m: path.append(m))
+    assert path[0].startswith("OPT at eps = 0.5, round 1") and path[-1] == "OPT at eps = 1.5"
+
+
 @settings(max_examples=15, deadline=None)
 @given(n=hst.integers(2, 7), eps=hst.floats(0.05, 10), seed=hst.integers(0, 2**31), tree=hst.booleans())
 def test_properties(n: int, eps: float, seed: int, tree: bool) -> None:
