@@ -1,6 +1,6 @@
 """Background jobs of the app process: one builder whose worker threads run core code, so a slow computation
-(a geo mechanism or bound, DepHDP profiles or evaluation, a playground LP) never blocks a page. Pages poll it with a
-fragment and can stop a job."""
+(a geo mechanism or bound, DepHDP profiles or evaluation, a playground LP) never blocks a page. Pages poll
+it with a fragment and can stop a job."""
 
 from __future__ import annotations
 

@@ -127,8 +127,9 @@ def repair_mechanism(
     less); envelope and normalisation are repeated until :func:`~mdp_core.mechanisms.mdp_violation` is
     ``<= 1e-12``, or has not fallen for five rounds (it stalls on solutions that break rows by far more
     than a tolerance), each round removing only the mass that breaks a ratio (the objective moves by about
-    the solver tolerance). Exact zeros in a column with positive entries are first raised to the least
-    value the other entries allow; an all-zero column stays zero.
+    the solver tolerance); the round with the least violation is returned. Exact zeros in a column with
+    positive entries are first raised to the least value the other entries allow; an all-zero column stays
+    zero.
 
     Parameters
     ----------
@@ -144,7 +145,8 @@ def repair_mechanism(
     Returns
     -------
     (P, violation, rounds)
-        Row-stochastic matrix, its exact :func:`mdp_violation`, and the rounds used.
+        Row-stochastic matrix of the best round, its exact :func:`mdp_violation`, and the rounds used (a
+        zero matrix with violation inf when a row lost all its mass in every round).
     """
     V = np.clip(as_float_array(Z, "Z", ndim=2), 0.0, None)
     d = check_distance_matrix(dist_in, "dist_in", check_triangle=False)
@@ -157,7 +159,7 @@ def repair_mechanism(
     # empty the whole column (one zero forces zeros everywhere): the 15 km city's seed LP at eps ln 2 / 0.2
     # lost rows that way. The raise adds about the solver's tolerance in mass.
     L = _upper_extension(L, d, eps)
-    viol = best = float("inf")
+    best, kept = float("inf"), np.zeros_like(L)
     rounds = best_round = 0
     while rounds < max_rounds and rounds - best_round < _STALLED_ROUNDS:
         rounds += 1
@@ -173,11 +175,11 @@ def repair_mechanism(
             break  # some row lost all its mass
         L -= top + np.log(np.exp(L - top).sum(axis=1, keepdims=True))  # normalise rows in log space
         viol = mdp_violation(np.exp(L), d, eps)
+        if viol < best:  # the margins below can make things worse where many ratios are tight: keep the best
+            best, best_round, kept = viol, rounds, np.exp(L)
         if viol <= 1e-12:
             break
-        if viol < best:
-            best, best_round = viol, rounds
-    return np.exp(L), viol, rounds
+    return kept, best, rounds
 
 
 def _upper_extension(L: np.ndarray, d: np.ndarray, eps: float) -> np.ndarray:

@@ -402,11 +402,12 @@ def test_a_solution_breaking_left_out_rows_is_raised_with_next_to_no_slack_too(s
 
 
 #: Maps and budgets on which a whole LP leaves rows of at most half of the outputs broken with the settings
-#: below (searched over seeds 0-199: passes over more than half are whole LPs now). Which ones do depends on
-#: the machine's float rounding, so the test asks for at least one pass among them. (Without the 1e-6 raise
-#: a case that takes no pass may stop a little above the optimum: only privacy and the bound's validity are
-#: asked of those.)
-PASS_CASES = [(12, 3.0), (140, 1.0), (150, 1.0), (195, 3.0)]
+#: below (searched over seeds 0-699 with neighbours 0 and 2; passes over more than half are whole LPs now).
+#: Which ones do depends on the machine's float rounding and on how often the lowering repair alone makes
+#: a solution private (more often since it keeps its best round), so the test asks for at least one pass
+#: among them. (Without the 1e-6 raise a case that takes no pass may stop a little above the optimum: only
+#: privacy and the bound's validity are asked of those.)
+PASS_CASES = [(45, 3.0), (103, 3.0), (140, 1.0), (189, 3.0), (209, 3.0), (361, 1.0), (680, 2.0)]
 
 
 @pytest.mark.parametrize("neighbours", [0, 2])

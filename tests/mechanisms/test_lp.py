@@ -208,6 +208,43 @@ def test_repair_gives_up_when_the_violation_stops_falling(monkeypatch: pytest.Mo
     assert (rounds, viol) == (7, 2e-3)  # five rounds after the least violation, not 50
 
 
+def test_repair_returns_its_best_round_not_its_last(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The playground's LP on heart (restecg x thalach x slope, l_inf, squared loss, eps 5) was reported
+    "could not certify": round 1 of the repair reached 5.4e-12 (private), the later rounds' margins made it
+    worse (8.8e-7), and the repair returned its last round."""
+    from mdp_core.mechanisms import verify
+
+    d = grid_metric(3, 2.0) / 2
+    rng = np.random.default_rng(4)
+    Z = rng.dirichlet(np.ones(4), size=9)
+    seen: list[np.ndarray] = []
+    worse = iter([5e-12, 4e-9, 2e-8, 9e-8, 3e-7, 9e-7, 2e-6])
+
+    def violation(P: np.ndarray, *_: object) -> float:
+        seen.append(P.copy())
+        return next(worse)
+
+    monkeypatch.setattr(verify, "mdp_violation", violation)
+    P, viol, rounds = verify.repair_mechanism(Z, d, 2.0)
+    assert (viol, rounds) == (5e-12, 6) and len(seen) == 6
+    np.testing.assert_array_equal(P, seen[0])
+
+
+def test_the_playground_lp_that_repair_gave_up_on_is_certified() -> None:
+    df = core.load_dataset("heart")
+    enc = core.discretize(df, core.infer_schema(df, target="target"), bins=8)
+    cols = ["restecg", "thalach", "slope"]
+    d = core.product_distance([enc.components[c] for c in cols], np.inf)
+    joint = core.joint_codes(enc.codes[cols].to_numpy(), [enc.domain_sizes[c] for c in cols])
+    prior = np.bincount(joint, minlength=d.shape[0]) / len(joint)
+    res = core.optimal_mechanism(prior, d**2, d, 5.0)
+    assert res.success, res.message
+    assert core.mdp_violation(res.matrix, d, 5.0) <= 1e-9
+    np.testing.assert_allclose(res.matrix.sum(axis=1), 1.0, atol=1e-12)
+    remap = core.bayesian_remap(core.exponential_mechanism(d, 5.0), prior, d**2)
+    assert res.objective <= core.expected_loss(remap, prior, d**2) + 1e-12
+
+
 def test_repair_keeps_columns_whose_far_entries_the_solver_rounded_to_zero() -> None:
     """At large eps an output's far entries are e^{-eps d} ~ 1e-13: a solver returns them as exact zeros.
     One zero forces the whole column to zero under the envelope alone (rows lost all their mass); the
