@@ -27,6 +27,7 @@ The full model has ``|X|^2 |Y|`` privacy rows; it is solved exactly with far few
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -174,6 +175,25 @@ def _failure(
     )
 
 
+#: ln 1e9: beyond this eps * max d the privacy rows' factors exp(eps d) pass 1e9. A master solved to an
+#: absolute tolerance of 1e-10 then breaks ratios of its small entries by more than the repair can mend
+#: (heart, three attributes, l_1 / l_2, eps 10-20, eps * max d = 26-35: "could not certify" or solver
+#: errors; no failure was seen below this).
+_PRECISION_SPAN = 20.7
+
+
+def _precision_hint(d: np.ndarray, eps: float) -> str:
+    """Plain words for a failure at a budget whose factors exp(eps d) pass 1e9 (else "")."""
+    span = eps * float(d.max())
+    if span <= _PRECISION_SPAN:
+        return ""
+    return (
+        f" At this budget the privacy constraints relate probabilities by factors up to e^(eps d) = "
+        f"{math.exp(span):.0e}, more than a floating-point LP can certify; below eps = "
+        f"{_PRECISION_SPAN / float(d.max()):.3g} it usually solves."
+    )
+
+
 def _finish(
     raw: MasterSolution,
     model: ColumnGeneration | RayMaster,
@@ -190,7 +210,8 @@ def _finish(
         return _failure(
             shape,
             raw.status,
-            f"The LP solver stopped without an optimum at eps = {eps:.4g} ({raw.status}).",
+            f"The LP solver stopped without an optimum at eps = {eps:.4g} ({raw.status})."
+            + _precision_hint(model.d, eps),
             time.perf_counter() - started,
             eps,
         )
@@ -204,7 +225,11 @@ def _finish(
     seconds = time.perf_counter() - started
     if not viol <= VIOLATION_TOL:
         return _failure(
-            shape, "repair failed", f"Could not certify the LP solution (violation {viol:.3g}).", seconds, eps
+            shape,
+            "repair failed",
+            f"Could not certify the LP solution (violation {viol:.3g})." + _precision_hint(model.d, eps),
+            seconds,
+            eps,
         )
     objective = float(prior @ np.einsum("xy,xy->x", P, loss))
     rows = f"{model.rows:,} of {full_rows:,} privacy rows" if model.rows else "no privacy rows (ray master)"

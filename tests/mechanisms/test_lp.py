@@ -245,6 +245,31 @@ def test_the_playground_lp_that_repair_gave_up_on_is_certified() -> None:
     assert res.objective <= core.expected_loss(remap, prior, d**2) + 1e-12
 
 
+def test_a_failure_beyond_the_lps_precision_says_so_in_plain_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Heart, three attributes, eps 20: the factors exp(eps d) reach 1e15 and the LP fails; the message
+    says why and which budget solves, instead of only the solver's status."""
+    from mdp_core.mechanisms._colgen import ColumnGeneration, MasterSolution
+
+    monkeypatch.setattr(
+        ColumnGeneration, "solve", lambda *_a, **_k: MasterSolution(ok=False, status="Solve error", rounds=1)
+    )
+    rng = np.random.default_rng(2)
+    d = random_metric(rng, 6)
+    d = d / d.max()  # max distance 1: eps is the span
+    prior, loss = rng.dirichlet(np.ones(6)), rng.uniform(0, 1, (6, 6))
+    far = core.optimal_mechanism(prior, loss, d, 25.0)
+    assert not far.success and "(Solve error)" in far.message
+    assert f"factors up to e^(eps d) = {np.exp(25.0):.0e}, more than a floating-point LP can certify" in (
+        far.message
+    )
+    assert far.message.endswith("below eps = 20.7 it usually solves.")
+    near = core.optimal_mechanism(prior, loss, d, 20.0)
+    assert (
+        not near.success
+        and near.message == "The LP solver stopped without an optimum at eps = 20 (Solve error)."
+    )
+
+
 def test_repair_keeps_columns_whose_far_entries_the_solver_rounded_to_zero() -> None:
     """At large eps an output's far entries are e^{-eps d} ~ 1e-13: a solver returns them as exact zeros.
     One zero forces the whole column to zero under the envelope alone (rows lost all their mass); the
