@@ -52,7 +52,7 @@ import numpy as np
 
 from mdp_core._highs import new_highs, run_until
 from mdp_core._validation import Progress, report
-from mdp_core.mechanisms._pricing import _LPPricer, nominal_pricing, tree_order, tree_pricing
+from mdp_core.mechanisms._pricing import MAX_LOG_FACTOR, _LPPricer, nominal_pricing, tree_order, tree_pricing
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,6 +120,9 @@ class ColumnGeneration:
     warm : WarmStart, optional
         :meth:`warm_start` of a solve at a nearby eps: its outputs join ``start``, its binding privacy
         rows are put in the master, and its optimal basis (restricted to those rows) starts the simplex.
+    max_log_factor : float
+        Privacy rows with ``eps d`` above it are left out of master and pricing (a relaxation:
+        :data:`~mdp_core.mechanisms._pricing.MAX_LOG_FACTOR`).
     """
 
     def __init__(
@@ -131,8 +134,10 @@ class ColumnGeneration:
         b: np.ndarray,
         start: np.ndarray,
         warm: WarmStart | None = None,
+        max_log_factor: float = MAX_LOG_FACTOR,
     ) -> None:
         self.n, self.m = loss.shape
+        self.max_log_factor = max_log_factor
         n = self.n
         self.C = prior[:, None] * loss
         self.d = d
@@ -148,11 +153,12 @@ class ColumnGeneration:
         elif off.size and np.ptp(off) <= 1e-12 * off.max():
             self.kind = "nominal"
             self.nominal_c = float(off.max())
-        self.pricer = _LPPricer(d, a, b) if self.kind == "general" else None
+        self.pricer = _LPPricer(d, a, b, max_log_factor) if self.kind == "general" else None
         # ordered chain-free pairs (i -> j): row z[i, y] - exp(eps d_ij) z[j, y] <= 0
         self.pi = np.concatenate([a, b])
         self.pj = np.concatenate([b, a])
         self.pd = d[self.pi, self.pj]
+        self.enforced = np.ones(self.pi.size, dtype=bool)  # rows within the factor limit (set_eps)
         near = np.full(n, np.inf)
         np.minimum.at(near, self.pi, self.pd)
         self.near_pairs = np.nonzero(self.pd <= near[self.pi] * (1 + 1e-9))[0]
@@ -250,6 +256,10 @@ class ColumnGeneration:
         self.add_rows(np.tile(pairs, k), np.repeat(blocks, pairs.size))
 
     def add_rows(self, pairs: np.ndarray, blocks: np.ndarray) -> None:
+        """Put the privacy rows of ``pairs`` x ``blocks`` in the master (those past ``max_log_factor``
+        never)."""
+        keep = self.enforced[pairs]
+        pairs, blocks = pairs[keep], blocks[keep]
         if pairs.size == 0:
             return
         n, count = self.n, pairs.size
@@ -272,6 +282,7 @@ class ColumnGeneration:
         if eps == self.eps:
             return
         self.eps = eps
+        self.enforced = eps * self.pd <= self.max_log_factor
         if self.pricer is not None:
             self.pricer.set_eps(eps)
         self.tents = np.exp(-eps * self.d)  # column z: the tent at z, peak 1
@@ -284,16 +295,19 @@ class ColumnGeneration:
                 self._set_warm_basis()
             return
         cols = (self.row_block * self.n + self.pj[self.row_pair]).tolist()
-        vals = (-np.exp(eps * self.pd[self.row_pair])).tolist()
+        vals = (-np.exp(np.minimum(eps * self.pd[self.row_pair], self.max_log_factor))).tolist()
         change = self.h.changeCoeff
         for r, c, v in zip(range(self.n, self.n + len(cols)), cols, vals, strict=True):
             change(r, c, v)
+        freed = np.nonzero(~self.enforced[self.row_pair])[0]  # past the limit at this larger eps: left out
+        for r in (self.n + freed).tolist():
+            self.h.changeRowBounds(r, -highspy.kHighsInf, highspy.kHighsInf)
 
     def violated(self, Z: np.ndarray, per_input: int = _CUTS_PER_INPUT) -> tuple[np.ndarray, np.ndarray]:
         """Chain-free rows (pair, block) not in the master that ``Z`` violates: per input and block the
         ``per_input`` most violated ones (later rounds find the others if they are still violated)."""
         viol = Z[self.pi] - np.exp(self.eps * self.pd)[:, None] * Z[self.pj]
-        viol[self.in_model] = 0.0
+        viol[self.in_model | ~self.enforced[:, None]] = 0.0
         pairs, blocks = np.nonzero(viol > _ROW_ATOL)
         if pairs.size == 0:
             return pairs, blocks

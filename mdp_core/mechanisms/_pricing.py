@@ -8,8 +8,21 @@ from __future__ import annotations
 
 import highspy
 import numpy as np
+from numpy.typing import NDArray
 
 from mdp_core._highs import new_highs
+
+#: ln 1e9. A privacy row ``z_i <= exp(eps d) z_j`` whose factor passes 1e9 is left out of the LPs (master
+#: and pricing): a relaxation, so the LP optimum stays a lower bound, and the repair sets the tails it
+#: governs (``z_j >= 1e-9 z_i`` at most: below what a solver with a 1e-10 tolerance can enforce anyway).
+#: HiGHS rejects a whole batch of rows holding a coefficient above its ``large_matrix_value`` (1e15): at
+#: eps 20 on three heart attributes rows went missing silently and the repair could not certify the LP's
+#: solution; with factors of 1e11-1e15 the pricing LP failed.
+MAX_LOG_FACTOR = 20.7
+#: ln 1e6: the limit of a second try when HiGHS fails with factors up to 1e9 (heart, three attributes, eps
+#: 15-20: "Solve error", "Unknown" in 7 of 21 cases; none at 1e6, at a cost of 1e-5-2e-4 of the loss).
+RETRY_LOG_FACTOR = 13.8
+_BLOCK = 8_000_000  # elements per temporary block
 
 
 def tree_order(n: int, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -90,8 +103,11 @@ def nominal_pricing(W: np.ndarray, ratio: float) -> tuple[np.ndarray, np.ndarray
 class _LPPricer:
     """Pricing LP ``min <w, v>, v in K, 0 <= v <= 1`` on one HiGHS model (objective changed in place)."""
 
-    def __init__(self, d: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    def __init__(
+        self, d: np.ndarray, a: np.ndarray, b: np.ndarray, max_log_factor: float = MAX_LOG_FACTOR
+    ) -> None:
         n = d.shape[0]
+        self.max_log_factor = max_log_factor
         self.n = n
         self.pi = np.concatenate([a, b])
         self.pj = np.concatenate([b, a])
@@ -122,12 +138,18 @@ class _LPPricer:
         self.rows = rows
 
     def set_eps(self, eps: float) -> None:
+        """Change every row's factor in place; rows past ``max_log_factor`` are freed (left out)."""
         if eps == self.eps:
             return
         self.eps = eps
+        log_factor = eps * self.pd
         change = self.h.changeCoeff
-        for r, (j, v) in enumerate(zip(self.pj.tolist(), (-np.exp(eps * self.pd)).tolist(), strict=True)):
+        values = -np.exp(np.minimum(log_factor, self.max_log_factor))
+        for r, (j, v) in enumerate(zip(self.pj.tolist(), values.tolist(), strict=True)):
             change(r, j, v)
+        bound = self.h.changeRowBounds
+        for r, free in enumerate((log_factor > self.max_log_factor).tolist()):
+            bound(r, -highspy.kHighsInf, highspy.kHighsInf if free else 0.0)
 
     def price(self, w: np.ndarray) -> tuple[float, np.ndarray] | None:
         """Box minimum and minimiser for one objective; None if HiGHS fails."""
@@ -137,3 +159,34 @@ class _LPPricer:
             return None
         v = np.asarray(self.h.getSolution().col_value)
         return float(self.h.getInfo().objective_function_value), v
+
+
+def undominated_outputs(loss: np.ndarray, *, rtol: float = 1e-12) -> NDArray[np.intp]:
+    """Outputs not dominated by another: ``y`` is dropped when some ``y'`` has
+    ``loss[:, y'] <= loss[:, y] + rtol * max|loss|`` for every input (the first of equal ones is kept).
+
+    Moving the mass of a dominated output to its dominator keeps every column of ``P`` in the
+    log-Lipschitz cone (a sum of cone members) and raises the expected loss by at most
+    ``rtol * max|loss|``, so the LP over the kept outputs has the same optimum up to that.
+
+    Returns
+    -------
+    int array
+        Kept output indices, ascending.
+    """
+    m = loss.shape[1]
+    tol = rtol * max(float(np.abs(loss).max()), 1e-300)
+    L = loss.T  # (m, n)
+    dominated = np.zeros(m, dtype=bool)
+    step = max(1, _BLOCK // max(m * loss.shape[0], 1))
+    for lo in range(0, m, step):
+        block = L[lo : lo + step]  # candidates y in this block
+        le = np.all(L[None, :, :] <= block[:, None, :] + tol, axis=2)  # le[y, y']: y' dominates y
+        ge = np.all(block[:, None, :] <= L[None, :, :] + tol, axis=2)
+        ys = np.arange(lo, lo + block.shape[0])
+        # y' strictly better somewhere, or equal and earlier
+        earlier = np.arange(m)[None, :] < ys[:, None]
+        dominated[ys] = np.any(le & (~ge | earlier), axis=1)
+    if dominated.all():  # only possible through tolerance cycles
+        dominated[np.argmin(loss.sum(axis=0))] = False
+    return np.nonzero(~dominated)[0]

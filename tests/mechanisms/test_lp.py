@@ -230,44 +230,93 @@ def test_repair_returns_its_best_round_not_its_last(monkeypatch: pytest.MonkeyPa
     np.testing.assert_array_equal(P, seen[0])
 
 
-def test_the_playground_lp_that_repair_gave_up_on_is_certified() -> None:
+def _heart_group(cols: list[str], p: float) -> tuple[np.ndarray, np.ndarray]:
+    """The playground's domain of ``cols`` on heart (8 bins): metric and empirical prior."""
     df = core.load_dataset("heart")
     enc = core.discretize(df, core.infer_schema(df, target="target"), bins=8)
-    cols = ["restecg", "thalach", "slope"]
-    d = core.product_distance([enc.components[c] for c in cols], np.inf)
+    d = core.product_distance([enc.components[c] for c in cols], p)
     joint = core.joint_codes(enc.codes[cols].to_numpy(), [enc.domain_sizes[c] for c in cols])
-    prior = np.bincount(joint, minlength=d.shape[0]) / len(joint)
-    res = core.optimal_mechanism(prior, d**2, d, 5.0)
+    return d, np.bincount(joint, minlength=d.shape[0]) / len(joint)
+
+
+def _certified(res: core.MechanismResult, prior: np.ndarray, d: np.ndarray, eps: float) -> None:
+    """Private, row-stochastic, no worse than EM + remap (a private mechanism), and within the message's
+    distance of the certified lower bound."""
     assert res.success, res.message
-    assert core.mdp_violation(res.matrix, d, 5.0) <= 1e-9
+    assert core.mdp_violation(res.matrix, d, eps) <= 1e-9
     np.testing.assert_allclose(res.matrix.sum(axis=1), 1.0, atol=1e-12)
-    remap = core.bayesian_remap(core.exponential_mechanism(d, 5.0), prior, d**2)
+    remap = core.bayesian_remap(core.exponential_mechanism(d, eps), prior, d**2)
     assert res.objective <= core.expected_loss(remap, prior, d**2) + 1e-12
+    gap = res.objective - res.extra["lower_bound"]
+    assert -1e-9 <= gap <= 1e-3 * res.objective  # the bound is below, and close
+    assert res.message.startswith("Optimal" if gap <= 1e-6 * res.objective + 1e-9 else "Near-optimal")
 
 
-def test_a_failure_beyond_the_lps_precision_says_so_in_plain_words(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Heart, three attributes, eps 20: the factors exp(eps d) reach 1e15 and the LP fails; the message
-    says why and which budget solves, instead of only the solver's status."""
+def test_the_playground_lp_that_repair_gave_up_on_is_certified() -> None:
+    d, prior = _heart_group(["restecg", "thalach", "slope"], np.inf)
+    _certified(core.optimal_mechanism(prior, d**2, d, 5.0), prior, d, 5.0)
+
+
+@pytest.mark.parametrize(
+    ("cols", "p", "eps"), [(["age", "cp", "exang"], 2.0, 20.0), (["age", "sex", "ca"], 1.0, 15.0)]
+)
+def test_large_budgets_whose_factors_pass_the_solvers_range_are_solved(
+    cols: list[str], p: float, eps: float
+) -> None:
+    """Heart, three attributes, eps 15-20 (the playground's slider reaches 20): factors exp(eps d) up to
+    1e15-1e20. HiGHS rejected whole batches of rows (a coefficient above 1e15) and failed ("Solve error",
+    "pricing LP failed") in 10 of 21 cases; rows past 1e9 are now left to the repair (1e6 on a retry)."""
+    d, prior = _heart_group(cols, p)
+    assert eps * d.max() > 25
+    _certified(core.optimal_mechanism(prior, d**2, d, eps), prior, d, eps)
+
+
+def test_rows_past_the_factor_limit_never_enter_the_lps() -> None:
+    from mdp_core.mechanisms._colgen import ColumnGeneration
+    from mdp_core.mechanisms._pricing import _LPPricer
+
+    rng = np.random.default_rng(8)
+    d = random_metric(rng, 10)
+    a, b = core.chain_free_pairs(d)
+    free = _LPPricer(d, a, b, max_log_factor=0.0)  # every row past the limit: only the box is left
+    free.set_eps(1.0)
+    w = rng.normal(size=10)
+    assert free.price(w)[0] == pytest.approx(w[w < 0].sum(), abs=1e-12)
+    loss, prior = rng.uniform(0, 1, (10, 10)), rng.dirichlet(np.ones(10))
+    limit = 1.0 * np.median(d[d > 0])
+    model = ColumnGeneration(prior, loss, d, a, b, np.arange(10), None, limit)
+    raw = model.solve(1.0, time_limit=30, max_rounds=200)
+    assert raw.ok and model.rows > 0
+    assert np.all(model.pd[model.row_pair] <= limit)
+    full = core.optimal_mechanism(prior, loss, d, 1.0)
+    assert raw.lower_bound <= full.objective + 1e-9  # a relaxation: still a lower bound
+    assert raw.lp_objective <= full.objective + 1e-9
+
+
+def test_a_numerical_failure_is_retried_with_fewer_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mdp_core.mechanisms import _pricing
     from mdp_core.mechanisms._colgen import ColumnGeneration, MasterSolution
 
-    monkeypatch.setattr(
-        ColumnGeneration, "solve", lambda *_a, **_k: MasterSolution(ok=False, status="Solve error", rounds=1)
-    )
-    rng = np.random.default_rng(2)
-    d = random_metric(rng, 6)
-    d = d / d.max()  # max distance 1: eps is the span
-    prior, loss = rng.dirichlet(np.ones(6)), rng.uniform(0, 1, (6, 6))
-    far = core.optimal_mechanism(prior, loss, d, 25.0)
-    assert not far.success and "(Solve error)" in far.message
-    assert f"factors up to e^(eps d) = {np.exp(25.0):.0e}, more than a floating-point LP can certify" in (
-        far.message
-    )
-    assert far.message.endswith("below eps = 20.7 it usually solves.")
-    near = core.optimal_mechanism(prior, loss, d, 20.0)
-    assert (
-        not near.success
-        and near.message == "The LP solver stopped without an optimum at eps = 20 (Solve error)."
-    )
+    limits: list[float] = []
+    solve = ColumnGeneration.solve
+
+    def fails_at_the_first_limit(self: ColumnGeneration, *args: object, **kwargs: object) -> MasterSolution:
+        limits.append(self.max_log_factor)
+        if self.max_log_factor == _pricing.MAX_LOG_FACTOR:
+            return MasterSolution(ok=False, status="Solve error", rounds=1)
+        return solve(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ColumnGeneration, "solve", fails_at_the_first_limit)
+    rng = np.random.default_rng(9)
+    d = random_metric(rng, 8)
+    prior, loss = rng.dirichlet(np.ones(8)), rng.uniform(0, 1, (8, 8))
+    eps = 16.0 / d.max()  # past the retry's limit (ln 1e6 = 13.8), within the first one
+    res = core.optimal_mechanism(prior, loss, d, eps)
+    assert limits == [_pricing.MAX_LOG_FACTOR, _pricing.RETRY_LOG_FACTOR]
+    assert res.success and core.mdp_violation(res.matrix, d, eps) <= 1e-9
+    limits.clear()
+    core.optimal_mechanism(prior, loss, d, 10.0 / d.max())  # below the retry's limit: no retry helps
+    assert limits == [_pricing.MAX_LOG_FACTOR]
 
 
 def test_repair_keeps_columns_whose_far_entries_the_solver_rounded_to_zero() -> None:
@@ -533,9 +582,9 @@ def brute_undominated(loss: np.ndarray) -> set[int]:
 def test_undominated_outputs_match_brute_force(n: int, m: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     loss = rng.integers(0, 3, (n, m)).astype(float)  # small integers: many ties and dominations
-    from mdp_core.mechanisms.lp import _undominated_outputs
+    from mdp_core.mechanisms._pricing import undominated_outputs
 
-    assert set(_undominated_outputs(loss).tolist()) == brute_undominated(loss)
+    assert set(undominated_outputs(loss).tolist()) == brute_undominated(loss)
 
 
 def test_dominated_outputs_get_no_mass_and_do_not_change_the_optimum() -> None:
