@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -9,7 +11,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 import mdp_core as core
-from mdp_core._validation import Progress
+from mdp_core._validation import Progress, check_positive
 from ui.store import store as result_store
 
 __all__ = [
@@ -115,13 +117,21 @@ def cached_curve(eps: float, delta: float, sensitivity: float, p_max: float) -> 
     return pd.DataFrame({"p": ps, "scale": scales, "second_moment": moments})
 
 
-def _heatmap_key(n_delta: int, n_eps: int, sensitivity: float, p_max: float) -> tuple:
-    return ("noise-heatmap", int(n_delta), int(n_eps), float(sensitivity), float(p_max))
+def _heatmap_key(n_delta: int, n_eps: int, p_max: float) -> tuple:
+    return ("noise-heatmap", int(n_delta), int(n_eps), float(p_max))
+
+
+def _at_sensitivity(unit: core.ShapeHeatmap, sensitivity: float) -> core.ShapeHeatmap:
+    """The heatmap at ``sensitivity`` from the one at 1: every scale is ``sensitivity / h`` with ``h`` free of
+    it, so each shape's E|Z|^2 scales by ``sensitivity**2`` and the best shape and the gain do not change
+    (the walk of stop 53 saw 10-16 s reruns when only the sensitivity changed)."""
+    return replace(unit, second_moment=unit.second_moment * sensitivity**2)
 
 
 def stored_heatmap(n_delta: int, n_eps: int, sensitivity: float, p_max: float) -> core.ShapeHeatmap | None:
-    """The heatmap if it was computed before in this process (no work), else None."""
-    return result_store().get(_heatmap_key(n_delta, n_eps, sensitivity, p_max))
+    """The heatmap if it was computed before in this process (for any sensitivity; no work), else None."""
+    unit = result_store().get(_heatmap_key(n_delta, n_eps, p_max))
+    return None if unit is None else _at_sensitivity(unit, sensitivity)
 
 
 def cached_heatmap(
@@ -129,17 +139,20 @@ def cached_heatmap(
 ) -> core.ShapeHeatmap:
     """Two-stage shape selection on ``eps`` in [0.1, 10] x ``delta`` in [1e-8, 0.1] (log grids), cached.
 
-    Kept in the app's one locked result store (``ui.store.store``), computed outside any ``st.cache_*``
-    function, so ``progress`` may drive a progress bar and is called only when the grid is computed.
+    Computed once per grid and ``p_max`` at sensitivity 1 (:func:`_at_sensitivity`) and kept in the app's
+    one locked result store (``ui.store.store``), outside any ``st.cache_*`` function, so ``progress`` may
+    drive a progress bar and is called only when the grid is computed.
     """
+    check_positive(sensitivity, "sensitivity")  # as the core would, though it never sees this one
     eps = np.geomspace(0.1, 10.0, n_eps)
     delta = np.geomspace(1e-8, 0.1, n_delta)
-    return result_store().get_or_compute(
-        _heatmap_key(n_delta, n_eps, sensitivity, p_max),
+    unit = result_store().get_or_compute(
+        _heatmap_key(n_delta, n_eps, p_max),
         lambda: core.shape_heatmap(
-            eps, delta, sensitivity, p_max=p_max, progress=progress, time_limit=HEATMAP_TIME_LIMIT
+            eps, delta, 1.0, p_max=p_max, progress=progress, time_limit=HEATMAP_TIME_LIMIT
         ),
     )
+    return _at_sensitivity(unit, sensitivity)
 
 
 #: Seconds the (eps, delta) heatmap may take before the page says so (the 20 x 40 grid takes ~15 s).

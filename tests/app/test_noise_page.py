@@ -127,10 +127,42 @@ def test_heatmap_over_its_time_limit_says_so(at: AppTest, monkeypatch: pytest.Mo
     import ui.noise
 
     monkeypatch.setattr(ui.noise, "HEATMAP_TIME_LIMIT", 0.05)
-    at.number_input(key="ggm_sens").set_value(2.5).run()  # a grid not in the store yet
+    at.slider(key="ggm_pmax").set_value(11.5).run()  # a grid not in the store yet
     at.toggle(key="ggm_heatmap").set_value(True).run()
     assert not at.exception
     assert any("did not finish within 0.05 s" in w.value for w in at.warning)
+
+
+def test_a_sensitivity_change_reuses_the_heatmap(at: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Walk seed 5707: with the heatmap on, every sensitivity change recomputed it (10-16 s a rerun)."""
+    calls: list[float] = []
+    real = core.shape_heatmap
+
+    def counted(*args: object, **kwargs: object) -> core.ShapeHeatmap:
+        calls.append(float(args[2]))  # type: ignore[arg-type]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(core, "shape_heatmap", counted)
+    at.selectbox(key="ggm_grid").set_value("20 × 40 (quick)").run()
+    at.slider(key="ggm_pmax").set_value(6.5).run()  # a grid not in the store yet
+    at.toggle(key="ggm_heatmap").set_value(True).run()
+    first = at.get("plotly_chart")[-1].proto.spec
+    at.number_input(key="ggm_sens").set_value(0.25).run()
+    assert not at.exception and calls == [1.0]
+    assert at.get("plotly_chart")[-1].proto.spec == first  # best shape and gain do not depend on it
+
+
+def test_the_heatmap_at_a_sensitivity_is_the_one_at_1_rescaled() -> None:
+    import ui.noise
+
+    eps, delta = np.geomspace(0.1, 10.0, 5), np.geomspace(1e-8, 0.1, 4)
+    unit = core.shape_heatmap(eps, delta, 1.0, p_max=4.0)
+    direct = core.shape_heatmap(eps, delta, 3.0, p_max=4.0)
+    scaled = ui.noise._at_sensitivity(unit, 3.0)
+    np.testing.assert_array_equal(scaled.p, direct.p)
+    np.testing.assert_array_equal(scaled.classical_p, direct.classical_p)
+    np.testing.assert_allclose(scaled.improvement, direct.improvement, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(scaled.second_moment, direct.second_moment, rtol=1e-12)
 
 
 def test_vector_scales_at_tiny_delta_say_why_instead_of_crashing(at: AppTest) -> None:
