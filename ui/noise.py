@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import replace
 
 import numpy as np
@@ -12,6 +13,7 @@ from plotly.subplots import make_subplots
 
 import mdp_core as core
 from mdp_core._validation import Progress, check_positive
+from ui.jobs import builder
 from ui.store import store as result_store
 
 __all__ = [
@@ -22,10 +24,12 @@ __all__ = [
     "fig_densities",
     "fig_heatmap",
     "fig_scale_curves",
+    "heatmap_key",
     "log_axis",
     "odds_sentence",
     "p_label",
     "parse_vector",
+    "request_heatmap",
     "stored_heatmap",
     "stored_vector_scales",
     "vector_scales",
@@ -117,7 +121,8 @@ def cached_curve(eps: float, delta: float, sensitivity: float, p_max: float) -> 
     return pd.DataFrame({"p": ps, "scale": scales, "second_moment": moments})
 
 
-def _heatmap_key(n_delta: int, n_eps: int, p_max: float) -> tuple:
+def heatmap_key(n_delta: int, n_eps: int, p_max: float) -> tuple:
+    """Store and job key of the heatmap of a grid and largest shape (any sensitivity)."""
     return ("noise-heatmap", int(n_delta), int(n_eps), float(p_max))
 
 
@@ -130,7 +135,7 @@ def _at_sensitivity(unit: core.ShapeHeatmap, sensitivity: float) -> core.ShapeHe
 
 def stored_heatmap(n_delta: int, n_eps: int, sensitivity: float, p_max: float) -> core.ShapeHeatmap | None:
     """The heatmap if it was computed before in this process (for any sensitivity; no work), else None."""
-    unit = result_store().get(_heatmap_key(n_delta, n_eps, p_max))
+    unit = result_store().get(heatmap_key(n_delta, n_eps, p_max))
     return None if unit is None else _at_sensitivity(unit, sensitivity)
 
 
@@ -144,19 +149,33 @@ def cached_heatmap(
     drive a progress bar and is called only when the grid is computed.
     """
     check_positive(sensitivity, "sensitivity")  # as the core would, though it never sees this one
-    eps = np.geomspace(0.1, 10.0, n_eps)
-    delta = np.geomspace(1e-8, 0.1, n_delta)
     unit = result_store().get_or_compute(
-        _heatmap_key(n_delta, n_eps, p_max),
-        lambda: core.shape_heatmap(
-            eps, delta, 1.0, p_max=p_max, progress=progress, time_limit=HEATMAP_TIME_LIMIT
-        ),
+        heatmap_key(n_delta, n_eps, p_max), lambda: _unit_heatmap(n_delta, n_eps, p_max, progress)
     )
     return _at_sensitivity(unit, sensitivity)
 
 
-#: Seconds the (eps, delta) heatmap may take before the page says so (the 20 x 40 grid takes ~15 s).
+def request_heatmap(n_delta: int, n_eps: int, p_max: float) -> Future[core.ShapeHeatmap]:
+    """The heatmap at sensitivity 1 (:func:`stored_heatmap` rescales it), computed on the builder's long-job
+    threads: the page polls :func:`heatmap_key`'s job and can stop it between two shapes."""
+    return builder().request(
+        heatmap_key(n_delta, n_eps, p_max),
+        lambda progress: _unit_heatmap(n_delta, n_eps, p_max, progress),
+        slow=True,
+    )
+
+
+def _unit_heatmap(n_delta: int, n_eps: int, p_max: float, progress: Progress) -> core.ShapeHeatmap:
+    eps = np.geomspace(0.1, 10.0, n_eps)
+    delta = np.geomspace(1e-8, 0.1, n_delta)
+    return core.shape_heatmap(eps, delta, 1.0, p_max=p_max, progress=progress, time_limit=HEATMAP_TIME_LIMIT)
+
+
+#: Seconds the (eps, delta) heatmap may take before the page says so (stop 53, alone: the 20 x 40 grid
+#: about 1.3 s, 50 x 100 about 5.6 s at the default largest shape 10, twice that at 20).
 HEATMAP_TIME_LIMIT = 45.0
+#: The run that starts the heatmap shows its progress this long (seconds); the quick grid lands in it.
+HEATMAP_WAIT_SECONDS = 3.0
 
 #: Seconds each Monte Carlo certificate may take on the page (exact shapes are instant).
 VECTOR_TIME_LIMIT = 15.0

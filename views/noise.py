@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 import mdp_core as core
-from ui import noise
+from ui import jobs, noise
 from ui.widgets import eps_slider
 
 st.title("Noise shape: Laplace, Gaussian, or in between?")
@@ -85,15 +85,20 @@ heat = None
 if st.toggle("Compute the (ε, δ) heatmap", key="ggm_heatmap"):
     n_delta, n_eps = noise.GRID_SIZES[grid_label]
     heat = noise.stored_heatmap(n_delta, n_eps, float(sensitivity), p_max)
-    if heat is None:
-        bar = st.progress(0.0, text="Selecting shapes…")
-        try:
-            heat = noise.cached_heatmap(
-                n_delta, n_eps, float(sensitivity), p_max, progress=lambda f, msg: bar.progress(f, text=msg)
-            )
-        except core.DataError as exc:
-            st.warning(f"{exc} (the quick grid takes about a third of the time).")
-        bar.empty()
+    heat_key = noise.heatmap_key(n_delta, n_eps, p_max)
+    error = None if heat is not None else jobs.failure(heat_key)
+    if heat is None and jobs.running(heat_key):
+        jobs.poll(heat_key, "Stop the heatmap", "ggm_heat_stop", text=lambda m: f"Selecting shapes: {m}")
+    elif heat is None and error is None:  # the toggle is the start: in the background
+        job = noise.request_heatmap(n_delta, n_eps, p_max)
+        jobs.follow(heat_key, job, "Selecting shapes", noise.HEATMAP_WAIT_SECONDS)
+    elif heat is None:
+        if isinstance(error, jobs.BuildStoppedError):
+            st.info("The heatmap was stopped; compute it again to finish it.")
+        else:
+            st.warning(f"{error} (the quick grid takes about a third of the time).")
+        if st.button("Compute the heatmap again", key="ggm_heat_go"):
+            jobs.follow(heat_key, noise.request_heatmap(n_delta, n_eps, p_max), "Selecting shapes", 0.5)
 if heat is not None:
     st.plotly_chart(noise.fig_heatmap(heat), key="ggm_heat_fig")
     share = float(np.mean(heat.improvement > 0.05))
