@@ -1,6 +1,6 @@
 """Background jobs of the app process: one builder whose worker threads run core code, so a slow computation
-(a geo mechanism or bound, DepHDP profiles or evaluation, a playground LP, a noise heatmap) never blocks a
-page. Pages poll it with a fragment and can stop a job."""
+(a geo mechanism or bound, DepHDP profiles or evaluation, a playground LP, a noise heatmap, a scenario
+comparison) never blocks a page. Pages poll it with a fragment and can stop a job."""
 
 from __future__ import annotations
 
@@ -159,12 +159,11 @@ def wait(futures: list[Future[Any]], seconds: float, tick: Callable[[], None] | 
             tick()
 
 
-# -- a page's view of one job (DepHDP profiles and evaluation, playground LPs, the noise heatmap) ------------
+# -- a page's view of one job: is it running, why did it fail, follow it, poll it ----------------------------
 
 #: What a job waiting for a thread shows: the long-job threads are shared by every page.
 QUEUED = (
-    "queued: both long-job threads of this app are busy (geo LPs and bounds, DepHDP profiles or "
-    "evaluations, playground LPs, noise heatmaps)"
+    "queued: both long-job threads of this app are busy with other long computations (any page or session)"
 )
 
 

@@ -8,6 +8,8 @@ never replayed); a second session asking the same question waits for the first i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import pandas as pd
@@ -15,15 +17,19 @@ import streamlit as st
 
 import mdp_core as core
 from mdp_core import release as rel
+from mdp_core._validation import part
+from ui.jobs import builder
 from ui.state import AppState
 from ui.store import store
 
 __all__ = [
+    "COMPARE_WAIT_SECONDS",
     "CONFIG_OPTIONS",
     "SWEEP_CLIENT",
     "WHICH_EPS",
     "WHICH_REPETITIONS",
     "compare_styled",
+    "comparison_key",
     "current_scenario",
     "decision",
     "decision_key",
@@ -32,6 +38,7 @@ __all__ = [
     "page_settings",
     "posterior_frame",
     "report_html",
+    "request_comparison",
     "saved_scenarios",
     "store",
 ]
@@ -44,6 +51,10 @@ WHICH_EPS: tuple[float, ...] = rel.WHICH_EPS_GRID
 WHICH_REPETITIONS = 5
 CONFIG_OPTIONS: dict[str, Any] = {}
 _SCENARIOS_KEY = "rel_saved_scenarios"
+#: The run that starts a comparison shows its progress this long (seconds); stored outcomes land in it.
+COMPARE_WAIT_SECONDS = 2.0
+#: Held-out repetitions of a scenario's utility (release outcome).
+OUTCOME_REPETITIONS = 10
 
 
 def current_scenario(
@@ -161,7 +172,10 @@ def outcome_key(state: AppState, scenario: rel.Scenario) -> tuple:
 
 
 def outcome(
-    state: AppState, scenario: rel.Scenario, progress: core.Progress = None, repetitions: int = 10
+    state: AppState,
+    scenario: rel.Scenario,
+    progress: core.Progress = None,
+    repetitions: int = OUTCOME_REPETITIONS,
 ) -> rel.ScenarioOutcome:
     """The cached release outcome of this scenario (configuration, utility, whole-table release, audit)."""
     frame = state.frame
@@ -171,6 +185,40 @@ def outcome(
         outcome_key(state, scenario),
         lambda: rel.evaluate_scenario(scenario, frame, repetitions=repetitions, progress=progress),
     )
+
+
+def comparison_key(state: AppState, scenarios: Sequence[rel.Scenario], names: Sequence[str]) -> tuple:
+    """Store and job key of the comparison table of ``scenarios`` (shown under ``names``)."""
+    return ("compare", tuple(names), tuple(outcome_key(state, s) for s in scenarios))
+
+
+def request_comparison(
+    state: AppState, scenarios: Sequence[rel.Scenario], names: Sequence[str]
+) -> Future[pd.DataFrame]:
+    """The comparison table of ``scenarios`` (each one's release outcome, stored as :func:`outcome` stores
+    it), computed on the builder's long-job threads: the page polls :func:`comparison_key`'s job and can
+    stop it (4 scenarios on adult: 16 s in one page run before stop 53)."""
+    frame = state.frame
+    if frame is None:
+        raise core.DataError("no table is loaded")
+    keys = [outcome_key(state, s) for s in scenarios]
+    labels = list(names)
+
+    def compute(progress: core.Progress) -> pd.DataFrame:
+        outs = []
+        for i, (key, scenario) in enumerate(zip(keys, scenarios, strict=True)):
+            sub = part(progress, i / len(keys), (i + 1) / len(keys), f"scenario {labels[i]}: ")
+            outs.append(
+                store().get_or_compute(
+                    key,
+                    lambda s=scenario, sub=sub: rel.evaluate_scenario(
+                        s, frame, repetitions=OUTCOME_REPETITIONS, progress=sub
+                    ),
+                )
+            )
+        return rel.compare_scenarios(outs).assign(scenario=labels)
+
+    return builder().request(comparison_key(state, scenarios, labels), compute, slow=True)
 
 
 def report_html(state: AppState, scenario: rel.Scenario, done: rel.ScenarioOutcome, answer: Any) -> str:

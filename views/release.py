@@ -10,6 +10,7 @@ import streamlit as st
 
 import mdp_core as core
 from mdp_core import release as rel
+from ui import jobs
 from ui import release as view
 from ui.data import current_encoded
 from ui.state import get_state
@@ -182,17 +183,20 @@ if saved:
         st.session_state["rel_compare_pick"] = list(saved)[:4]
     st.session_state["rel_compare_pick"] = [n for n in st.session_state["rel_compare_pick"] if n in saved]
     chosen = st.multiselect("Compare (two to four)", list(saved), max_selections=4, key="rel_compare_pick")
-    if len(chosen) >= 2 and st.button("Compare", key="rel_compare"):
-        cbar = st.progress(0.0, text="Running scenarios…")
-        outs = []
-        try:
-            for i, n in enumerate(chosen):
-                cbar.progress(i / len(chosen), text=f"Scenario {n}")
-                outs.append(view.outcome(state, saved[n]))
-        except core.DataError as exc:
-            st.error(str(exc))
-        cbar.empty()
-        if len(outs) == len(chosen):
-            table = rel.compare_scenarios(outs).assign(scenario=chosen)
+    if len(chosen) >= 2:
+        picked = [saved[n] for n in chosen]
+        compare_key = view.comparison_key(state, picked, chosen)
+        table = view.store().get(compare_key)
+        if table is None and jobs.running(compare_key):
+            jobs.poll(compare_key, "Stop comparing", "rel_compare_stop", text=lambda m: f"Comparing: {m}")
+        elif table is None:
+            if isinstance(error := jobs.failure(compare_key), jobs.BuildStoppedError):
+                st.info("The comparison was stopped; compare again to finish it.")
+            elif error is not None:
+                st.error(f"The comparison failed: {error}")
+            if st.button("Compare", key="rel_compare"):
+                job = view.request_comparison(state, picked, chosen)
+                jobs.follow(compare_key, job, "Comparing", view.COMPARE_WAIT_SECONDS)
+        else:
             st.dataframe(view.compare_styled(table), key="rel_compare_table")
             st.caption("Highlighted: settings and results that differ between the scenarios.")

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import time
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui.release as view
+from mdp_core import Progress
 from mdp_core import release as rel
 
 FAST = {"grid_points": 8, "opt_max_domain": 8, "calibration_pairs": 200, "max_contexts": 20}
@@ -84,15 +87,58 @@ def test_scenarios_saved_compared_and_bad_files_refused(app: AppTest, small_engi
     saved = app.session_state["rel_saved_scenarios"]
     assert json.loads(dict(saved["high"].pages)["release"])["rel_eps"] == 5.0
     app.button(key="rel_compare").click().run(timeout=600)
-    assert not app.exception
+    _until_compared(app)
     table = app.dataframe[-1].value
     assert list(table.columns) == ["low", "high"]
     assert table.loc["eps", "low"] == "1" and table.loc["eps", "high"] == "5"
+    app.run()  # the table stays (stored) on the next rerun: no second click, no recomputation
+    assert "rel_compare" not in [b.key for b in app.button] and app.dataframe[-1].value.equals(table)
     app.file_uploader(key="rel_scenarios_upload").set_value(
         ("s.json", b'{"scenarios": 3}', "application/json")
     )
     app.run()
     assert any("Could not load s.json: not a scenario file" in e.value for e in app.error)
+
+
+def _until_compared(app: AppTest, seconds: float = 120.0) -> None:
+    """Rerun (as the page's poll does) until the background comparison's table is drawn."""
+    deadline = time.monotonic() + seconds
+    while "rel_compare_stop" in [b.key for b in app.button] or not any(
+        "differ between the scenarios" in c.value for c in app.caption
+    ):
+        assert not app.exception, app.exception
+        assert time.monotonic() < deadline, "the comparison did not land"
+        time.sleep(0.2)
+        app.run()
+
+
+def _stalled(*args: object, progress: Progress, **kwargs: object) -> None:
+    for i in range(3000):
+        progress(i / 3000, f"repetition {i + 1}")
+        time.sleep(0.02)
+    raise AssertionError("the comparison was not stopped")
+
+
+def test_a_comparison_runs_in_the_background_and_can_be_stopped(
+    app: AppTest, small_engine: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four scenarios on adult took 16 s in one page run (stop 53): now a job with progress and a stop."""
+    monkeypatch.setattr(rel, "evaluate_scenario", _stalled)
+    app.switch_page("views/release.py").run()
+    for name, eps in (("a", 1.0), ("b", 2.0)):
+        app.select_slider(key="rel_eps").set_value(eps).run()
+        app.text_input(key="rel_scenario_name").input(name).run()
+        app.button(key="rel_save").click().run()
+    started = time.monotonic()
+    app.button(key="rel_compare").click().run()
+    assert time.monotonic() - started < view.COMPARE_WAIT_SECONDS + 10 and not app.exception
+    assert re.match(r"Comparing: scenario a: repetition \d+$", app.get("progress")[-1].proto.text)
+    app.button(key="rel_compare_stop").click().run()
+    deadline = time.monotonic() + 10
+    while "rel_compare" not in [b.key for b in app.button] and time.monotonic() < deadline:
+        time.sleep(0.1)
+        app.run()
+    assert "The comparison was stopped; compare again to finish it." in [i.value for i in app.info]
 
 
 def test_a_scenario_without_a_name_cannot_be_saved(app: AppTest) -> None:
