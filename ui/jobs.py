@@ -26,6 +26,7 @@ __all__ = [
     "follow",
     "poll",
     "running",
+    "start_button",
     "time_left",
     "wait",
 ]
@@ -216,3 +217,30 @@ def poll(
             st.rerun()  # the stopping text (a running job) or the start button (a queued one) at once
 
     poll_job()
+
+
+def start_button(
+    key: Hashable,
+    start: Callable[[], Future[Any]],
+    *,
+    label: str,
+    button_key: str,
+    name: str,
+    stop_label: str,
+    stop_key: str,
+    wait: float,
+    primary: bool = False,
+) -> None:
+    """The start button of a job whose result is not stored yet. While the job runs: its progress
+    (:func:`poll`, "<name>: <message>") and its stop button; after a stop or a failure: why, and the
+    button again. A click queues ``start()`` and shows its progress for up to ``wait`` seconds
+    (:func:`follow`)."""
+    if running(key):
+        poll(key, stop_label, stop_key, text=lambda message: f"{name}: {message}")
+        return
+    if isinstance(error := failure(key), BuildStoppedError):
+        st.info(f"{name} was stopped; start it again to finish it.")
+    elif error is not None:
+        st.error(f"{name} failed: {error}")
+    if st.button(label, key=button_key, type="primary" if primary else "secondary"):
+        follow(key, start(), name, wait)

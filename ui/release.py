@@ -23,8 +23,8 @@ from ui.state import AppState
 from ui.store import store
 
 __all__ = [
-    "COMPARE_WAIT_SECONDS",
     "CONFIG_OPTIONS",
+    "JOB_WAIT_SECONDS",
     "SWEEP_CLIENT",
     "WHICH_EPS",
     "WHICH_REPETITIONS",
@@ -39,6 +39,8 @@ __all__ = [
     "posterior_frame",
     "report_html",
     "request_comparison",
+    "request_decision",
+    "request_outcome",
     "saved_scenarios",
     "store",
 ]
@@ -51,8 +53,8 @@ WHICH_EPS: tuple[float, ...] = rel.WHICH_EPS_GRID
 WHICH_REPETITIONS = 5
 CONFIG_OPTIONS: dict[str, Any] = {}
 _SCENARIOS_KEY = "rel_saved_scenarios"
-#: The run that starts a comparison shows its progress this long (seconds); stored outcomes land in it.
-COMPARE_WAIT_SECONDS = 2.0
+#: The run that starts a job (which eps, a release, a comparison) shows its progress this long (seconds).
+JOB_WAIT_SECONDS = 2.0
 #: Held-out repetitions of a scenario's utility (release outcome).
 OUTCOME_REPETITIONS = 10
 
@@ -143,21 +145,29 @@ def decision(
     state: AppState, encoded: core.Encoded, scenario: rel.Scenario, progress: core.Progress = None
 ) -> rel.Decision:
     """The cached "which eps" answer (a sweep of DepHDP and the four baselines) for this scenario."""
-    return store().get_or_compute(
-        decision_key(state, scenario),
-        lambda: rel.which_eps(
-            scenario.dataset,
-            scenario.utility_target,
-            encoded=encoded,
-            task=scenario.config.task,
-            p=scenario.config.p,
-            seed=scenario.seed,
-            eps=WHICH_EPS,
-            repetitions=WHICH_REPETITIONS,
-            options=tuple(sorted(CONFIG_OPTIONS.items())),
-            client=SWEEP_CLIENT,
-            progress=progress,
-        ),
+    return store().get_or_compute(decision_key(state, scenario), lambda: _which(encoded, scenario, progress))
+
+
+def request_decision(state: AppState, encoded: core.Encoded, scenario: rel.Scenario) -> Future[rel.Decision]:
+    """:func:`decision` on the builder's long-job threads (the page polls it and can stop it)."""
+    return builder().request(
+        decision_key(state, scenario), lambda progress: _which(encoded, scenario, progress), slow=True
+    )
+
+
+def _which(encoded: core.Encoded, scenario: rel.Scenario, progress: core.Progress) -> rel.Decision:
+    return rel.which_eps(
+        scenario.dataset,
+        scenario.utility_target,
+        encoded=encoded,
+        task=scenario.config.task,
+        p=scenario.config.p,
+        seed=scenario.seed,
+        eps=WHICH_EPS,
+        repetitions=WHICH_REPETITIONS,
+        options=tuple(sorted(CONFIG_OPTIONS.items())),
+        client=SWEEP_CLIENT,
+        progress=progress,
     )
 
 
@@ -184,6 +194,20 @@ def outcome(
     return store().get_or_compute(
         outcome_key(state, scenario),
         lambda: rel.evaluate_scenario(scenario, frame, repetitions=repetitions, progress=progress),
+    )
+
+
+def request_outcome(state: AppState, scenario: rel.Scenario) -> Future[rel.ScenarioOutcome]:
+    """:func:`outcome` on the builder's long-job threads (the page polls it and can stop it)."""
+    frame = state.frame
+    if frame is None:
+        raise core.DataError("no table is loaded")
+    return builder().request(
+        outcome_key(state, scenario),
+        lambda progress: rel.evaluate_scenario(
+            scenario, frame, repetitions=OUTCOME_REPETITIONS, progress=progress
+        ),
+        slow=True,
     )
 
 

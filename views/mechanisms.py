@@ -66,21 +66,16 @@ domain = mech.domain_of(encoded, chosen, p)
 args = (encoded, tuple(chosen), p, task, int(threshold), eps)
 play = mech.ready_playground(*args, with_opt=True) or mech.playground(*args, with_opt=n <= mech.AUTO_OPT)
 if "OPT" not in play.losses and mech.AUTO_OPT < n <= mech.MAX_OPT:
-    opt_key = mech.opt_key(*args)
-    if jobs.running(opt_key):
-        jobs.poll(
-            opt_key,
-            "Stop the LP",
-            "mech_opt_stop",
-            text=lambda message: f"LP optimum (at most {mech.OPT_SECONDS:.0f} s): {message}",
-        )
-    else:
-        if isinstance(error := jobs.failure(opt_key), jobs.BuildStoppedError):
-            st.info("Solving the LP optimum was stopped; solve it again to finish it.")
-        elif error is not None:
-            st.error(f"Solving the LP optimum failed: {error}")
-        if st.button(f"Solve the LP optimum for these {n} joint values", key="mech_solve_opt"):
-            jobs.follow(opt_key, mech.request_opt(*args), "LP optimum", mech.OPT_WAIT_SECONDS)
+    jobs.start_button(
+        mech.opt_key(*args),
+        lambda: mech.request_opt(*args),
+        label=f"Solve the LP optimum for these {n} joint values (at most {mech.OPT_SECONDS:.0f} s)",
+        button_key="mech_solve_opt",
+        name="Solving the LP optimum",
+        stop_label="Stop the LP",
+        stop_key="mech_opt_stop",
+        wait=mech.OPT_WAIT_SECONDS,
+    )
 
 metric_cols = st.columns(3)
 for col, name in zip(metric_cols, ["EM", "EM+remap", "OPT"], strict=True):
@@ -102,19 +97,20 @@ if st.toggle("Compute loss–budget curves", value=n <= mech.AUTO_CURVES, key="m
     grid = tuple(float(e) for e in mech.curve_grid(eps))
     curve_args = (encoded, tuple(chosen), p, task, int(threshold), grid)
     curves = mech.ready_curves(*curve_args)
-    curves_key = mech.curves_key(*curve_args)
     if curves is None and n <= mech.AUTO_CURVES:  # a small domain: a few seconds at most, in this run
         bar = st.progress(0.0, text="Solving along the ε grid…")
         curves = mech.curves(*curve_args, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
         bar.empty()
-    elif curves is None and jobs.running(curves_key):
-        jobs.poll(curves_key, "Stop the ε-grid solve", "mech_curves_stop", text=lambda m: f"ε grid: {m}")
     elif curves is None:
-        if isinstance(error := jobs.failure(curves_key), jobs.BuildStoppedError):
-            st.info("The ε-grid solve was stopped; solve it again to finish it.")
-        elif error is not None:
-            st.error(f"The ε-grid solve failed: {error}")
-        if st.button(f"Solve along the ε grid ({len(grid)} budgets)", key="mech_curves_go"):
-            jobs.follow(curves_key, mech.request_curves(*curve_args), "ε grid", mech.OPT_WAIT_SECONDS)
+        jobs.start_button(
+            mech.curves_key(*curve_args),
+            lambda: mech.request_curves(*curve_args),
+            label=f"Solve along the ε grid ({len(grid)} budgets)",
+            button_key="mech_curves_go",
+            name="Solving along the ε grid",
+            stop_label="Stop the ε-grid solve",
+            stop_key="mech_curves_stop",
+            wait=mech.OPT_WAIT_SECONDS,
+        )
     if curves is not None:
         st.plotly_chart(mech.fig_curves(grid, curves, eps), key="mech_curve_chart")

@@ -82,14 +82,19 @@ scenario = view.current_scenario(
 )
 
 answer = view.store().get(view.decision_key(state, scenario))
-if st.button("Find the smallest ε", key="rel_which", type="primary") and answer is None:
-    bar = st.progress(0.0, text="Sweeping ε for DepHDP and the four baselines…")
-    try:
-        answer = view.decision(state, encoded, scenario, progress=lambda f, m: bar.progress(f, text=m))
-    except core.DataError as exc:
-        st.error(str(exc))
-    bar.empty()
-if answer is not None:
+if answer is None:
+    jobs.start_button(
+        view.decision_key(state, scenario),
+        lambda: view.request_decision(state, encoded, scenario),
+        label="Find the smallest ε",
+        button_key="rel_which",
+        name="Sweeping ε for DepHDP and the four baselines",
+        stop_label="Stop the sweep",
+        stop_key="rel_which_stop",
+        wait=view.JOB_WAIT_SECONDS,
+        primary=True,
+    )
+else:
     c = answer.choice
     (st.success if c.met else st.warning)(answer.sentence)
     m1, m2, m3 = st.columns(3)
@@ -102,14 +107,18 @@ if answer is not None:
 # ------------------------------------------------------------------------------------------ release
 st.subheader("Release the whole table")
 done = view.store().get(view.outcome_key(state, scenario))
-if st.button("Prepare the release", key="rel_prepare") and done is None:
-    rbar = st.progress(0.0, text="Configuring DepHDP…")
-    try:
-        done = view.outcome(state, scenario, progress=lambda f, m: rbar.progress(f, text=m))
-    except core.DataError as exc:
-        st.error(str(exc))
-    rbar.empty()
-if done is not None:
+if done is None:
+    jobs.start_button(
+        view.outcome_key(state, scenario),
+        lambda: view.request_outcome(state, scenario),
+        label="Prepare the release",
+        button_key="rel_prepare",
+        name="Preparing the release",
+        stop_label="Stop preparing",
+        stop_key="rel_prepare_stop",
+        wait=view.JOB_WAIT_SECONDS,
+    )
+else:
     comp = done.audit["composition"]
     st.markdown(
         f"**Composition of the group budgets** (ℓ_{p_text} record metric, q = {comp['q']}): "
@@ -187,16 +196,17 @@ if saved:
         picked = [saved[n] for n in chosen]
         compare_key = view.comparison_key(state, picked, chosen)
         table = view.store().get(compare_key)
-        if table is None and jobs.running(compare_key):
-            jobs.poll(compare_key, "Stop comparing", "rel_compare_stop", text=lambda m: f"Comparing: {m}")
-        elif table is None:
-            if isinstance(error := jobs.failure(compare_key), jobs.BuildStoppedError):
-                st.info("The comparison was stopped; compare again to finish it.")
-            elif error is not None:
-                st.error(f"The comparison failed: {error}")
-            if st.button("Compare", key="rel_compare"):
-                job = view.request_comparison(state, picked, chosen)
-                jobs.follow(compare_key, job, "Comparing", view.COMPARE_WAIT_SECONDS)
+        if table is None:
+            jobs.start_button(
+                compare_key,
+                lambda: view.request_comparison(state, picked, chosen),
+                label="Compare",
+                button_key="rel_compare",
+                name="Comparing the scenarios",
+                stop_label="Stop comparing",
+                stop_key="rel_compare_stop",
+                wait=view.JOB_WAIT_SECONDS,
+            )
         else:
             st.dataframe(view.compare_styled(table), key="rel_compare_table")
             st.caption("Highlighted: settings and results that differ between the scenarios.")

@@ -197,11 +197,11 @@ def test_the_lp_optimum_runs_in_the_background_and_can_be_stopped(
     assert time.monotonic() - started < mech.OPT_WAIT_SECONDS + 10
     assert not at.exception, at.exception
     assert "mech_solve_opt" not in [b.key for b in at.button]  # no second start while it runs
-    assert re.match(r"LP optimum \(at most 40 s\): round \d+$", at.get("progress")[0].proto.text)
+    assert re.match(r"Solving the LP optimum: round \d+$", at.get("progress")[0].proto.text)
     assert metric(at, "EM+remap expected loss") != "—" and len(at.get("plotly_chart")) == 1  # page drawn
     at.button(key="mech_opt_stop").click().run()
     _rerun_until(at, lambda: bool(at.info) and "mech_solve_opt" in [b.key for b in at.button], 10)
-    assert at.info[0].value == "Solving the LP optimum was stopped; solve it again to finish it."
+    assert at.info[0].value == "Solving the LP optimum was stopped; start it again to finish it."
     assert metric(at, "OPT expected loss") == "—"
 
 
@@ -235,10 +235,10 @@ def test_large_curves_run_in_the_background(at: AppTest, monkeypatch: pytest.Mon
     monkeypatch.setattr(core, "loss_budget_curves", _stalled)
     at.select_slider(key="mech_p").set_value(1.0).run()  # another metric: new curves, on request
     at.button(key="mech_curves_go").click().run()
-    assert re.match(r"ε grid: round \d+$", at.get("progress")[0].proto.text)
+    assert re.match(r"Solving along the ε grid: round \d+$", at.get("progress")[0].proto.text)
     at.button(key="mech_curves_stop").click().run()
     _rerun_until(at, lambda: "mech_curves_go" in [b.key for b in at.button], 10)
-    assert "The ε-grid solve was stopped; solve it again to finish it." in [i.value for i in at.info]
+    assert "Solving along the ε grid was stopped; start it again to finish it." in [i.value for i in at.info]
     assert len(at.get("plotly_chart")) == 1
 
 
@@ -251,7 +251,7 @@ def test_a_queued_lp_says_so(at: AppTest) -> None:
     try:
         at.multiselect(key="mech_attrs").set_value(["age", "thal"]).run()
         at.button(key="mech_solve_opt").click().run()
-        assert at.get("progress")[0].proto.text == f"LP optimum (at most 40 s): {jobs.QUEUED}"
+        assert at.get("progress")[0].proto.text == f"Solving the LP optimum: {jobs.QUEUED}"
         at.button(key="mech_opt_stop").click().run()  # a queued job never starts
         assert "mech_solve_opt" in [b.key for b in at.button] and not at.exception
     finally:

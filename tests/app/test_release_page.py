@@ -10,6 +10,7 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import mdp_core as core
 import ui.release as view
 from mdp_core import Progress
 from mdp_core import release as rel
@@ -44,7 +45,7 @@ def test_which_eps_answers_with_ci_and_frontier(app: AppTest, small_engine: None
     app.switch_page("views/release.py").run()
     app.slider(key="rel_share").set_value(80).run()
     app.button(key="rel_which").click().run(timeout=600)
-    assert not app.exception
+    _until_landed(app, "rel_which_stop")
     sentences = [e.value for e in (*app.success, *app.warning)]
     assert any("ε" in s and ("95 % CI" in s or "not reachable below" in s) for s in sentences)
     labels = {m.label for m in app.metric}
@@ -61,7 +62,7 @@ def test_which_eps_answers_with_ci_and_frontier(app: AppTest, small_engine: None
 def test_release_shows_flags_before_the_downloads(app: AppTest, small_engine: None) -> None:
     app.switch_page("views/release.py").run()
     app.button(key="rel_prepare").click().run(timeout=600)
-    assert not app.exception
+    _until_landed(app, "rel_prepare_stop")
     texts = [w.value for w in app.warning]
     assert any("smallest budget of the grid" in t or "became constant" in t for t in texts)
     preview = app.dataframe[1].value
@@ -71,7 +72,7 @@ def test_release_shows_flags_before_the_downloads(app: AppTest, small_engine: No
     assert len(keys) >= 3
     app.toggle(key="rel_include_target").set_value(False).run()
     app.button(key="rel_prepare").click().run(timeout=600)
-    assert not app.exception
+    _until_landed(app, "rel_prepare_stop")
     assert "target" not in app.dataframe[1].value.columns
 
 
@@ -87,7 +88,7 @@ def test_scenarios_saved_compared_and_bad_files_refused(app: AppTest, small_engi
     saved = app.session_state["rel_saved_scenarios"]
     assert json.loads(dict(saved["high"].pages)["release"])["rel_eps"] == 5.0
     app.button(key="rel_compare").click().run(timeout=600)
-    _until_compared(app)
+    _until_landed(app, "rel_compare_stop")
     table = app.dataframe[-1].value
     assert list(table.columns) == ["low", "high"]
     assert table.loc["eps", "low"] == "1" and table.loc["eps", "high"] == "5"
@@ -100,15 +101,24 @@ def test_scenarios_saved_compared_and_bad_files_refused(app: AppTest, small_engi
     assert any("Could not load s.json: not a scenario file" in e.value for e in app.error)
 
 
-def _until_compared(app: AppTest, seconds: float = 120.0) -> None:
-    """Rerun (as the page's poll does) until the background comparison's table is drawn."""
+def _until_landed(app: AppTest, stop_key: str, seconds: float = 300.0) -> None:
+    """Rerun (as the page's poll does) until the background job with the stop button ``stop_key`` ended."""
     deadline = time.monotonic() + seconds
-    while "rel_compare_stop" in [b.key for b in app.button] or not any(
-        "differ between the scenarios" in c.value for c in app.caption
-    ):
+    while stop_key in [b.key for b in app.button]:
         assert not app.exception, app.exception
-        assert time.monotonic() < deadline, "the comparison did not land"
+        assert time.monotonic() < deadline, "the job did not land"
         time.sleep(0.2)
+        app.run()
+    assert not app.exception, app.exception
+
+
+def _until_button(app: AppTest, key: str, seconds: float = 10.0) -> None:
+    """Rerun until the button ``key`` is back (a job stopped or failed)."""
+    deadline = time.monotonic() + seconds
+    while key not in [b.key for b in app.button]:
+        assert not app.exception, app.exception
+        assert time.monotonic() < deadline, f"{key} did not come back"
+        time.sleep(0.1)
         app.run()
 
 
@@ -131,14 +141,39 @@ def test_a_comparison_runs_in_the_background_and_can_be_stopped(
         app.button(key="rel_save").click().run()
     started = time.monotonic()
     app.button(key="rel_compare").click().run()
-    assert time.monotonic() - started < view.COMPARE_WAIT_SECONDS + 10 and not app.exception
-    assert re.match(r"Comparing: scenario a: repetition \d+$", app.get("progress")[-1].proto.text)
+    assert time.monotonic() - started < view.JOB_WAIT_SECONDS + 10 and not app.exception
+    assert re.match(
+        r"Comparing the scenarios: scenario a: repetition \d+$", app.get("progress")[-1].proto.text
+    )
     app.button(key="rel_compare_stop").click().run()
-    deadline = time.monotonic() + 10
-    while "rel_compare" not in [b.key for b in app.button] and time.monotonic() < deadline:
-        time.sleep(0.1)
-        app.run()
-    assert "The comparison was stopped; compare again to finish it." in [i.value for i in app.info]
+    _until_button(app, "rel_compare")
+    assert "Comparing the scenarios was stopped; start it again to finish it." in [i.value for i in app.info]
+
+
+def test_which_eps_and_the_release_run_in_the_background_say_why_they_stopped_or_failed(
+    app: AppTest, small_engine: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both ran in one page run (5-7 s on adult, no stop); now jobs: progress, a stop, the reason."""
+    monkeypatch.setattr(rel, "which_eps", _stalled)
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise core.DataError("no group could be configured")
+
+    monkeypatch.setattr(rel, "evaluate_scenario", broken)
+    app.switch_page("views/release.py").run()
+    app.button(key="rel_which").click().run()
+    assert re.match(
+        r"Sweeping ε for DepHDP and the four baselines: repetition \d+$", app.get("progress")[0].proto.text
+    )
+    assert "rel_which" not in [b.key for b in app.button] and "rel_prepare" in [b.key for b in app.button]
+    app.button(key="rel_which_stop").click().run()
+    _until_button(app, "rel_which")  # "Stopping…" until the sweep's next report
+    stopped = "Sweeping ε for DepHDP and the four baselines was stopped; start it again to finish it."
+    assert stopped in [i.value for i in app.info] and "rel_which" in [b.key for b in app.button]
+    app.button(key="rel_prepare").click().run()
+    _until_button(app, "rel_prepare")
+    assert "Preparing the release failed: no group could be configured" in [e.value for e in app.error]
+    assert "rel_prepare" in [b.key for b in app.button]
 
 
 def test_a_scenario_without_a_name_cannot_be_saved(app: AppTest) -> None:
