@@ -16,12 +16,17 @@ Rows per dataset:
 Each row carries the answer (eps, estimate, CI, met), the wall seconds, the calling process's CPU seconds
 and the 1-minute load average when it started (the machine is shared). Quick mode: heart only, grid (1, 5,
 20), 2 repetitions.
+
+Then the page (AppTest, adult; heart when quick), where "Find the smallest ε" and "Compare" (four saved
+scenarios) held one page run each before stop 53 and now run in the background: the run that starts each
+and when its result lands.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 from mdp_core.release import WHICH_EPS_GRID, UtilityTarget, which_eps
 
@@ -75,4 +80,46 @@ def run(quick: bool = False) -> list[dict]:
         clear_sweep_caches()
         timed(name, "in-process", False)
     close_default_client()
+    rows.extend(_page_rows("heart" if quick else "adult"))
     return rows
+
+
+def _page_rows(dataset: str) -> list[dict]:
+    import logging
+
+    from streamlit.testing.v1 import AppTest
+
+    from ui.store import store
+
+    logging.getLogger("streamlit").setLevel(logging.CRITICAL)
+    store().clear()
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=600).run()
+    at.selectbox(key="side_dataset").set_value(dataset).run()
+    at.switch_page("views/release.py").run()
+
+    def start_and_land(button: str, tag: str) -> tuple[float, float]:
+        t0 = time.perf_counter()
+        at.button(key=button).click().run()
+        start = time.perf_counter() - t0
+        while not any(key[0] == tag for key in store().keys()):  # noqa: SIM118 (a ResultStore)
+            time.sleep(0.1)
+        return start, time.perf_counter() - t0
+
+    rows = _page_pair(dataset, "Find the smallest ε", *start_and_land("rel_which", "which"))
+    for i, eps in enumerate((1.0, 2.0, 5.0, 0.5)):
+        at.select_slider(key="rel_eps").set_value(eps).run()
+        at.text_input(key="rel_scenario_name").set_value(f"s{i}").run()
+        at.button(key="rel_save").click().run()
+    rows += _page_pair(dataset, "Compare (4 scenarios)", *start_and_land("rel_compare", "compare"))
+    return rows
+
+
+def _page_pair(dataset: str, label: str, start: float, lands: float) -> list[dict]:
+    return [
+        {"dataset": dataset, "mode": f"page: {label}, the run that starts it", "seconds": start},
+        {
+            "dataset": dataset,
+            "mode": f"page: {label}, it lands (background, from the click)",
+            "seconds": lands,
+        },
+    ]
