@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,23 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
+
+
+@pytest.fixture
+def stalled() -> Callable[[str], Callable[..., None]]:
+    """A factory of stand-ins for a slow core computation run as a background job: each only reports
+    progress (``message.format(step)``, 50 a second) until the page's stop raises out of it."""
+
+    def factory(message: str) -> Callable[..., None]:
+        def run(*args: object, progress: Callable[[float, str], None], **kwargs: object) -> None:
+            for i in range(3000):
+                progress(i / 3000, message.format(i + 1))
+                time.sleep(0.02)
+            raise AssertionError("the job was not stopped")
+
+        return run
+
+    return factory
 
 
 @pytest.fixture

@@ -8,19 +8,21 @@ import math
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import mdp_core as core
-from mdp_core import DepHDPConfig, Progress
+from mdp_core import DepHDPConfig
 from ui import dephdp as view
 from ui.widgets import log_grid
 
 #: Settings that keep a cold profile computation to a few seconds (small OPT groups, short grid).
 FAST = {"opt_max_domain": 4, "grid_points": 8, "calibration_pairs": 300, "max_contexts": 60}
+
+Stalled = Callable[[str], Callable[..., None]]  # the stalled fixture (conftest.py)
 
 
 @pytest.fixture(autouse=True)
@@ -180,20 +182,12 @@ def _until_evaluated(app: AppTest, seconds: float = 60.0) -> None:
     assert not app.exception, app.exception
 
 
-def _stalled_evaluation(*args: object, progress: Progress, **kwargs: object) -> None:
-    """An evaluation that only reports progress until it is stopped (the page's stop raises out of it)."""
-    for i in range(3000):
-        progress(i / 3000, f"draw {i + 1}")
-        time.sleep(0.02)
-    raise AssertionError("the evaluation was not stopped")
-
-
 def test_evaluation_runs_in_the_background_and_can_be_stopped(
-    app: AppTest, monkeypatch: pytest.MonkeyPatch
+    app: AppTest, monkeypatch: pytest.MonkeyPatch, stalled: Stalled
 ) -> None:
     """Walk seed 5101: the evaluation (Adult, record task, 50 repetitions) held one rerun for 91 s. It now
     runs on the builder: the run that starts it returns, the page shows its progress and a stop button."""
-    monkeypatch.setattr(core, "evaluate_dephdp", _stalled_evaluation)
+    monkeypatch.setattr(core, "evaluate_dephdp", stalled("draw {}"))
     _open(app, FAST)
     app.toggle(key="dep_evaluate").set_value(True).run()
     started = time.monotonic()
@@ -216,12 +210,12 @@ def test_evaluation_runs_in_the_background_and_can_be_stopped(
 
 
 def test_an_evaluation_queued_behind_other_long_jobs_says_so(
-    app: AppTest, monkeypatch: pytest.MonkeyPatch
+    app: AppTest, monkeypatch: pytest.MonkeyPatch, stalled: Stalled
 ) -> None:
     """The long-job threads are shared with the geo page: with both busy, the evaluation waits and says so."""
     from ui import jobs
 
-    monkeypatch.setattr(core, "evaluate_dephdp", _stalled_evaluation)
+    monkeypatch.setattr(core, "evaluate_dephdp", stalled("draw {}"))
     _open(app, FAST)
     app.toggle(key="dep_evaluate").set_value(True).run()
     release = threading.Event()
@@ -243,10 +237,10 @@ def test_an_evaluation_queued_behind_other_long_jobs_says_so(
 
 
 def test_group_profiles_run_in_the_background_can_be_stopped_and_say_why_they_failed(
-    app: AppTest, monkeypatch: pytest.MonkeyPatch
+    app: AppTest, monkeypatch: pytest.MonkeyPatch, stalled: Stalled
 ) -> None:
     """Stage 1 took 10-30 s in one rerun on Adult (walks 5303, 5404): now a job, polled, with a stop."""
-    monkeypatch.setattr(view, "dephdp_profiles", _stalled_evaluation)
+    monkeypatch.setattr(view, "dephdp_profiles", stalled("draw {}"))
     app.switch_page("views/dephdp.py").run()
     started = time.monotonic()
     app.button(key="dep_compute").click().run()

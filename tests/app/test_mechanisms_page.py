@@ -13,10 +13,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import mdp_core as core
-from mdp_core import Progress
 from ui import jobs
 from ui import mechanisms as mech
 from ui.store import store
+
+Stalled = Callable[[str], Callable[..., None]]  # the stalled fixture (conftest.py)
 
 
 @pytest.fixture(autouse=True)
@@ -166,14 +167,6 @@ def test_large_domain_solves_opt_on_request(at: AppTest) -> None:
     assert "mech_solve_opt" not in [b.key for b in at.button] and metric(at, "OPT expected loss") != "—"
 
 
-def _stalled(*args: object, progress: Progress, **kwargs: object) -> None:
-    """A solve that only reports progress until it is stopped (the page's stop raises out of it)."""
-    for i in range(3000):
-        progress(i / 3000, f"round {i + 1}")
-        time.sleep(0.02)
-    raise AssertionError("the solve was not stopped")
-
-
 def _rerun_until(at: AppTest, landed: Callable[[], bool], seconds: float = 60.0) -> None:
     """Rerun (as the page's poll does) until ``landed()``."""
     deadline = time.monotonic() + seconds
@@ -186,11 +179,11 @@ def _rerun_until(at: AppTest, landed: Callable[[], bool], seconds: float = 60.0)
 
 
 def test_the_lp_optimum_runs_in_the_background_and_can_be_stopped(
-    at: AppTest, monkeypatch: pytest.MonkeyPatch
+    at: AppTest, monkeypatch: pytest.MonkeyPatch, stalled: Stalled
 ) -> None:
     """Walk seed 5505: "Solve the LP optimum" held one rerun for 42 s. It now runs on the builder: the run
     that starts it returns, the page shows its rounds and a stop button."""
-    monkeypatch.setattr(core, "optimal_mechanism", _stalled)
+    monkeypatch.setattr(core, "optimal_mechanism", stalled("round {}"))
     at.multiselect(key="mech_attrs").set_value(["age", "cp"]).run()
     started = time.monotonic()
     at.button(key="mech_solve_opt").click().run()
@@ -217,7 +210,9 @@ def test_a_failed_lp_says_why(at: AppTest, monkeypatch: pytest.MonkeyPatch) -> N
     assert "mech_solve_opt" in [b.key for b in at.button] and metric(at, "OPT expected loss") == "—"
 
 
-def test_large_curves_run_in_the_background(at: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_large_curves_run_in_the_background(
+    at: AppTest, monkeypatch: pytest.MonkeyPatch, stalled: Stalled
+) -> None:
     """Walk seed 5505: "Solve along the ε grid" held one rerun for 25 s; now a job with progress and stop."""
     at.multiselect(key="mech_attrs").set_value(["age", "cp"]).run()  # 32 values: curves on request
     at.toggle(key="mech_curves").set_value(True).run()
@@ -232,7 +227,7 @@ def test_large_curves_run_in_the_background(at: AppTest, monkeypatch: pytest.Mon
         assert drawn[k]["name"] == name
         np.testing.assert_allclose(np.array(drawn[k]["y"], dtype=float), ref[name], rtol=1e-6)
 
-    monkeypatch.setattr(core, "loss_budget_curves", _stalled)
+    monkeypatch.setattr(core, "loss_budget_curves", stalled("round {}"))
     at.select_slider(key="mech_p").set_value(1.0).run()  # another metric: new curves, on request
     at.button(key="mech_curves_go").click().run()
     assert re.match(r"Solving along the ε grid: round \d+$", at.get("progress")[0].proto.text)

@@ -6,16 +6,18 @@ import json
 import math
 import re
 import time
+from collections.abc import Callable
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import mdp_core as core
 import ui.release as view
-from mdp_core import Progress
 from mdp_core import release as rel
 
 FAST = {"grid_points": 8, "opt_max_domain": 8, "calibration_pairs": 200, "max_contexts": 20}
+
+Stalled = Callable[[str], Callable[..., None]]  # the stalled fixture (conftest.py)
 
 
 @pytest.fixture
@@ -122,18 +124,11 @@ def _until_button(app: AppTest, key: str, seconds: float = 10.0) -> None:
         app.run()
 
 
-def _stalled(*args: object, progress: Progress, **kwargs: object) -> None:
-    for i in range(3000):
-        progress(i / 3000, f"repetition {i + 1}")
-        time.sleep(0.02)
-    raise AssertionError("the comparison was not stopped")
-
-
 def test_a_comparison_runs_in_the_background_and_can_be_stopped(
-    app: AppTest, small_engine: None, monkeypatch: pytest.MonkeyPatch
+    app: AppTest, small_engine: None, monkeypatch: pytest.MonkeyPatch, stalled: Stalled
 ) -> None:
     """Four scenarios on adult took 16 s in one page run (stop 53): now a job with progress and a stop."""
-    monkeypatch.setattr(rel, "evaluate_scenario", _stalled)
+    monkeypatch.setattr(rel, "evaluate_scenario", stalled("repetition {}"))
     app.switch_page("views/release.py").run()
     for name, eps in (("a", 1.0), ("b", 2.0)):
         app.select_slider(key="rel_eps").set_value(eps).run()
@@ -151,10 +146,10 @@ def test_a_comparison_runs_in_the_background_and_can_be_stopped(
 
 
 def test_which_eps_and_the_release_run_in_the_background_say_why_they_stopped_or_failed(
-    app: AppTest, small_engine: None, monkeypatch: pytest.MonkeyPatch
+    app: AppTest, small_engine: None, monkeypatch: pytest.MonkeyPatch, stalled: Stalled
 ) -> None:
     """Both ran in one page run (5-7 s on adult, no stop); now jobs: progress, a stop, the reason."""
-    monkeypatch.setattr(rel, "which_eps", _stalled)
+    monkeypatch.setattr(rel, "which_eps", stalled("repetition {}"))
 
     def broken(*args: object, **kwargs: object) -> None:
         raise core.DataError("no group could be configured")
