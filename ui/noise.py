@@ -12,7 +12,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 import mdp_core as core
-from mdp_core._validation import Progress, check_positive
+from mdp_core._validation import Progress
 from ui.jobs import builder
 from ui.store import store as result_store
 
@@ -20,7 +20,6 @@ __all__ = [
     "GRID_SIZES",
     "cached_choice",
     "cached_curve",
-    "cached_heatmap",
     "fig_densities",
     "fig_heatmap",
     "fig_scale_curves",
@@ -137,22 +136,6 @@ def stored_heatmap(n_delta: int, n_eps: int, sensitivity: float, p_max: float) -
     """The heatmap if it was computed before in this process (for any sensitivity; no work), else None."""
     unit = result_store().get(heatmap_key(n_delta, n_eps, p_max))
     return None if unit is None else _at_sensitivity(unit, sensitivity)
-
-
-def cached_heatmap(
-    n_delta: int, n_eps: int, sensitivity: float, p_max: float, progress: Progress = None
-) -> core.ShapeHeatmap:
-    """Two-stage shape selection on ``eps`` in [0.1, 10] x ``delta`` in [1e-8, 0.1] (log grids), cached.
-
-    Computed once per grid and ``p_max`` at sensitivity 1 (:func:`_at_sensitivity`) and kept in the app's
-    one locked result store (``ui.store.store``), outside any ``st.cache_*`` function, so ``progress`` may
-    drive a progress bar and is called only when the grid is computed.
-    """
-    check_positive(sensitivity, "sensitivity")  # as the core would, though it never sees this one
-    unit = result_store().get_or_compute(
-        heatmap_key(n_delta, n_eps, p_max), lambda: _unit_heatmap(n_delta, n_eps, p_max, progress)
-    )
-    return _at_sensitivity(unit, sensitivity)
 
 
 def request_heatmap(n_delta: int, n_eps: int, p_max: float) -> Future[core.ShapeHeatmap]:

@@ -31,9 +31,7 @@ __all__ = [
     "compare_styled",
     "comparison_key",
     "current_scenario",
-    "decision",
     "decision_key",
-    "outcome",
     "outcome_key",
     "page_settings",
     "posterior_frame",
@@ -141,15 +139,9 @@ def decision_key(state: AppState, scenario: rel.Scenario) -> tuple:
     )
 
 
-def decision(
-    state: AppState, encoded: core.Encoded, scenario: rel.Scenario, progress: core.Progress = None
-) -> rel.Decision:
-    """The cached "which eps" answer (a sweep of DepHDP and the four baselines) for this scenario."""
-    return store().get_or_compute(decision_key(state, scenario), lambda: _which(encoded, scenario, progress))
-
-
 def request_decision(state: AppState, encoded: core.Encoded, scenario: rel.Scenario) -> Future[rel.Decision]:
-    """:func:`decision` on the builder's long-job threads (the page polls it and can stop it)."""
+    """The "which eps" answer (a sweep of DepHDP and the four baselines) for this scenario, computed on the
+    builder's long-job threads and kept under :func:`decision_key` (the page polls it and can stop it)."""
     return builder().request(
         decision_key(state, scenario), lambda progress: _which(encoded, scenario, progress), slow=True
     )
@@ -181,24 +173,9 @@ def outcome_key(state: AppState, scenario: rel.Scenario) -> tuple:
     )
 
 
-def outcome(
-    state: AppState,
-    scenario: rel.Scenario,
-    progress: core.Progress = None,
-    repetitions: int = OUTCOME_REPETITIONS,
-) -> rel.ScenarioOutcome:
-    """The cached release outcome of this scenario (configuration, utility, whole-table release, audit)."""
-    frame = state.frame
-    if frame is None:
-        raise core.DataError("no table is loaded")
-    return store().get_or_compute(
-        outcome_key(state, scenario),
-        lambda: rel.evaluate_scenario(scenario, frame, repetitions=repetitions, progress=progress),
-    )
-
-
 def request_outcome(state: AppState, scenario: rel.Scenario) -> Future[rel.ScenarioOutcome]:
-    """:func:`outcome` on the builder's long-job threads (the page polls it and can stop it)."""
+    """The release outcome of this scenario (configuration, utility, whole-table release, audit), computed on
+    the builder's long-job threads and kept under :func:`outcome_key` (the page polls it and can stop it)."""
     frame = state.frame
     if frame is None:
         raise core.DataError("no table is loaded")
@@ -219,9 +196,9 @@ def comparison_key(state: AppState, scenarios: Sequence[rel.Scenario], names: Se
 def request_comparison(
     state: AppState, scenarios: Sequence[rel.Scenario], names: Sequence[str]
 ) -> Future[pd.DataFrame]:
-    """The comparison table of ``scenarios`` (each one's release outcome, stored as :func:`outcome` stores
-    it), computed on the builder's long-job threads: the page polls :func:`comparison_key`'s job and can
-    stop it (4 scenarios on adult: 16 s in one page run before stop 53)."""
+    """The comparison table of ``scenarios`` (each one's release outcome, stored as by
+    :func:`request_outcome`), computed on the builder's long-job threads: the page polls
+    :func:`comparison_key`'s job and can stop it (4 scenarios on adult: 16 s in one page run before)."""
     frame = state.frame
     if frame is None:
         raise core.DataError("no table is loaded")
