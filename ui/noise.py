@@ -29,8 +29,10 @@ __all__ = [
     "p_label",
     "parse_vector",
     "request_heatmap",
+    "request_vector_scales",
     "stored_heatmap",
     "stored_vector_scales",
+    "vector_key",
     "vector_scales",
     "verdict",
 ]
@@ -162,6 +164,43 @@ HEATMAP_WAIT_SECONDS = 3.0
 
 #: Seconds each Monte Carlo certificate may take on the page (exact shapes are instant).
 VECTOR_TIME_LIMIT = 15.0
+
+
+def vector_key(
+    eps: float,
+    delta: float,
+    alpha: float,
+    sensitivity: tuple[float, ...],
+    shapes: tuple[float, ...],
+    seed: int,
+) -> tuple:
+    """Job key of a vector query's table (:func:`request_vector_scales`)."""
+    return (
+        "noise-vector-table",
+        float(eps),
+        float(delta),
+        float(alpha),
+        tuple(sensitivity),
+        shapes,
+        int(seed),
+    )
+
+
+def request_vector_scales(
+    eps: float,
+    delta: float,
+    alpha: float,
+    sensitivity: tuple[float, ...],
+    shapes: tuple[float, ...],
+    seed: int,
+) -> Future[pd.DataFrame]:
+    """:func:`vector_scales` on the builder's long-job threads (the walk of stop 53 saw 11 s in one page
+    run): the page polls :func:`vector_key`'s job and can stop it between two Monte Carlo batches."""
+    return builder().request(
+        vector_key(eps, delta, alpha, sensitivity, shapes, seed),
+        lambda progress: vector_scales(eps, delta, alpha, sensitivity, shapes, seed, progress),
+        slow=True,
+    )
 
 
 def _vector_key(

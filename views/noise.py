@@ -116,11 +116,10 @@ vector_text = st.text_input(
     help="One entry per released coordinate; the scale is certified by Monte Carlo.",
 )
 alpha = st.select_slider("Monte Carlo failure α", options=[1e-4, 1e-3, 1e-2], value=1e-3, key="ggm_alpha")
-clicked = st.button("Compute vector scales", key="ggm_vector_go")
 try:
     vector = noise.parse_vector(vector_text)
 except core.DataError as exc:
-    if clicked:
+    if st.button("Compute vector scales", key="ggm_vector_go"):
         st.error(str(exc))
     vector = None
 if vector is not None:
@@ -128,13 +127,19 @@ if vector is not None:
         sorted({1.0, 2.0, float(np.inf), round(float(choice.p), 2) if np.isfinite(choice.p) else 1.5})
     )
     table = noise.stored_vector_scales(eps, delta, alpha, vector, shapes, 0)
-    if table is None and clicked:
-        bar = st.progress(0.0, text="Certifying scales…")
-        table = noise.vector_scales(
-            eps, delta, alpha, vector, shapes, 0, progress=lambda f, msg: bar.progress(f, text=msg)
+    if table is None:
+        st.caption("Press the button to certify the scales (Monte Carlo, a few seconds, in the background).")
+        jobs.start_button(
+            noise.vector_key(eps, delta, alpha, vector, shapes, 0),
+            lambda: noise.request_vector_scales(eps, delta, alpha, vector, shapes, 0),
+            label="Compute vector scales",
+            button_key="ggm_vector_go",
+            name="Certifying scales",
+            stop_label="Stop certifying",
+            stop_key="ggm_vector_stop",
+            wait=noise.HEATMAP_WAIT_SECONDS,
         )
-        bar.empty()
-    if table is not None:
+    else:
         st.dataframe(table, hide_index=True, key="ggm_vector_table")
         failed = table["method"].str.startswith("not certified")
         if failed.any():
@@ -148,5 +153,3 @@ if vector is not None:
             "shown only after its certificate passed "
             f"(each shape may take up to {noise.VECTOR_TIME_LIMIT:g} s)."
         )
-    elif not clicked:
-        st.caption("Press the button to certify the scales (Monte Carlo, a few seconds).")

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -26,6 +27,18 @@ def at(app: AppTest) -> AppTest:
 
 def metric(app: AppTest, label: str) -> str:
     return next(m.value for m in app.metric if m.label == label)
+
+
+def vector_table(app: AppTest, seconds: float = 120.0) -> pd.DataFrame:
+    """The vector query's table once drawn: it is certified in the background (see :func:`heatmap_spec`)."""
+    deadline = time.monotonic() + seconds
+    while not app.dataframe:
+        assert not app.exception, app.exception
+        assert time.monotonic() < deadline, "the vector scales did not land"
+        time.sleep(0.2)
+        app.run()
+    assert not app.exception, app.exception
+    return app.dataframe[0].value
 
 
 def heatmap_spec(app: AppTest, seconds: float = 60.0) -> dict:
@@ -71,8 +84,7 @@ def test_heatmap_with_progress_and_vector_query(at: AppTest) -> None:
     assert any("of the grid gains" in c.value for c in at.caption)
     at.text_input(key="ggm_vector").set_value("1, 2").run()
     at.button(key="ggm_vector_go").click().run()
-    assert not at.exception
-    table = at.dataframe[0].value
+    table = vector_table(at)
     assert list(table["shape p"])[-1] == "∞" and (table["scale b"] > 0).all()
     at.text_input(key="ggm_vector").set_value("a, b").run()
     at.button(key="ggm_vector_go").click().run()
@@ -84,8 +96,7 @@ def test_six_coordinate_vector_at_defaults_gives_a_table(at: AppTest) -> None:
     """ "1,1,1,1,1,1" raised "f(a) and f(b) must have different signs" (p = inf bracket)."""
     at.text_input(key="ggm_vector").set_value("1,1,1,1,1,1").run()
     at.button(key="ggm_vector_go").click().run()
-    assert not at.exception
-    table = at.dataframe[0].value
+    table = vector_table(at)
     assert list(table["shape p"]) == ["1", "1.06", "2", "∞"]
     assert (table["scale b"] > 0).all() and not at.warning
     exact = table.set_index("shape p")["scale b"]
@@ -104,9 +115,8 @@ def test_eps8_delta_1e4_tolerance_vector_finishes_in_seconds(at: AppTest, label_
     assert not at.exception
     start = time.perf_counter()
     at.button(key="ggm_vector_go").click().run(timeout=120)
+    table = vector_table(at).set_index("shape p")
     assert time.perf_counter() - start < 60
-    assert not at.exception
-    table = at.dataframe[0].value.set_index("shape p")
     assert (table["scale b"] > 0).all()
     assert table.loc["1", "method"].startswith("Monte Carlo") and table.loc["2", "method"] == "exact"
     assert table.loc["1", "scale b"] >= core.ggm_scale(1.0, 8.0, 1e-4, 2.0)  # never below one coordinate
@@ -159,7 +169,7 @@ def test_the_heatmap_runs_in_the_background_and_can_be_stopped(
     at.toggle(key="ggm_heatmap").set_value(True).run()
     assert time.monotonic() - started < 3.0 + 10 and not at.exception
     assert re.match(r"Selecting shapes: shape \d+$", at.get("progress")[0].proto.text)
-    assert "ggm_vector_go" in [b.key for b in at.button]  # the rest of the page is drawn meanwhile
+    assert at.text_input(key="ggm_vector").value == "1, 2"  # the rest of the page is drawn meanwhile
     at.button(key="ggm_heat_stop").click().run()
     deadline = time.monotonic() + 10
     while "ggm_heat_go" not in [b.key for b in at.button] and time.monotonic() < deadline:
@@ -203,12 +213,28 @@ def test_the_heatmap_at_a_sensitivity_is_the_one_at_1_rescaled() -> None:
     np.testing.assert_allclose(scaled.second_moment, direct.second_moment, rtol=1e-12)
 
 
+def test_vector_scales_are_certified_in_the_background_and_can_be_stopped(
+    at: AppTest, monkeypatch: pytest.MonkeyPatch, stalled: Stalled
+) -> None:
+    """Walk seed 5808: "Compute vector scales" held a page run for 11 s; now a job with progress and stop."""
+    monkeypatch.setattr(core, "ggm_scale_vector", stalled("batch {}"))
+    at.text_input(key="ggm_vector").set_value("1, 2, 3").run()  # a vector not in the store yet
+    at.button(key="ggm_vector_go").click().run()
+    assert re.match(r"Certifying scales: batch \d+$", at.get("progress")[-1].proto.text)
+    at.button(key="ggm_vector_stop").click().run()
+    deadline = time.monotonic() + 10
+    while "ggm_vector_go" not in [b.key for b in at.button] and time.monotonic() < deadline:
+        time.sleep(0.1)
+        at.run()
+    assert "Certifying scales was stopped; start it again to finish it." in [i.value for i in at.info]
+    assert not at.dataframe
+
+
 def test_vector_scales_at_tiny_delta_say_why_instead_of_crashing(at: AppTest) -> None:
     """Walk failure (22:51, adult): delta 1e-12, "Compute vector scales" raised an uncaught DataError."""
     at.select_slider(key="ggm_delta").set_value(1e-12).run()
     at.button(key="ggm_vector_go").click().run()
-    assert not at.exception
-    table = at.dataframe[0].value.set_index("shape p")
+    table = vector_table(at).set_index("shape p")
     assert table.loc["2", "method"] == "exact" and table.loc["∞", "method"] == "exact"
     assert table.loc["1", "method"].startswith("not certified: δ = 1e-12 is too small")
     assert np.isnan(table.loc["1", "scale b"])  # no uncertified scale is shown
