@@ -6,7 +6,7 @@ with the squared distance as loss (all 100 outputs undominated: the hard case), 
 (bump prior, squared distance) and a nominal domain n = 20 (random prior and loss), each at eps in
 {0.5, 2, 8}; then 20-point eps sweeps (warm path vs 20 cold solves). Objectives must agree within 1e-7.
 Then the playground's large budgets (heart, three attributes, eps 10-20, factors exp(eps d) up to 1e26,
-beyond HiGHS's range: 10 of 21 such LPs failed before stop 53): success, seconds and the loss's distance
+beyond HiGHS's range: 9 of 21 such LPs failed before stop 53): success, seconds and the loss's distance
 above the certified lower bound. Last, the playground page (AppTest) on its slowest heart LP found: the run
 that starts "Solve the LP optimum" (a background job since stop 53), when the LP lands, the same LP called
 directly, and how soon a stop ends a running LP.
