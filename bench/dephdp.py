@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
 import mdp_core as core
+from bench._apptest import open_app, timed
 
 EVAL_EPS = (1, 2, 5, 10)
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _timings(fit: core.Encoded, config: core.DepHDPConfig) -> list[dict]:
@@ -67,27 +66,14 @@ def _evaluation(enc: core.Encoded, config: core.DepHDPConfig, reps: int) -> list
     return rows
 
 
-def _timed(at: object, step: object) -> float:
-    t0 = time.perf_counter()
-    step(at).run()  # type: ignore[operator]
-    if at.exception:  # type: ignore[attr-defined]
-        raise RuntimeError(str(at.exception[0].value))  # type: ignore[attr-defined]
-    return time.perf_counter() - t0
-
-
 def page_interactions(dataset: str) -> list[dict]:
     """Seconds per rerun of the DepHDP page (AppTest, empty result store) for the interactions of issue 11:
     open, compute profiles (the button), slider changes, a seed change (-> the button again) and back."""
-    from streamlit.testing.v1 import AppTest
-
-    from ui import dephdp as view
-
-    view.store().clear()
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=900).run()
+    at = open_app(timeout=900)
     rows = []
 
     def step(case: str, action: object) -> None:
-        rows.append({"case": f"page {dataset}: {case}", "seconds": _timed(at, action)})
+        rows.append({"case": f"page {dataset}: {case}", "seconds": timed(at, action)})
 
     if dataset != "heart":
         step("select dataset", lambda a: a.selectbox(key="side_dataset").set_value(dataset))
@@ -124,7 +110,7 @@ def _until_landed(at: object, tag: str, tables: int, limit: float = 600.0) -> fl
             raise RuntimeError(f"{tag} did not land")
         stored = view.store().keys()  # (a ResultStore is not iterable)
         if any(key[0] == tag for key in stored):
-            _timed(at, lambda a: a)
+            timed(at, lambda a: a)
         else:
             time.sleep(0.2)
     return time.perf_counter() - t0
@@ -133,12 +119,7 @@ def _until_landed(at: object, tag: str, tables: int, limit: float = 600.0) -> fl
 def _evaluation_rerun() -> list[dict]:
     """Where a random walk found a 91 s rerun (stops 51-52): the DepHDP page on Adult, record task, R = 50.
     The evaluation now runs in the background: the run that starts it against the time until it lands."""
-    from streamlit.testing.v1 import AppTest
-
-    from ui import dephdp as view
-
-    view.store().clear()
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=900).run()
+    at = open_app(timeout=900)
     at.selectbox(key="side_dataset").set_value("adult").run()
     at.switch_page("views/dephdp.py").run()
     record = ("record.json", b'{"task": "record"}', "application/json")
@@ -147,7 +128,7 @@ def _evaluation_rerun() -> list[dict]:
     _until_landed(at, "dep.profiles", 1)
     at.toggle(key="dep_evaluate").set_value(True).run()
     at.slider(key="dep_reps").set_value(50).run()
-    start = _timed(at, lambda a: a.button(key="dep_run_eval").click())
+    start = timed(at, lambda a: a.button(key="dep_run_eval").click())
     lands = _until_landed(at, "dep.eval", 2)
     case = "page adult, record task, R = 50"
     return [

@@ -11,10 +11,10 @@ sensitivity change (the heatmap is reused: it does not depend on the sensitivity
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import numpy as np
 
+from bench._apptest import open_app, timed, until
 from mdp_core import ggm_scale, select_shape, shape_heatmap
 
 SETTINGS = [(1.0, 0.01), (0.25, 0.01), (0.1, 0.1), (0.5, 0.05), (2.0, 0.001), (4.0, 1e-6)]
@@ -80,34 +80,17 @@ def run(quick: bool = False) -> list[dict]:
 
 
 def _page_rows() -> list[dict]:
-    import logging
-
-    from streamlit.testing.v1 import AppTest
-
     from ui import noise
-    from ui.store import store
 
-    logging.getLogger("streamlit").setLevel(logging.CRITICAL)
-    store().clear()
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=300).run()
+    at = open_app()
     at.switch_page("views/noise.py").run()
     at.selectbox(key="ggm_grid").set_value("50 × 100 (as in 003)").run()
     at.slider(key="ggm_pmax").set_value(20.0).run()
 
-    def timed_run(step) -> float:  # type: ignore[no-untyped-def]
-        t0 = time.perf_counter()
-        step(at).run()
-        if at.exception:
-            raise RuntimeError(str(at.exception[0].value))
-        return time.perf_counter() - t0
-
-    start = timed_run(lambda a: a.toggle(key="ggm_heatmap").set_value(True))
-    t0 = time.perf_counter()
-    while noise.stored_heatmap(50, 100, 3.0, 20.0) is None:  # the page's poll watches it in a fragment
-        time.sleep(0.1)
-    lands = start + time.perf_counter() - t0
+    start = timed(at, lambda a: a.toggle(key="ggm_heatmap").set_value(True))
+    lands = start + until(lambda: noise.stored_heatmap(50, 100, 3.0, 20.0) is not None)[0]
     at.run()
-    sens = timed_run(lambda a: a.number_input(key="ggm_sens").set_value(0.5))
+    sens = timed(at, lambda a: a.number_input(key="ggm_sens").set_value(0.5))
     case = "noise page, heatmap 50 x 100, largest shape 20"
     return [
         {"case": f"{case}: the run that starts it (toggle)", "seconds": start},

@@ -24,13 +24,14 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
 import mdp_core as core
+from bench._apptest import open_app, until
+from bench._apptest import timed as timed_run
 
 EPS = (0.5, 2.0, 8.0)
 LINPROG_FULL_MAX = 49
@@ -231,25 +232,21 @@ PAGE_CASE = (["age", "cp", "slope"], 1.0, 5.0)
 def playground_page() -> list[dict]:
     """The playground's LP optimum as a background job: the run that starts it, when it lands, the same LP
     called directly; then a stop: from the click to the job's end."""
-    from streamlit.testing.v1 import AppTest
-
     from ui import jobs
     from ui import mechanisms as mech
     from ui.store import store
 
     attrs, p, eps = PAGE_CASE
-    store().clear()
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=300).run()
+    at = open_app()
     at.switch_page("views/mechanisms.py").run()
     at.multiselect(key="mech_attrs").set_value(attrs).run()
     at.select_slider(key="mech_p").set_value(p).run()
     at.select_slider(key="mech_eps").set_value(eps).run()
-    start = _page_step(at, "mech_solve_opt")
-    t0 = time.perf_counter()
-    while not (keys := [k for k in store().keys() if k[0] == "mech.play" and k[2] == tuple(attrs) and k[-1]]):  # noqa: SIM118
-        time.sleep(0.1)  # (the page's poll watches the job without re-running the page)
-    lands = start + time.perf_counter() - t0
-    key = keys[0]
+    start = timed_run(at, lambda a: a.button(key="mech_solve_opt").click())
+    waited, keys = until(
+        lambda: [k for k in store().keys() if k[0] == "mech.play" and k[2] == tuple(attrs) and k[-1]]  # noqa: SIM118
+    )
+    lands, key = start + waited, keys[0]
     df = core.load_dataset("heart")
     domain = mech.domain_of(core.discretize(df, core.infer_schema(df, target="target"), bins=8), attrs, p)
     direct = core.optimal_mechanism(
@@ -257,12 +254,9 @@ def playground_page() -> list[dict]:
     )
     store().clear()
     at.run()
-    _page_step(at, "mech_solve_opt")
-    t0 = time.perf_counter()
-    at.button(key="mech_opt_stop").click().run()
-    while jobs.running(key):
-        time.sleep(0.02)
-    stop = time.perf_counter() - t0
+    timed_run(at, lambda a: a.button(key="mech_solve_opt").click())
+    clicked = timed_run(at, lambda a: a.button(key="mech_opt_stop").click())
+    stop = clicked + until(lambda: not jobs.running(key), poll=0.02)[0]
     case = f"playground heart {' x '.join(attrs)} (n = {domain.dist.shape[0]}), l_{p:g}, eps {eps:g}"
     rows = [
         {"instance": f"{case}: the run that starts the LP", "ours_s": start},
@@ -274,11 +268,3 @@ def playground_page() -> list[dict]:
         row["load"] = os.getloadavg()[0]
         print(row, flush=True)
     return rows
-
-
-def _page_step(at: object, button: str) -> float:
-    t0 = time.perf_counter()
-    at.button(key=button).click().run()  # type: ignore[attr-defined]
-    if at.exception:  # type: ignore[attr-defined]
-        raise RuntimeError(str(at.exception[0].value))  # type: ignore[attr-defined]
-    return time.perf_counter() - t0

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
+from bench._apptest import open_app, timed, until
 from mdp_core.release import WHICH_EPS_GRID, UtilityTarget, which_eps
 
 
@@ -85,25 +85,15 @@ def run(quick: bool = False) -> list[dict]:
 
 
 def _page_rows(dataset: str) -> list[dict]:
-    import logging
-
-    from streamlit.testing.v1 import AppTest
-
     from ui.store import store
 
-    logging.getLogger("streamlit").setLevel(logging.CRITICAL)
-    store().clear()
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=600).run()
+    at = open_app()
     at.selectbox(key="side_dataset").set_value(dataset).run()
     at.switch_page("views/release.py").run()
 
     def start_and_land(button: str, tag: str) -> tuple[float, float]:
-        t0 = time.perf_counter()
-        at.button(key=button).click().run()
-        start = time.perf_counter() - t0
-        while not any(key[0] == tag for key in store().keys()):  # noqa: SIM118 (a ResultStore)
-            time.sleep(0.1)
-        return start, time.perf_counter() - t0
+        start = timed(at, lambda a: a.button(key=button).click())
+        return start, start + until(lambda: any(key[0] == tag for key in store().keys()))[0]  # noqa: SIM118
 
     rows = _page_pair(dataset, "Find the smallest ε", *start_and_land("rel_which", "which"))
     for i, eps in enumerate((1.0, 2.0, 5.0, 0.5)):
