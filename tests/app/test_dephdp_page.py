@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
+from pagewait import rerun_until, until_button  # tests/app is on sys.path (rootdir conftest layout)
 from streamlit.testing.v1 import AppTest
 
 import mdp_core as core
@@ -56,13 +57,7 @@ def _compute(app: AppTest) -> AppTest:
     assert [b.label for b in app.button] == ["Compute group profiles"]
     assert not app.get("plotly_chart")  # nothing drawn before the explicit button
     app.button(key="dep_compute").click().run()
-    deadline = time.monotonic() + 120
-    while "dep_profiles_stop" in [b.key for b in app.button]:  # still computing: poll as the page does
-        assert not app.exception, app.exception
-        assert time.monotonic() < deadline, "the profiles did not land"
-        time.sleep(0.2)
-        app.run()
-    assert not app.exception, app.exception
+    rerun_until(app, lambda: "dep_profiles_stop" not in [b.key for b in app.button], 120, "the profiles")
     return app
 
 
@@ -173,13 +168,7 @@ def test_evaluation_toggle_keeps_downloads(app: AppTest) -> None:
 
 def _until_evaluated(app: AppTest, seconds: float = 60.0) -> None:
     """Rerun (as the page's poll does) until the background evaluation's table is drawn."""
-    deadline = time.monotonic() + seconds
-    while len(app.dataframe) < 2:  # the groups table, then the evaluation's
-        assert not app.exception, app.exception
-        assert time.monotonic() < deadline, "the evaluation did not land"
-        time.sleep(0.2)
-        app.run()
-    assert not app.exception, app.exception
+    rerun_until(app, lambda: len(app.dataframe) >= 2, seconds, "the evaluation")  # groups, then evaluation
 
 
 def test_evaluation_runs_in_the_background_and_can_be_stopped(
@@ -200,10 +189,7 @@ def test_evaluation_runs_in_the_background_and_can_be_stopped(
     )
     assert len(app.get("download_button")) == 2  # the rest of the page is drawn meanwhile
     app.button(key="dep_eval_stop").click().run()
-    deadline = time.monotonic() + 10
-    while not app.info and time.monotonic() < deadline:
-        time.sleep(0.1)
-        app.run()
+    rerun_until(app, lambda: app.info, 10, "the stop")
     assert [i.value for i in app.info] == ["The evaluation was stopped; run it again to finish it."]
     assert "dep_run_eval" in [b.key for b in app.button]
     assert len(app.dataframe) == 1  # the groups table only: no evaluation table
@@ -248,10 +234,7 @@ def test_group_profiles_run_in_the_background_can_be_stopped_and_say_why_they_fa
     assert re.match(r"Group profiles: draw \d+ \(the page stays usable\)", app.get("progress")[0].proto.text)
     assert "dep_compute" not in [b.key for b in app.button] and not app.get("plotly_chart")
     app.button(key="dep_profiles_stop").click().run()
-    deadline = time.monotonic() + 10
-    while "dep_compute" not in [b.key for b in app.button] and time.monotonic() < deadline:
-        time.sleep(0.1)
-        app.run()
+    until_button(app, "dep_compute")
     assert app.info[0].value == "Computing the group profiles was stopped; start it again to finish it."
 
     def refuse(*args: object, **kwargs: object) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
+from pagewait import rerun_until  # tests/app is on sys.path (rootdir conftest layout)
 from streamlit.testing.v1 import AppTest
 
 import mdp_core as core
@@ -167,17 +168,6 @@ def test_large_domain_solves_opt_on_request(at: AppTest) -> None:
     assert "mech_solve_opt" not in [b.key for b in at.button] and metric(at, "OPT expected loss") != "—"
 
 
-def _rerun_until(at: AppTest, landed: Callable[[], bool], seconds: float = 60.0) -> None:
-    """Rerun (as the page's poll does) until ``landed()``."""
-    deadline = time.monotonic() + seconds
-    while not landed():
-        assert not at.exception, at.exception
-        assert time.monotonic() < deadline, "the background job did not land"
-        time.sleep(0.2)
-        at.run()
-    assert not at.exception, at.exception
-
-
 def test_the_lp_optimum_runs_in_the_background_and_can_be_stopped(
     at: AppTest, monkeypatch: pytest.MonkeyPatch, stalled: Stalled
 ) -> None:
@@ -193,7 +183,7 @@ def test_the_lp_optimum_runs_in_the_background_and_can_be_stopped(
     assert re.match(r"Solving the LP optimum: round \d+$", at.get("progress")[0].proto.text)
     assert metric(at, "EM+remap expected loss") != "—" and len(at.get("plotly_chart")) == 1  # page drawn
     at.button(key="mech_opt_stop").click().run()
-    _rerun_until(at, lambda: bool(at.info) and "mech_solve_opt" in [b.key for b in at.button], 10)
+    rerun_until(at, lambda: bool(at.info) and "mech_solve_opt" in [b.key for b in at.button], 10)
     assert at.info[0].value == "Solving the LP optimum was stopped; start it again to finish it."
     assert metric(at, "OPT expected loss") == "—"
 
@@ -217,7 +207,7 @@ def test_large_curves_run_in_the_background(
     at.multiselect(key="mech_attrs").set_value(["age", "cp"]).run()  # 32 values: curves on request
     at.toggle(key="mech_curves").set_value(True).run()
     at.button(key="mech_curves_go").click().run()
-    _rerun_until(at, lambda: len(at.get("plotly_chart")) == 2)
+    rerun_until(at, lambda: len(at.get("plotly_chart")) == 2)
     eps = at.select_slider(key="mech_eps").value
     domain = mech.domain_of(core.discretize(*_heart()), ["age", "cp"], 2.0)
     grid = mech.curve_grid(eps)
@@ -232,7 +222,7 @@ def test_large_curves_run_in_the_background(
     at.button(key="mech_curves_go").click().run()
     assert re.match(r"Solving along the ε grid: round \d+$", at.get("progress")[0].proto.text)
     at.button(key="mech_curves_stop").click().run()
-    _rerun_until(at, lambda: "mech_curves_go" in [b.key for b in at.button], 10)
+    rerun_until(at, lambda: "mech_curves_go" in [b.key for b in at.button], 10)
     assert "Solving along the ε grid was stopped; start it again to finish it." in [i.value for i in at.info]
     assert len(at.get("plotly_chart")) == 1
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 import pytest
+from pagewait import rerun_until, until_button  # tests/app is on sys.path (rootdir conftest layout)
 from streamlit.testing.v1 import AppTest
 
 import mdp_core as core
@@ -31,28 +32,20 @@ def metric(app: AppTest, label: str) -> str:
 
 def vector_table(app: AppTest, seconds: float = 120.0) -> pd.DataFrame:
     """The vector query's table once drawn: it is certified in the background (see :func:`heatmap_spec`)."""
-    deadline = time.monotonic() + seconds
-    while not app.dataframe:
-        assert not app.exception, app.exception
-        assert time.monotonic() < deadline, "the vector scales did not land"
-        time.sleep(0.2)
-        app.run()
-    assert not app.exception, app.exception
+    rerun_until(app, lambda: app.dataframe, seconds, "the vector scales")
     return app.dataframe[0].value
 
 
 def heatmap_spec(app: AppTest, seconds: float = 60.0) -> dict:
     """The heatmap figure once it is drawn: it is computed in the background, and the run that starts it
     waits only HEATMAP_WAIT_SECONDS (a loaded machine may need the poll's reruns, done here by hand)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        assert not app.exception, app.exception
-        specs = [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
-        if specs and [trace["type"] for trace in specs[-1]["data"]] == ["heatmap", "heatmap"]:
-            return specs[-1]
-        assert time.monotonic() < deadline, "the heatmap did not land"
-        time.sleep(0.2)
-        app.run()
+
+    def last_spec() -> dict:
+        charts = app.get("plotly_chart")
+        return json.loads(charts[-1].proto.spec) if charts else {"data": []}
+
+    rerun_until(app, lambda: [t["type"] for t in last_spec()["data"]] == ["heatmap", "heatmap"], seconds)
+    return last_spec()
 
 
 def test_defaults_show_the_003_table_2_selection(at: AppTest) -> None:
@@ -171,10 +164,7 @@ def test_the_heatmap_runs_in_the_background_and_can_be_stopped(
     assert re.match(r"Selecting shapes: shape \d+$", at.get("progress")[0].proto.text)
     assert at.text_input(key="ggm_vector").value == "1, 2"  # the rest of the page is drawn meanwhile
     at.button(key="ggm_heat_stop").click().run()
-    deadline = time.monotonic() + 10
-    while "ggm_heat_go" not in [b.key for b in at.button] and time.monotonic() < deadline:
-        time.sleep(0.1)
-        at.run()
+    until_button(at, "ggm_heat_go")
     assert "The heatmap was stopped; compute it again to finish it." in [i.value for i in at.info]
     monkeypatch.undo()
     at.button(key="ggm_heat_go").click().run()
@@ -222,10 +212,7 @@ def test_vector_scales_are_certified_in_the_background_and_can_be_stopped(
     at.button(key="ggm_vector_go").click().run()
     assert re.match(r"Certifying scales: batch \d+$", at.get("progress")[-1].proto.text)
     at.button(key="ggm_vector_stop").click().run()
-    deadline = time.monotonic() + 10
-    while "ggm_vector_go" not in [b.key for b in at.button] and time.monotonic() < deadline:
-        time.sleep(0.1)
-        at.run()
+    until_button(at, "ggm_vector_go")
     assert "Certifying scales was stopped; start it again to finish it." in [i.value for i in at.info]
     assert not at.dataframe
 

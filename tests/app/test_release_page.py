@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+from pagewait import rerun_until, until_button  # tests/app is on sys.path (rootdir conftest layout)
 from streamlit.testing.v1 import AppTest
 
 import mdp_core as core
@@ -105,23 +106,7 @@ def test_scenarios_saved_compared_and_bad_files_refused(app: AppTest, small_engi
 
 def _until_landed(app: AppTest, stop_key: str, seconds: float = 300.0) -> None:
     """Rerun (as the page's poll does) until the background job with the stop button ``stop_key`` ended."""
-    deadline = time.monotonic() + seconds
-    while stop_key in [b.key for b in app.button]:
-        assert not app.exception, app.exception
-        assert time.monotonic() < deadline, "the job did not land"
-        time.sleep(0.2)
-        app.run()
-    assert not app.exception, app.exception
-
-
-def _until_button(app: AppTest, key: str, seconds: float = 10.0) -> None:
-    """Rerun until the button ``key`` is back (a job stopped or failed)."""
-    deadline = time.monotonic() + seconds
-    while key not in [b.key for b in app.button]:
-        assert not app.exception, app.exception
-        assert time.monotonic() < deadline, f"{key} did not come back"
-        time.sleep(0.1)
-        app.run()
+    rerun_until(app, lambda: stop_key not in [b.key for b in app.button], seconds)
 
 
 def test_a_comparison_runs_in_the_background_and_can_be_stopped(
@@ -141,7 +126,7 @@ def test_a_comparison_runs_in_the_background_and_can_be_stopped(
         r"Comparing the scenarios: scenario a: repetition \d+$", app.get("progress")[-1].proto.text
     )
     app.button(key="rel_compare_stop").click().run()
-    _until_button(app, "rel_compare")
+    until_button(app, "rel_compare")
     assert "Comparing the scenarios was stopped; start it again to finish it." in [i.value for i in app.info]
 
 
@@ -162,11 +147,11 @@ def test_which_eps_and_the_release_run_in_the_background_say_why_they_stopped_or
     )
     assert "rel_which" not in [b.key for b in app.button] and "rel_prepare" in [b.key for b in app.button]
     app.button(key="rel_which_stop").click().run()
-    _until_button(app, "rel_which")  # "Stopping…" until the sweep's next report
+    until_button(app, "rel_which")  # "Stopping…" until the sweep's next report
     stopped = "Sweeping ε for DepHDP and the four baselines was stopped; start it again to finish it."
     assert stopped in [i.value for i in app.info] and "rel_which" in [b.key for b in app.button]
     app.button(key="rel_prepare").click().run()
-    _until_button(app, "rel_prepare")
+    until_button(app, "rel_prepare")
     assert "Preparing the release failed: no group could be configured" in [e.value for e in app.error]
     assert "rel_prepare" in [b.key for b in app.button]
 
