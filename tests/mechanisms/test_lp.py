@@ -239,7 +239,7 @@ def _heart_group(cols: list[str], p: float) -> tuple[np.ndarray, np.ndarray]:
     return d, np.bincount(joint, minlength=d.shape[0]) / len(joint)
 
 
-def _certified(res: core.MechanismResult, prior: np.ndarray, d: np.ndarray, eps: float) -> None:
+def assert_certified(res: core.MechanismResult, prior: np.ndarray, d: np.ndarray, eps: float) -> None:
     """Private, row-stochastic, no worse than EM + remap (a private mechanism), and within the message's
     distance of the certified lower bound."""
     assert res.success, res.message
@@ -254,7 +254,7 @@ def _certified(res: core.MechanismResult, prior: np.ndarray, d: np.ndarray, eps:
 
 def test_the_playground_lp_that_repair_gave_up_on_is_certified() -> None:
     d, prior = _heart_group(["restecg", "thalach", "slope"], np.inf)
-    _certified(core.optimal_mechanism(prior, d**2, d, 5.0), prior, d, 5.0)
+    assert_certified(core.optimal_mechanism(prior, d**2, d, 5.0), prior, d, 5.0)
 
 
 @pytest.mark.parametrize(
@@ -268,7 +268,7 @@ def test_large_budgets_whose_factors_pass_the_solvers_range_are_solved(
     "pricing LP failed") in 9 of 21 cases; rows past 1e9 are now left to the repair (1e6 on a retry)."""
     d, prior = _heart_group(cols, p)
     assert eps * d.max() > 25
-    _certified(core.optimal_mechanism(prior, d**2, d, eps), prior, d, eps)
+    assert_certified(core.optimal_mechanism(prior, d**2, d, eps), prior, d, eps)
 
 
 def test_rows_past_the_factor_limit_never_enter_the_lps() -> None:
