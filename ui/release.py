@@ -70,9 +70,7 @@ def current_scenario(
     target: rel.UtilityTarget,
 ) -> rel.Scenario:
     """The session's settings as a frozen :class:`~mdp_core.release.Scenario`."""
-    frame = state.frame
-    if frame is None:
-        raise core.DataError("no table is loaded")
+    frame = _loaded(state)
     config = core.DepHDPConfig(eps=eps, task=task, p=p, seed=state.seed, **CONFIG_OPTIONS)
     return rel.Scenario(
         name=name,
@@ -176,16 +174,20 @@ def outcome_key(state: AppState, scenario: rel.Scenario) -> tuple:
 def request_outcome(state: AppState, scenario: rel.Scenario) -> Future[rel.ScenarioOutcome]:
     """The release outcome of this scenario (configuration, utility, whole-table release, audit), computed on
     the builder's long-job threads and kept under :func:`outcome_key` (the page polls it and can stop it)."""
-    frame = state.frame
-    if frame is None:
-        raise core.DataError("no table is loaded")
+    frame = _loaded(state)
     return builder().request(
-        outcome_key(state, scenario),
-        lambda progress: rel.evaluate_scenario(
-            scenario, frame, repetitions=OUTCOME_REPETITIONS, progress=progress
-        ),
-        slow=True,
+        outcome_key(state, scenario), lambda progress: _evaluated(scenario, frame, progress), slow=True
     )
+
+
+def _loaded(state: AppState) -> pd.DataFrame:
+    if state.frame is None:
+        raise core.DataError("no table is loaded")
+    return state.frame
+
+
+def _evaluated(scenario: rel.Scenario, frame: pd.DataFrame, progress: core.Progress) -> rel.ScenarioOutcome:
+    return rel.evaluate_scenario(scenario, frame, repetitions=OUTCOME_REPETITIONS, progress=progress)
 
 
 def comparison_key(state: AppState, scenarios: Sequence[rel.Scenario], names: Sequence[str]) -> tuple:
@@ -199,9 +201,7 @@ def request_comparison(
     """The comparison table of ``scenarios`` (each one's release outcome, stored as by
     :func:`request_outcome`), computed on the builder's long-job threads: the page polls
     :func:`comparison_key`'s job and can stop it (4 scenarios on adult: 16 s in one page run before)."""
-    frame = state.frame
-    if frame is None:
-        raise core.DataError("no table is loaded")
+    frame = _loaded(state)
     keys = [outcome_key(state, s) for s in scenarios]
     labels = list(names)
 
@@ -209,14 +209,7 @@ def request_comparison(
         outs = []
         for i, (key, scenario) in enumerate(zip(keys, scenarios, strict=True)):
             sub = part(progress, i / len(keys), (i + 1) / len(keys), f"scenario {labels[i]}: ")
-            outs.append(
-                store().get_or_compute(
-                    key,
-                    lambda s=scenario, sub=sub: rel.evaluate_scenario(
-                        s, frame, repetitions=OUTCOME_REPETITIONS, progress=sub
-                    ),
-                )
-            )
+            outs.append(store().get_or_compute(key, lambda s=scenario, sub=sub: _evaluated(s, frame, sub)))
         return rel.compare_scenarios(outs).assign(scenario=labels)
 
     return builder().request(comparison_key(state, scenarios, labels), compute, slow=True)

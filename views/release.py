@@ -81,10 +81,11 @@ scenario = view.current_scenario(
     target=target,
 )
 
-answer = view.store().get(view.decision_key(state, scenario))
+which_key = view.decision_key(state, scenario)
+answer = view.store().get(which_key)
 if answer is None:
     jobs.start_button(
-        view.decision_key(state, scenario),
+        which_key,
         lambda: view.request_decision(state, encoded, scenario),
         label="Find the smallest ε",
         button_key="rel_which",
@@ -106,10 +107,11 @@ else:
 
 # ------------------------------------------------------------------------------------------ release
 st.subheader("Release the whole table")
-done = view.store().get(view.outcome_key(state, scenario))
+release_key = view.outcome_key(state, scenario)
+done = view.store().get(release_key)
 if done is None:
     jobs.start_button(
-        view.outcome_key(state, scenario),
+        release_key,
         lambda: view.request_outcome(state, scenario),
         label="Prepare the release",
         button_key="rel_prepare",
