@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,7 @@ from ui.store import store as result_store
 
 __all__ = [
     "GRID_SIZES",
+    "VectorQuery",
     "cached_choice",
     "cached_curve",
     "fig_densities",
@@ -166,47 +168,31 @@ HEATMAP_WAIT_SECONDS = 3.0
 VECTOR_TIME_LIMIT = 15.0
 
 
-def vector_key(
-    eps: float,
-    delta: float,
-    alpha: float,
-    sensitivity: tuple[float, ...],
-    shapes: tuple[float, ...],
-    seed: int,
-) -> tuple:
+class VectorQuery(NamedTuple):
+    """A vector query: budget, per-coordinate sensitivities, the shapes to certify, the Monte Carlo seed."""
+
+    eps: float
+    delta: float
+    alpha: float
+    sensitivity: tuple[float, ...]
+    shapes: tuple[float, ...]
+    seed: int
+
+
+def vector_key(query: VectorQuery) -> tuple:
     """Job key of a vector query's table (:func:`request_vector_scales`)."""
-    return (
-        "noise-vector-table",
-        float(eps),
-        float(delta),
-        float(alpha),
-        tuple(sensitivity),
-        shapes,
-        int(seed),
-    )
+    return ("noise-vector-table", *query)
 
 
-def request_vector_scales(
-    eps: float,
-    delta: float,
-    alpha: float,
-    sensitivity: tuple[float, ...],
-    shapes: tuple[float, ...],
-    seed: int,
-) -> Future[pd.DataFrame]:
+def request_vector_scales(query: VectorQuery) -> Future[pd.DataFrame]:
     """:func:`vector_scales` on the builder's long-job threads (the walk of stop 53 saw 11 s in one page
     run): the page polls :func:`vector_key`'s job and can stop it between two Monte Carlo batches."""
-    return builder().request(
-        vector_key(eps, delta, alpha, sensitivity, shapes, seed),
-        lambda progress: vector_scales(eps, delta, alpha, sensitivity, shapes, seed, progress),
-        slow=True,
-    )
+    return builder().request(vector_key(query), lambda progress: vector_scales(query, progress), slow=True)
 
 
-def _vector_key(
-    eps: float, delta: float, alpha: float, sensitivity: tuple[float, ...], p: float, seed: int
-) -> tuple:
-    return ("noise-vector", float(eps), float(delta), float(alpha), tuple(sensitivity), float(p), int(seed))
+def _shape_key(query: VectorQuery, p: float) -> tuple:
+    """Store key of one shape's certified scale (shared by every query with these settings)."""
+    return ("noise-vector", query.eps, query.delta, query.alpha, query.sensitivity, float(p), query.seed)
 
 
 def _vector_row(eps: float, p: float, outcome: core.VectorScale | str) -> dict[str, object]:
@@ -228,33 +214,19 @@ def _vector_row(eps: float, p: float, outcome: core.VectorScale | str) -> dict[s
     }
 
 
-def stored_vector_scales(
-    eps: float,
-    delta: float,
-    alpha: float,
-    sensitivity: tuple[float, ...],
-    shapes: tuple[float, ...],
-    seed: int,
-) -> pd.DataFrame | None:
+def stored_vector_scales(query: VectorQuery) -> pd.DataFrame | None:
     """The table if every shape was computed before (coming back is instant), else None."""
-    found = [result_store().get(_vector_key(eps, delta, alpha, sensitivity, p, seed)) for p in shapes]
+    found = [result_store().get(_shape_key(query, p)) for p in query.shapes]
     if any(v is None for v in found):
         return None
-    return pd.DataFrame([_vector_row(eps, p, v) for p, v in zip(shapes, found, strict=True)])
+    return pd.DataFrame([_vector_row(query.eps, p, v) for p, v in zip(query.shapes, found, strict=True)])
 
 
-def vector_scales(
-    eps: float,
-    delta: float,
-    alpha: float,
-    sensitivity: tuple[float, ...],
-    shapes: tuple[float, ...],
-    seed: int,
-    progress: Progress = None,
-) -> pd.DataFrame:
+def vector_scales(query: VectorQuery, progress: Progress = None) -> pd.DataFrame:
     """Scales for a vector query at a few shapes (exact for p = 2, inf; else Monte Carlo + empirical
     Bernstein, 003 Sec. 3.5-3.6), each cached in the locked store; a shape that cannot be certified within
     :data:`VECTOR_TIME_LIMIT` seconds gets a row saying why instead of a scale."""
+    eps, delta, alpha, sensitivity, shapes, seed = query
     rows = []
     for i, p in enumerate(shapes):
 
@@ -272,7 +244,7 @@ def vector_scales(
             except core.DataError as exc:
                 return str(exc)
 
-        outcome = result_store().get_or_compute(_vector_key(eps, delta, alpha, sensitivity, p, seed), compute)
+        outcome = result_store().get_or_compute(_shape_key(query, p), compute)
         rows.append(_vector_row(eps, p, outcome))
     return pd.DataFrame(rows)
 

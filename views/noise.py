@@ -126,13 +126,13 @@ if vector is not None:
     shapes = tuple(
         sorted({1.0, 2.0, float(np.inf), round(float(choice.p), 2) if np.isfinite(choice.p) else 1.5})
     )
-    query = (eps, delta, alpha, vector, shapes, 0)  # seed 0
-    table = noise.stored_vector_scales(*query)
+    query = noise.VectorQuery(eps, delta, alpha, vector, shapes, seed=0)
+    table = noise.stored_vector_scales(query)
     if table is None:
         st.caption("Press the button to certify the scales (Monte Carlo, a few seconds, in the background).")
         jobs.start_button(
-            noise.vector_key(*query),
-            lambda: noise.request_vector_scales(*query),
+            noise.vector_key(query),
+            lambda: noise.request_vector_scales(query),
             label="Compute vector scales",
             button_key="ggm_vector_go",
             name="Certifying scales",
