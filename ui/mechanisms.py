@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import plotly.graph_objects as go
@@ -27,6 +28,7 @@ __all__ = [
     "TASKS",
     "Domain",
     "Playground",
+    "Selection",
     "curve_grid",
     "curves",
     "curves_key",
@@ -116,59 +118,40 @@ def task_loss(domain: Domain, task: str, threshold: int = 0) -> np.ndarray:
     raise core.DataError(f"task must be one of {list(TASKS)}, got {task!r}")
 
 
-def _play_key(
-    encoded: core.Encoded,
-    columns: tuple[str, ...],
-    p: float,
-    task: str,
-    threshold: int,
-    eps: float,
-    with_opt: bool,
-) -> tuple:
-    return (
-        "mech.play",
-        encoded.fingerprint,
-        tuple(columns),
-        float(p),
-        task,
-        int(threshold),
-        float(eps),
-        with_opt,
-    )
+class Selection(NamedTuple):
+    """What the page poses: attributes of the loaded table, the metric exponent and the task loss."""
+
+    encoded: core.Encoded
+    columns: tuple[str, ...]
+    p: float
+    task: str
+    threshold: int = 0
+
+    def key(self) -> tuple:
+        """The selection in a store key (the table by its fingerprint)."""
+        return (self.encoded.fingerprint, self.columns, float(self.p), self.task, int(self.threshold))
+
+    def domain_and_loss(self) -> tuple[Domain, np.ndarray]:
+        domain = domain_of(self.encoded, self.columns, self.p)
+        return domain, task_loss(domain, self.task, self.threshold)
 
 
-def opt_key(
-    encoded: core.Encoded, columns: tuple[str, ...], p: float, task: str, threshold: int, eps: float
-) -> tuple:
+def _play_key(sel: Selection, eps: float, with_opt: bool) -> tuple:
+    return ("mech.play", *sel.key(), float(eps), with_opt)
+
+
+def opt_key(sel: Selection, eps: float) -> tuple:
     """Store and job key of the channels with the LP optimum (:func:`request_opt`)."""
-    return _play_key(encoded, columns, p, task, threshold, eps, True)
+    return _play_key(sel, eps, True)
 
 
-def ready_playground(
-    encoded: core.Encoded,
-    columns: tuple[str, ...],
-    p: float,
-    task: str,
-    threshold: int,
-    eps: float,
-    with_opt: bool,
-) -> Playground | None:
+def ready_playground(sel: Selection, eps: float, with_opt: bool) -> Playground | None:
     """The channels computed before (any session), else None."""
-    return store().get(_play_key(encoded, columns, p, task, threshold, eps, with_opt))
+    return store().get(_play_key(sel, eps, with_opt))
 
 
-def _channels(
-    encoded: core.Encoded,
-    columns: tuple[str, ...],
-    p: float,
-    task: str,
-    threshold: int,
-    eps: float,
-    with_opt: bool,
-    progress: Progress = None,
-) -> Playground:
-    domain = domain_of(encoded, columns, p)
-    loss = task_loss(domain, task, threshold)
+def _channels(sel: Selection, eps: float, with_opt: bool, progress: Progress = None) -> Playground:
+    domain, loss = sel.domain_and_loss()
     em = core.exponential_mechanism(domain.dist, eps)
     matrices = {"EM": em, "EM+remap": core.bayesian_remap(em, domain.prior, loss)}
     n, message, seconds = domain.dist.shape[0], "", 0.0
@@ -190,31 +173,20 @@ def _channels(
     return Playground(matrices, losses, violations, message, seconds)
 
 
-def playground(
-    encoded: core.Encoded,
-    columns: tuple[str, ...],
-    p: float,
-    task: str,
-    threshold: int,
-    eps: float,
-    *,
-    with_opt: bool,
-) -> Playground:
+def playground(sel: Selection, eps: float, *, with_opt: bool) -> Playground:
     """EM, EM + remap and (``with_opt`` and at most :data:`MAX_OPT` joint values) the LP optimum at ``eps``,
     each verified, computed in this run. EM and remapping take milliseconds; the page solves the LP here
     only up to :data:`AUTO_OPT` values, above on request (:func:`request_opt`). Kept in the app's result
     store."""
-    args = (encoded, columns, p, task, threshold, eps, with_opt)
-    return store().get_or_compute(_play_key(*args), lambda: _channels(*args))
+    return store().get_or_compute(_play_key(sel, eps, with_opt), lambda: _channels(sel, eps, with_opt))
 
 
-def request_opt(
-    encoded: core.Encoded, columns: tuple[str, ...], p: float, task: str, threshold: int, eps: float
-) -> Future[Playground]:
+def request_opt(sel: Selection, eps: float) -> Future[Playground]:
     """The channels with the LP optimum (time limit :data:`OPT_SECONDS`), computed on the builder's long-job
     threads: the page polls :func:`opt_key`'s job and can stop it between two master solves."""
-    args = (encoded, columns, p, task, threshold, eps)
-    return builder().request(opt_key(*args), lambda progress: _channels(*args, True, progress), slow=True)
+    return builder().request(
+        opt_key(sel, eps), lambda progress: _channels(sel, eps, True, progress), slow=True
+    )
 
 
 def curve_grid(eps: float, points: int = 13) -> np.ndarray:
@@ -223,41 +195,20 @@ def curve_grid(eps: float, points: int = 13) -> np.ndarray:
     return np.unique(np.append(grid, eps))
 
 
-def curves_key(
-    encoded: core.Encoded,
-    columns: tuple[str, ...],
-    p: float,
-    task: str,
-    threshold: int,
-    grid: tuple[float, ...],
-) -> tuple:
+def curves_key(sel: Selection, grid: tuple[float, ...]) -> tuple:
     """Store and job key of the loss-budget curves (:func:`curves`, :func:`request_curves`)."""
-    return ("mech.curves", encoded.fingerprint, tuple(columns), float(p), task, int(threshold), tuple(grid))
+    return ("mech.curves", *sel.key(), tuple(grid))
 
 
-def ready_curves(
-    encoded: core.Encoded,
-    columns: tuple[str, ...],
-    p: float,
-    task: str,
-    threshold: int,
-    grid: tuple[float, ...],
-) -> dict[str, np.ndarray] | None:
+def ready_curves(sel: Selection, grid: tuple[float, ...]) -> dict[str, np.ndarray] | None:
     """Loss-budget curves computed before (any session), else None."""
-    return store().get(curves_key(encoded, columns, p, task, threshold, grid))
+    return store().get(curves_key(sel, grid))
 
 
 def _curve_values(
-    encoded: core.Encoded,
-    columns: tuple[str, ...],
-    p: float,
-    task: str,
-    threshold: int,
-    grid: tuple[float, ...],
-    progress: Progress = None,
+    sel: Selection, grid: tuple[float, ...], progress: Progress = None
 ) -> dict[str, np.ndarray]:
-    domain = domain_of(encoded, columns, p)
-    loss = task_loss(domain, task, threshold)
+    domain, loss = sel.domain_and_loss()
     methods = core.METHODS if domain.dist.shape[0] <= MAX_OPT else ("EM", "EM+remap")
     return core.loss_budget_curves(
         domain.prior,
@@ -271,13 +222,7 @@ def _curve_values(
 
 
 def curves(
-    encoded: core.Encoded,
-    columns: tuple[str, ...],
-    p: float,
-    task: str,
-    threshold: int,
-    grid: tuple[float, ...],
-    progress: Callable[[float, str], None] | None = None,
+    sel: Selection, grid: tuple[float, ...], progress: Callable[[float, str], None] | None = None
 ) -> dict[str, np.ndarray]:
     """Expected loss along ``grid`` for EM, EM + remap and (domains up to :data:`MAX_OPT`) the LP optimum,
     computed in this run (the page does so up to :data:`AUTO_CURVES` joint values; above, on request with
@@ -285,22 +230,15 @@ def curves(
 
     A plain function: the progress callback may drive a bar drawn by the page; the result is kept in the
     app's locked result store (never in ``st.cache_data``, which would replay the bar on a cache hit)."""
-    args = (encoded, columns, p, task, threshold, grid)
-    return store().get_or_compute(curves_key(*args), lambda: _curve_values(*args, progress))
+    return store().get_or_compute(curves_key(sel, grid), lambda: _curve_values(sel, grid, progress))
 
 
-def request_curves(
-    encoded: core.Encoded,
-    columns: tuple[str, ...],
-    p: float,
-    task: str,
-    threshold: int,
-    grid: tuple[float, ...],
-) -> Future[dict[str, np.ndarray]]:
+def request_curves(sel: Selection, grid: tuple[float, ...]) -> Future[dict[str, np.ndarray]]:
     """The curves of :func:`curves` (all LPs within :data:`OPT_SECONDS`), computed on the builder's long-job
     threads: the page polls :func:`curves_key`'s job and can stop it between two master solves."""
-    args = (encoded, columns, p, task, threshold, grid)
-    return builder().request(curves_key(*args), lambda progress: _curve_values(*args, progress), slow=True)
+    return builder().request(
+        curves_key(sel, grid), lambda progress: _curve_values(sel, grid, progress), slow=True
+    )
 
 
 def verified_text(violation: float) -> str:

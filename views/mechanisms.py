@@ -62,13 +62,15 @@ if task == "threshold":
         key="mech_threshold",
     )
 
+selection = mech.Selection(encoded, tuple(chosen), p, task, int(threshold))
 domain = mech.domain_of(encoded, chosen, p)
-args = (encoded, tuple(chosen), p, task, int(threshold), eps)
-play = mech.ready_playground(*args, with_opt=True) or mech.playground(*args, with_opt=n <= mech.AUTO_OPT)
+play = mech.ready_playground(selection, eps, with_opt=True) or mech.playground(
+    selection, eps, with_opt=n <= mech.AUTO_OPT
+)
 if "OPT" not in play.losses and mech.AUTO_OPT < n <= mech.MAX_OPT:
     jobs.start_button(
-        mech.opt_key(*args),
-        lambda: mech.request_opt(*args),
+        mech.opt_key(selection, eps),
+        lambda: mech.request_opt(selection, eps),
         label=f"Solve the LP optimum for these {n} joint values (at most {mech.OPT_SECONDS:.0f} s)",
         button_key="mech_solve_opt",
         name="Solving the LP optimum",
@@ -95,16 +97,15 @@ st.plotly_chart(mech.fig_heatmaps(play, domain.labels), key="mech_heatmaps")
 st.subheader("Expected loss versus ε")
 if st.toggle("Compute loss–budget curves", value=n <= mech.AUTO_CURVES, key="mech_curves"):
     grid = tuple(float(e) for e in mech.curve_grid(eps))
-    curve_args = (encoded, tuple(chosen), p, task, int(threshold), grid)
-    curves = mech.ready_curves(*curve_args)
+    curves = mech.ready_curves(selection, grid)
     if curves is None and n <= mech.AUTO_CURVES:  # a small domain: a few seconds at most, in this run
         bar = st.progress(0.0, text="Solving along the ε grid…")
-        curves = mech.curves(*curve_args, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
+        curves = mech.curves(selection, grid, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
         bar.empty()
     elif curves is None:
         jobs.start_button(
-            mech.curves_key(*curve_args),
-            lambda: mech.request_curves(*curve_args),
+            mech.curves_key(selection, grid),
+            lambda: mech.request_curves(selection, grid),
             label=f"Solve along the ε grid ({len(grid)} budgets)",
             button_key="mech_curves_go",
             name="Solving along the ε grid",
