@@ -98,21 +98,19 @@ fit, test = view.fit_test_split(encoded, state.seed)
 stage = view.ready_profiles(fit, config)
 if stage is None:
     pkey = view.profiles_key(fit, config)
-    if jobs.running(pkey):
-        jobs.poll(
-            pkey,
-            "Stop computing the profiles",
-            "dep_profiles_stop",
-            text=lambda message: f"Group profiles: {message} (the page stays usable)",
-        )
-        st.stop()
-    if isinstance(error := jobs.failure(pkey), jobs.BuildStoppedError):
-        st.info("Computing the group profiles was stopped; start it again to finish it.")
-    elif error is not None:
-        st.error(f"Computing the group profiles failed: {error}")
-    st.info(view.profiles_pending_text(config))
-    if st.button("Compute group profiles", key="dep_compute", type="primary"):
-        jobs.follow(pkey, view.request_profiles(fit, config), "Group profiles", view.PROFILES_WAIT_SECONDS)
+    if not jobs.running(pkey):
+        st.info(view.profiles_pending_text(config))
+    jobs.start_button(
+        pkey,
+        lambda: view.request_profiles(fit, config),
+        label="Compute group profiles",
+        button_key="dep_compute",
+        name="Computing the group profiles",
+        stop_label="Stop computing the profiles",
+        stop_key="dep_profiles_stop",
+        wait=view.PROFILES_WAIT_SECONDS,
+        primary=True,
+    )
     st.stop()
 try:
     result = view.result_for(fit, config, stage)
@@ -186,25 +184,23 @@ d2.download_button(
 if st.toggle("Evaluate on the held-out test split (ε ∈ {1, 2, 5, 10})", key="dep_evaluate"):
     reps = st.slider("Repetitions", 5, 50, 20, 5, key="dep_reps")
     table = view.ready_evaluation(encoded, config, reps, state.seed)
-    ekey = view.evaluation_key(encoded, config, reps, state.seed)
-    if table is None and isinstance(error := jobs.failure(ekey), jobs.BuildStoppedError):
-        st.info("The evaluation was stopped; run it again to finish it.")
-    elif table is None and error is not None:
-        st.error(f"The evaluation failed: {error}")
-    if table is None and not jobs.running(ekey):
-        st.caption(
-            f"Configures DepHDP and the four baselines at each ε on the fitting split and privatises the "
-            f"{len(test.codes):,} test records {reps} times per method, in the background."
-        )
-        if st.button("Run the held-out evaluation", key="dep_run_eval", type="primary"):
-            job = view.request_evaluation(encoded, config, reps, state.seed)
-            jobs.follow(ekey, job, "Held-out evaluation", view.EVAL_WAIT_SECONDS)
-    elif table is None:
-        jobs.poll(
+    if table is None:
+        ekey = view.evaluation_key(encoded, config, reps, state.seed)
+        if not jobs.running(ekey):
+            st.caption(
+                f"Configures DepHDP and the four baselines at each ε on the fitting split and privatises the "
+                f"{len(test.codes):,} test records {reps} times per method, in the background."
+            )
+        jobs.start_button(
             ekey,
-            "Stop the evaluation",
-            "dep_eval_stop",
-            text=lambda message: f"Held-out evaluation: {message} (the page stays usable)",
+            lambda: view.request_evaluation(encoded, config, reps, state.seed),
+            label="Run the held-out evaluation",
+            button_key="dep_run_eval",
+            name="Running the held-out evaluation",
+            stop_label="Stop the evaluation",
+            stop_key="dep_eval_stop",
+            wait=view.EVAL_WAIT_SECONDS,
+            primary=True,
         )
     else:
         st.plotly_chart(view.comparison_figure(table), key="dep_eval_chart")

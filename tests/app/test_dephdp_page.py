@@ -184,13 +184,13 @@ def test_evaluation_runs_in_the_background_and_can_be_stopped(
     assert time.monotonic() - started < view.EVAL_WAIT_SECONDS + 10
     assert not app.exception, app.exception
     assert "dep_run_eval" not in [b.key for b in app.button]  # no second start while it runs
-    assert re.match(
-        r"Held-out evaluation: draw \d+ \(the page stays usable\)", app.get("progress")[0].proto.text
-    )
+    assert re.match(r"Running the held-out evaluation: draw \d+", app.get("progress")[0].proto.text)
     assert len(app.get("download_button")) == 2  # the rest of the page is drawn meanwhile
     app.button(key="dep_eval_stop").click().run()
     rerun_until(app, lambda: app.info, 10, "the stop")
-    assert [i.value for i in app.info] == ["The evaluation was stopped; run it again to finish it."]
+    assert [i.value for i in app.info] == [
+        "Running the held-out evaluation was stopped; start it again to finish it."
+    ]
     assert "dep_run_eval" in [b.key for b in app.button]
     assert len(app.dataframe) == 1  # the groups table only: no evaluation table
 
@@ -211,9 +211,7 @@ def test_an_evaluation_queued_behind_other_long_jobs_says_so(
     try:
         app.button(key="dep_run_eval").click().run()
         assert not app.exception, app.exception
-        assert app.get("progress")[0].proto.text == (
-            f"Held-out evaluation: {jobs.QUEUED} (the page stays usable)"
-        )
+        assert app.get("progress")[0].proto.text == f"Running the held-out evaluation: {jobs.QUEUED}"
         app.button(key="dep_eval_stop").click().run()  # a queued job never starts
         assert not app.exception and "dep_run_eval" in [b.key for b in app.button]
     finally:
@@ -231,11 +229,13 @@ def test_group_profiles_run_in_the_background_can_be_stopped_and_say_why_they_fa
     started = time.monotonic()
     app.button(key="dep_compute").click().run()
     assert time.monotonic() - started < view.PROFILES_WAIT_SECONDS + 10 and not app.exception
-    assert re.match(r"Group profiles: draw \d+ \(the page stays usable\)", app.get("progress")[0].proto.text)
+    assert re.match(r"Computing the group profiles: draw \d+", app.get("progress")[0].proto.text)
     assert "dep_compute" not in [b.key for b in app.button] and not app.get("plotly_chart")
     app.button(key="dep_profiles_stop").click().run()
     until_button(app, "dep_compute")
-    assert app.info[0].value == "Computing the group profiles was stopped; start it again to finish it."
+    assert "Computing the group profiles was stopped; start it again to finish it." in [
+        i.value for i in app.info
+    ]
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise core.DataError("no group has two rows")
@@ -256,7 +256,7 @@ def test_a_failed_evaluation_says_why(app: AppTest, monkeypatch: pytest.MonkeyPa
     app.toggle(key="dep_evaluate").set_value(True).run()
     app.button(key="dep_run_eval").click().run()
     assert not app.exception, app.exception
-    assert app.error[-1].value == "The evaluation failed: repetitions must be an integer >= 2, got 1"
+    assert app.error[-1].value == "Running the held-out evaluation failed: repetitions must be an integer >= 2, got 1"
     assert "dep_run_eval" in [b.key for b in app.button]  # it can be run again
 
 
