@@ -212,7 +212,7 @@ def parse_numbers(col: pd.Series, *, comma_decimal: bool) -> tuple[pd.Series, li
     """Convert a string column to numbers in the given convention.
 
     Returns the numbers (``int64`` when every value is whole and none is missing, else ``float64``) and
-    the distinct values that did not read as numbers (they become missing; the caller states how many).
+    the distinct values that did not read as finite numbers (they become missing; the caller states how many).
     """
     if pd.api.types.is_numeric_dtype(col):
         return col, []
@@ -226,6 +226,7 @@ def parse_numbers(col: pd.Series, *, comma_decimal: bool) -> tuple[pd.Series, li
     else:
         text = text.str.replace(",", "", regex=False)
     values = pd.to_numeric(text.where(ok), errors="coerce").to_numpy(dtype=float)
+    values = np.where(np.isinf(values), np.nan, values)  # past float64's range ('1e309'): nothing to bin
     bad = [str(v) for v in uniques[np.isnan(values)]]
     index = pd.Index(uniques).get_indexer(col.astype("str").where(col.notna()))
     out = np.where(index >= 0, values[np.maximum(index, 0)] if len(values) else np.nan, np.nan)

@@ -256,7 +256,10 @@ def test_a_failed_evaluation_says_why(app: AppTest, monkeypatch: pytest.MonkeyPa
     app.toggle(key="dep_evaluate").set_value(True).run()
     app.button(key="dep_run_eval").click().run()
     assert not app.exception, app.exception
-    assert app.error[-1].value == "Running the held-out evaluation failed: repetitions must be an integer >= 2, got 1"
+    assert (
+        app.error[-1].value
+        == "Running the held-out evaluation failed: repetitions must be an integer >= 2, got 1"
+    )
     assert "dep_run_eval" in [b.key for b in app.button]  # it can be run again
 
 

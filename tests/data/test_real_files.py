@@ -164,6 +164,17 @@ def test_stray_tokens_in_a_number_column_become_missing_with_a_note() -> None:
     assert "x: 1 value(s) are not numbers ('unbekannt') and count as missing." in report.notes
 
 
+def test_numbers_past_float64s_range_become_missing_with_a_note() -> None:
+    """'1e309' reads as inf: it was kept, and binning the column then failed with "centres contains NaN or
+    infinite values", which blocked the whole table (fuzzing, stop 54)."""
+    rows = "".join(f"{i % 7 + 0.5},{i % 3}\n" for i in range(40))
+    df, report = _load(("x,y\n" + rows + "1e309,1\n-2e400,2\n").encode())
+    assert df["x"].isna().sum() == 2 and np.isfinite(df["x"].dropna()).all()
+    assert "x: 2 value(s) are not numbers ('1e309', '-2e400') and count as missing." in report.notes
+    encoded = core.discretize(df, core.infer_schema(df))
+    assert np.isfinite(encoded.components["x"]).all() and (encoded.codes["x"] >= 0).all()
+
+
 @given(st.lists(st.floats(-1e9, 1e9, allow_nan=False).map(lambda v: round(v, 2)), min_size=2, max_size=30))
 def test_european_numbers_round_trip(values: list[float]) -> None:
     def eu(v: float) -> str:
