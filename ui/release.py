@@ -28,6 +28,7 @@ __all__ = [
     "SWEEP_CLIENT",
     "WHICH_EPS",
     "WHICH_REPETITIONS",
+    "auto_scenario_name",
     "compare_styled",
     "comparison_key",
     "current_scenario",
@@ -35,6 +36,7 @@ __all__ = [
     "outcome_key",
     "page_settings",
     "posterior_frame",
+    "record_budget_text",
     "report_html",
     "request_comparison",
     "request_decision",
@@ -230,6 +232,32 @@ def posterior_frame(eps: float, distance: float = 1.0) -> pd.DataFrame:
             "largest posterior": [f"{r['posterior']:.1%}" for r in rows],
         }
     )
+
+
+def record_budget_text(eps: float, p: float) -> str:
+    """What releasing the target costs: its own channel at ``eps`` composes with the groups' budgets
+    (``||eps_k||_q`` with q the l_p metric's conjugate), so a record's budget can exceed the slider's."""
+    q = core.dual_exponent(p)
+    total = core.budget_norm([eps, eps], q)
+    if total <= eps * (1 + 1e-12):  # l_1 records: budgets compose by their maximum
+        return (
+            f"The target column gets its own channel at ε = {eps:g}; under the ℓ_1 record metric budgets "
+            f"compose by their maximum, so a record's budget stays ε = {eps:g}."
+        )
+    return (
+        f"The target column gets its own channel at ε = {eps:g}, so a record's whole budget is at most "
+        f"‖(ε, ε)‖_{q:g} = {total:.3g}, not {eps:g} (the release states the exact figure). Turn this off "
+        f"to keep a record's budget at ε = {eps:g}."
+    )
+
+
+def auto_scenario_name(session: Any, name: str, key: str = "rel_scenario_name") -> None:
+    """Let the scenario name box follow the settings (``name``) until the user types a name of their own:
+    a keyed text box keeps its first value, so a second save overwrote the first under a stale name."""
+    last = f"{key}_auto"
+    if session.get(key) in (None, session.get(last)):
+        session[key] = name
+    session[last] = name
 
 
 def saved_scenarios() -> dict[str, rel.Scenario]:

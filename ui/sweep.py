@@ -16,13 +16,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import mdp_core as core
+from mdp_core._figures import log_axis
 from mdp_core.sweep import default_client, describe_engine, frontier
 from mdp_core.sweep.cluster import start_default_client
 from ui.store import store
 
 __all__ = [
     "ENGINES",
-    "ROUND_EPS",
     "engine",
     "engine_getter",
     "eps_values",
@@ -39,8 +39,6 @@ ENGINES = {
     "dask": "Dask (DASK_SCHEDULER_ADDRESS, else an embedded local cluster)",
     "serial": "In this process (small sweeps)",
 }
-#: Round budgets that label the log eps axis.
-ROUND_EPS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100)
 #: Measured on the 2-core development machine (heart, adult; see bench/sweep.py): stage 1 (profiles) per
 #: task and tau_group ~ 7 s + 1 ms per fitting row; a configuration ~ 0.4 s plus the privatisations.
 _STAGE1_S, _STAGE1_PER_ROW, _CONFIG_S, _PRIV_PER_CELL = 7.0, 1e-3, 0.4, 4e-7
@@ -141,11 +139,6 @@ def _key(spec: core.SweepSpec, encoded: core.Encoded) -> tuple[str, str, str]:
     return ("sweep", encoded.fingerprint, spec.to_json())
 
 
-def _ticks(lo: float, hi: float) -> list[float]:
-    ticks = [v for v in ROUND_EPS if lo / 1.01 <= v <= hi * 1.01]
-    return ticks or [lo, hi]
-
-
 def frontier_figure(fr: pd.DataFrame, task: str, tau_group: float, tau_dpn: float) -> go.Figure:
     """Held-out utility vs eps (log axis labelled by round budgets): mean and 95 % CI per method."""
     sub = fr[(fr.task == task) & (fr.tau_group == tau_group) & (fr.tau_dpn == tau_dpn)]
@@ -160,7 +153,7 @@ def frontier_figure(fr: pd.DataFrame, task: str, tau_group: float, tau_dpn: floa
                 y=m["utility_mean"],
                 mode="lines+markers",
                 name=method,
-                line={"width": 3 if method == "DepHDP" else 1.5},
+                line={"width": 3 if method == "DepHDP" else 1.5, "color": core.METHOD_COLORS.get(method)},
                 error_y={
                     "type": "data",
                     "symmetric": False,
@@ -173,19 +166,13 @@ def frontier_figure(fr: pd.DataFrame, task: str, tau_group: float, tau_dpn: floa
         fig.add_hline(
             y=float(sub["reference_mean"].iloc[0]), line_dash="dot", annotation_text="non-private reference"
         )
-    ticks = _ticks(float(fr["eps"].min()), float(fr["eps"].max()))
     metric = str(sub["metric"].iloc[0]) if not sub.empty else "utility"
     fig.update_layout(
-        xaxis={
-            "type": "log",
-            "title": "privacy budget ε",
-            "tickvals": ticks,
-            "ticktext": [f"{v:g}" for v in ticks],
-        },
+        xaxis={"title": "privacy budget ε", **log_axis(float(fr["eps"].min()), float(fr["eps"].max()))},
         yaxis={"title": f"held-out {metric.replace('_', ' ')} (mean, 95 % CI)"},
-        height=440,
-        margin={"t": 30, "b": 40},
-        legend={"orientation": "h"},
+        height=460,
+        margin={"t": 60, "b": 40},
+        legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},  # above: clear of the ε title
     )
     return fig
 

@@ -69,6 +69,8 @@ include_target = st.toggle(
     value=True,
     key="rel_include_target",
 )
+if include_target and state.target is not None:
+    st.info(view.record_budget_text(eps, p))
 scenario = view.current_scenario(
     state,
     encoded.schema,
@@ -103,7 +105,8 @@ else:
     m2.metric(answer.metric, f"{c.estimate:.3f}", help="Mean over the repetitions at this ε")
     m3.metric("95 % CI", f"{c.ci[0]:.3f} – {c.ci[1]:.3f}")
     st.plotly_chart(rel.frontier_figure(answer), key="rel_frontier")
-    st.caption(f"{c.reason}. Answered in {answer.seconds:.1f} s (cached for this session's settings).")
+    how = f"{c.reason.replace('eps = ', 'ε = ')}. " if c.met else ""  # an unmet target: said above
+    st.caption(f"{how}Answered in {answer.seconds:.1f} s (cached for this session's settings).")
 
 # ------------------------------------------------------------------------------------------ release
 st.subheader("Release the whole table")
@@ -163,9 +166,14 @@ else:
 st.subheader("Scenarios")
 saved = view.saved_scenarios()
 s1, s2 = st.columns([3, 1])
-name = s1.text_input("Scenario name", value=f"ε = {eps:g}, {task}", key="rel_scenario_name").strip()
+view.auto_scenario_name(st.session_state, f"ε = {eps:g}, {task}")
+name = s1.text_input("Scenario name", key="rel_scenario_name").strip()
 unnamed = "Give the scenario a name to save it" if not name else None  # a blank name cannot be saved
-if s2.button("Save current settings", key="rel_save", disabled=not name, help=unnamed):
+replaces = name in saved
+if replaces:
+    s1.caption(f"A scenario named “{name}” is saved already: saving replaces it.")
+save_label = "Replace the saved scenario" if replaces else "Save current settings"
+if s2.button(save_label, key="rel_save", disabled=not name, help=unnamed):
     from dataclasses import replace
 
     saved[name] = replace(scenario, name=name, pages=view.page_settings())

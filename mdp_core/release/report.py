@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mdp_core._figures import log_axis
 from mdp_core.data import nmi_matrix
 from mdp_core.errors import DataError
 
@@ -186,8 +187,7 @@ def frontier_figure(d: Decision) -> Any:
         fig.add_vline(x=d.choice.eps, line_color="#2a7", annotation_text=f"ε = {d.choice.eps:.3g}")
     fig.update_layout(
         title=f"Frontier: {d.metric} vs ε (mean and 95 % CI)",
-        xaxis_type="log",
-        xaxis_title="ε",
+        xaxis={"title": "ε", **log_axis(float(fr["eps"].min()), float(fr["eps"].max()))},
         yaxis_title=d.metric,
         height=440,
     )

@@ -55,6 +55,8 @@ def test_which_eps_answers_with_ci_and_frontier(app: AppTest, small_engine: None
     assert "95 % CI" in labels and "accuracy" in labels
     spec = json.loads(app.get("plotly_chart")[0].proto.spec)
     assert {t["name"] for t in spec["data"]} == {"DepHDP", "SPL+DPN", "SPL+RMP", "ALC+DPN", "ALC+RMP"}
+    # round budgets only: plotly's minor labels read "2" for 0.2 at one end and 20 at the other
+    assert spec["layout"]["xaxis"]["ticktext"] == ["1", "2", "5", "10", "20"]
     # cached: the same question is answered from the store on the next run
     key = next(k for k in view.store()._items if k[0] == "which")
     assert view.store().get(key) is not None
@@ -102,6 +104,47 @@ def test_scenarios_saved_compared_and_bad_files_refused(app: AppTest, small_engi
     )
     app.run()
     assert any("Could not load s.json: not a scenario file" in e.value for e in app.error)
+
+
+def test_the_scenario_name_follows_the_settings_until_typed_and_a_save_says_it_replaces(
+    app: AppTest, small_engine: None
+) -> None:
+    """The keyed name box kept its first value: a second save at another eps overwrote the first scenario
+    under the stale name "ε = 1, prediction" (UX audit, stop 54)."""
+    app.switch_page("views/release.py").run()
+    assert app.text_input(key="rel_scenario_name").value == "ε = 1, prediction"
+    app.button(key="rel_save").click().run()
+    app.select_slider(key="rel_eps").set_value(4.0).run()
+    assert app.text_input(key="rel_scenario_name").value == "ε = 4, prediction"
+    assert app.button(key="rel_save").label == "Save current settings"
+    app.button(key="rel_save").click().run()
+    saved = app.session_state["rel_saved_scenarios"]
+    assert sorted(saved) == ["ε = 1, prediction", "ε = 4, prediction"]
+    assert saved["ε = 4, prediction"].config.eps == 4.0 and saved["ε = 1, prediction"].config.eps == 1.0
+    app.text_input(key="rel_scenario_name").input("mine").run()
+    app.select_slider(key="rel_eps").set_value(2.0).run()
+    assert app.text_input(key="rel_scenario_name").value == "mine"  # a typed name stays
+    app.text_input(key="rel_scenario_name").input("ε = 1, prediction").run()
+    assert app.button(key="rel_save").label == "Replace the saved scenario"
+    assert any("saving replaces it" in c.value for c in app.caption)
+
+
+@pytest.mark.parametrize(("p", "total"), [(2.0, math.sqrt(2.0)), (math.inf, 2.0), (1.0, None)])
+def test_releasing_the_target_says_the_records_whole_budget(p: float, total: float | None) -> None:
+    """The target's own channel at eps composes with the groups' budgets by the l_q norm (q conjugate to
+    p): at eps 1 and l_2 a record's budget is sqrt(2), not the slider's 1."""
+    text = view.record_budget_text(1.0, p)
+    if total is None:
+        assert "stays ε = 1" in text
+    else:
+        assert f"= {total:.3g}, not 1" in text
+
+
+def test_the_page_states_the_target_channels_budget(app: AppTest, small_engine: None) -> None:
+    app.switch_page("views/release.py").run()
+    assert any("a record's whole budget is at most ‖(ε, ε)‖_2 = 1.41, not 1" in i.value for i in app.info)
+    app.toggle(key="rel_include_target").set_value(False).run()
+    assert not any("whole budget" in i.value for i in app.info)
 
 
 def _until_landed(app: AppTest, stop_key: str, seconds: float = 300.0) -> None:
