@@ -28,7 +28,15 @@ import numpy as np
 
 from mdp_core.errors import DataError
 
-__all__ = ["DRIVE_CLASSES", "OsmRoads", "read_osm_roads", "utm_crs"]
+__all__ = [
+    "DRIVE_CLASSES",
+    "MAX_BZ2_BYTES",
+    "MAX_UTM_OFFSET_M",
+    "OsmRoads",
+    "check_projected",
+    "read_osm_roads",
+    "utm_crs",
+]
 
 #: Highway classes kept for the travel metric (``roads="drive"``).
 DRIVE_CLASSES = frozenset(
@@ -54,6 +62,14 @@ _NO_SERVICE = frozenset(
     {"parking_aisle", "parking", "driveway", "drive-through", "emergency_access", "private"}
 )
 _NO_ACCESS = frozenset({"no", "private"})
+#: pyosmium's integer coordinate of a location that was never set (a node missing from the file).
+_UNDEFINED = 2_147_483_647
+#: File name endings and the pyosmium format read from them (checked in this order, lower case).
+_FORMATS = ((".osm.pbf", "pbf"), (".pbf", "pbf"), (".osm.bz2", "osm.bz2"), (".osm", "osm"), (".xml", "osm"))
+#: A ``.bz2`` map may unpack to at most this many bytes (or 100 x its size, if that is larger).
+MAX_BZ2_BYTES = 256 * 2**20
+#: Largest east-west distance (m) of a road node from its UTM zone's central meridian (scale error ~1.3 %).
+MAX_UTM_OFFSET_M = 1_000_000.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,6 +92,9 @@ class OsmRoads:
         The projection (``"EPSG:326xx"``).
     ways : int
         Highway ways kept by the filter.
+    refs, missing_refs : int
+        Node references of those ways, and how many of them are not in the file (a clipped extract: the
+        way is split there).
     """
 
     lonlat: np.ndarray
@@ -85,6 +104,8 @@ class OsmRoads:
     paths_lonlat: list[list[list[float]]]
     crs: str
     ways: int
+    refs: int = 0
+    missing_refs: int = 0
 
 
 def utm_crs(lon: float, lat: float) -> str:
@@ -113,29 +134,35 @@ def read_osm_roads(path: str | Path, *, roads: str = "drive") -> OsmRoads:
     Parameters
     ----------
     path : str or Path
-        ``.osm.pbf``, ``.osm`` or ``.osm.bz2`` (pyosmium picks the format from the name).
+        ``.osm.pbf`` / ``.pbf``, ``.osm`` / ``.xml`` or ``.osm.bz2`` (the format comes from the name, in any
+        letter case).
     roads : {"drive", "all"}
         Drivable classes only (default) or every ``highway=*`` way.
 
     Raises
     ------
     DataError
-        Unreadable file, or no road ways after filtering.
+        Unreadable file, a node with coordinates that are not numbers or out of range, node ids osmium
+        cannot place (negative ids of unsaved edits), a ``.bz2`` that expands past :data:`MAX_BZ2_BYTES`, or
+        no road ways left after filtering (with the reason: no such ways, or their nodes are not in the file).
     """
     import osmium
 
     if roads not in {"drive", "all"}:
         raise DataError(f"roads must be 'drive' or 'all', got {roads!r}")
     path = Path(path)
+    fmt = _format(path)
+    if fmt.endswith(".bz2"):
+        _check_bz2(path)
     ways: list[tuple[np.ndarray, np.ndarray]] = []  # (node ids, lon/lat) per kept way, split at gaps
+    kept = refs = missing = negative = 0
     try:
         processor = (
-            osmium.FileProcessor(str(path), osmium.osm.NODE | osmium.osm.WAY)
+            osmium.FileProcessor(osmium.io.File(str(path), fmt), osmium.osm.NODE | osmium.osm.WAY)
             .with_locations()
             .with_filter(osmium.filter.EntityFilter(osmium.osm.WAY))
             .with_filter(osmium.filter.KeyFilter("highway"))
         )
-        kept = 0
         for way in processor:
             if not _keep_way(dict(way.tags), roads):
                 continue
@@ -143,40 +170,121 @@ def read_osm_roads(path: str | Path, *, roads: str = "drive") -> OsmRoads:
             ids, coords = [], []
             for ref in way.nodes:  # type: ignore[union-attr]  # a Way, by the handler's filter
                 loc = ref.location
+                refs += 1
                 if loc.valid():
                     ids.append(ref.ref)
                     coords.append((loc.lon, loc.lat))
-                elif len(ids) > 1:  # a missing node splits the way
+                    continue
+                if loc.x != _UNDEFINED or loc.y != _UNDEFINED:  # in the file, but off the globe
+                    raise DataError(
+                        f"node {ref.ref} of the map {path.name!r} lies outside the globe (lat "
+                        f"{loc.lat_without_check():g}, lon {loc.lon_without_check():g}; latitudes run "
+                        "from -90 to 90 and longitudes from -180 to 180). Fix or remove that node and upload "
+                        "again."
+                    )
+                missing += 1
+                negative += ref.ref < 0
+                if len(ids) > 1:  # a missing node splits the way
                     ways.append((np.array(ids, dtype=np.int64), np.array(coords)))
-                    ids, coords = [], []
-                else:
-                    ids, coords = [], []
+                ids, coords = [], []
             if len(ids) > 1:
                 ways.append((np.array(ids, dtype=np.int64), np.array(coords)))
+    except DataError:
+        raise
+    except osmium.InvalidLocationError as exc:
+        raise DataError(
+            f"the map {path.name!r} has a node whose coordinates are not numbers ({exc}). Every node needs a "
+            "numeric lat and lon: fix the file (or export it again) and upload it again."
+        ) from exc
     except (RuntimeError, OSError, ValueError) as exc:
         raise DataError(
             f"could not read the map file {path.name!r}: {type(exc).__name__}: {exc}. "
             "Expected OpenStreetMap data (.osm.pbf, .osm or .osm.bz2) with highway ways."
         ) from exc
+    kind = "drivable road" if roads == "drive" else "highway"
+    if negative:
+        raise DataError(
+            f"{negative:,} node references of the {kind} ways in {path.name!r} use negative ids (new, "
+            "unsaved objects of an editor such as JOSM), which the reader cannot place. Renumber the file "
+            "(e.g. 'osmium renumber') or upload it to OpenStreetMap and download it again."
+        )
     if not ways:
-        kind = "drivable road" if roads == "drive" else "highway"
-        raise DataError(f"the map {path.name!r} contains no {kind} ways")
-    return _simplify(ways, kept)
+        if kept == 0:
+            raise DataError(f"the map {path.name!r} contains no {kind} ways")
+        if missing == refs:
+            raise DataError(
+                f"the map {path.name!r} has {kept:,} {kind} ways, but none of the nodes they reference is in "
+                "the file (or the nodes come after the ways). Export the area with its nodes, nodes first as "
+                "OpenStreetMap files are ordered (e.g. 'osmium sort'), and upload it again."
+            )
+        gaps = f" ({missing:,} of their {refs:,} node references are not in the file)" if missing else ""
+        raise DataError(
+            f"the map {path.name!r} has {kept:,} {kind} way(s), but none joins two different nodes{gaps}: "
+            "there is no road to travel on. Upload an extract with connected streets."
+        )
+    return _simplify(ways, kept, missing_refs=missing, refs=refs, name=f"the map {path.name!r}")
 
 
-def _simplify(ways: list[tuple[np.ndarray, np.ndarray]], n_ways: int) -> OsmRoads:
+def _format(path: Path) -> str:
+    """pyosmium's format name for ``path`` from its (case-insensitive) suffix; ``osm`` when unknown."""
+    name = path.name.lower()
+    for suffix, fmt in _FORMATS:
+        if name.endswith(suffix):
+            return fmt
+    return "osm"
+
+
+def _check_bz2(path: Path) -> None:
+    """DataError when a bzip2 file expands past :data:`MAX_BZ2_BYTES` (or 100 x its own size, if larger).
+
+    bzip2 packs long runs of one byte a million to one, so a few hundred bytes can unpack to gigabytes that
+    the XML parser then reads for minutes. The check streams the file in 1 MiB pieces (memory stays small;
+    about 0.3 s per 100 MB unpacked) and stops at the limit.
+    """
+    import bz2
+
+    limit = max(MAX_BZ2_BYTES, 100 * path.stat().st_size)
+    total = 0
+    try:
+        with bz2.open(path, "rb") as fh:
+            while piece := fh.read(1 << 20):
+                total += len(piece)
+                if total > limit:
+                    raise DataError(
+                        f"the map {path.name!r} unpacks to more than {limit / 1e6:,.0f} MB from "
+                        f"{path.stat().st_size:,} bytes: that is not an OpenStreetMap extract (a compression "
+                        "bomb or padding). Upload the .osm.pbf or .osm.bz2 of the area instead."
+                    )
+    except DataError:
+        raise
+    except (OSError, EOFError, ValueError) as exc:
+        raise DataError(
+            f"could not read the map file {path.name!r}: it is not a complete bzip2 file ({exc}). "
+            "Expected OpenStreetMap data (.osm.pbf, .osm or .osm.bz2) with highway ways."
+        ) from exc
+
+
+def _simplify(
+    ways: list[tuple[np.ndarray, np.ndarray]],
+    n_ways: int,
+    *,
+    missing_refs: int = 0,
+    refs: int = 0,
+    name: str = "the map",
+) -> OsmRoads:
     """Contract chains of degree-2 nodes into single edges, project, measure; see the module docstring."""
     import pyproj
     import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
 
     all_ids = np.concatenate([ids for ids, _ in ways])
     all_ll = np.concatenate([ll for _, ll in ways])
     uniq, first = np.unique(all_ids, return_index=True)
     lonlat = all_ll[first]
-    centre = lonlat.mean(axis=0)
-    crs = utm_crs(float(centre[0]), float(centre[1]))
+    crs = utm_crs(*_centre(lonlat))
     transformer = pyproj.Transformer.from_crs("EPSG:4326", crs, always_xy=True)
     xy = np.column_stack(transformer.transform(lonlat[:, 0], lonlat[:, 1]))
+    check_projected(xy, crs, name)
     pos = np.searchsorted(uniq, all_ids)
     # consecutive points of each way are road segments; no segment across two ways
     bounds = np.cumsum([0] + [len(ids) for ids, _ in ways])
@@ -188,24 +296,16 @@ def _simplify(ways: list[tuple[np.ndarray, np.ndarray]], n_ways: int) -> OsmRoad
     seg = sp.coo_matrix((np.ones(len(a)), (a, b)), shape=(n, n)).tocsr()
     seg = ((seg + seg.T) > 0).tocsr()
     indptr, indices = seg.indptr, seg.indices
-    degree = np.diff(indptr)
-    kept = degree != 2
     nbrs = [indices[indptr[i] : indptr[i + 1]].tolist() for i in range(n)]
-    kept_list = kept.tolist()
+    kept_list = _anchors(connected_components(seg, directed=False)[1], nbrs)
     edges, paths_idx = [], []
-    for u in np.flatnonzero(kept).tolist():
+    for u in np.flatnonzero(kept_list).tolist():
         for v in nbrs[u]:
-            path = [u, v]
-            prev, cur = u, v
-            while not kept_list[cur]:
-                n0, n1 = nbrs[cur]
-                prev, cur = cur, (n1 if n0 == prev else n0)
-                path.append(cur)
-                if cur == u:
-                    break
-            if u < cur:
-                edges.append((u, cur))
+            path = _chain(u, v, nbrs, kept_list)
+            if u < path[-1]:
+                edges.append((u, path[-1]))
                 paths_idx.append(path)
+    kept = np.array(kept_list, dtype=bool)
     node_index = np.full(n, -1, dtype=np.int64)
     node_index[kept] = np.arange(int(kept.sum()))
     lengths = np.array([np.hypot(*np.diff(xy[p], axis=0).T).sum() for p in paths_idx], dtype=np.float64)
@@ -220,4 +320,62 @@ def _simplify(ways: list[tuple[np.ndarray, np.ndarray]], n_ways: int) -> OsmRoad
         paths_lonlat=paths,
         crs=crs,
         ways=n_ways,
+        refs=refs,
+        missing_refs=missing_refs,
+    )
+
+
+def _chain(u: int, v: int, nbrs: list[list[int]], kept: list[bool]) -> list[int]:
+    """Node path from kept node ``u`` through ``v`` along degree-2 nodes to the next kept node."""
+    path = [u, v]
+    prev, cur = u, v
+    while not kept[cur]:
+        n0, n1 = nbrs[cur]
+        prev, cur = cur, (n1 if n0 == prev else n0)
+        path.append(cur)
+    return path
+
+
+def _anchors(labels: np.ndarray, nbrs: list[list[int]]) -> list[bool]:
+    """Nodes kept by the simplification (``labels``: component of each node): degree != 2, plus enough
+    nodes to keep every ring of the map.
+
+    A ring of degree-2 nodes (an isolated roundabout or circuit) gets one node, and a chain that leaves a
+    kept node and comes back to it (a loop cul-de-sac, or that ring) gets its middle node kept: otherwise
+    the chain would be a self-loop and dropped with all of its road.
+    """
+    kept = [len(x) != 2 for x in nbrs]
+    has_kept = np.zeros(int(labels.max()) + 1, dtype=bool)
+    has_kept[labels[np.array(kept, dtype=bool)]] = True
+    _, ring_first = np.unique(labels, return_index=True)
+    for node in ring_first[~has_kept].tolist():
+        kept[node] = True
+    for u in [i for i, k in enumerate(kept) if k]:
+        for v in nbrs[u]:
+            path = _chain(u, v, nbrs, kept)
+            if path[-1] == u and len(path) > 2:
+                kept[path[len(path) // 2]] = True
+    return kept
+
+
+def _centre(lonlat: np.ndarray) -> tuple[float, float]:
+    """Centre (lon, lat) of the nodes; the longitude as a circular mean, so a map across 180 E/W gets the
+    UTM zone it lies in, not the one on the far side of the globe."""
+    lon = np.radians(lonlat[:, 0])
+    mean = float(np.degrees(np.arctan2(np.sin(lon).mean(), np.cos(lon).mean())))
+    return mean, float(lonlat[:, 1].mean())
+
+
+def check_projected(xy_m: np.ndarray, crs: str, name: str = "the map") -> None:
+    """DataError unless projected UTM coordinates are finite and within :data:`MAX_UTM_OFFSET_M` of the
+    zone's central meridian (where UTM's scale error stays below about 1.3 %; beyond it, and for maps that
+    span a continent or the globe, travel distances would be distorted or infinite)."""
+    offset = np.abs(np.asarray(xy_m, dtype=np.float64)[:, 0] - 500_000.0)
+    if np.isfinite(xy_m).all() and offset.max() <= MAX_UTM_OFFSET_M:
+        return
+    reach = f"{offset.max() / 1000:,.0f} km from" if np.isfinite(offset.max()) else "too far from"
+    raise DataError(
+        f"{name} is too wide for one map projection: its roads reach {reach} the central meridian of {crs} "
+        f"(at most {MAX_UTM_OFFSET_M / 1000:,.0f} km keeps distances within about 1 %). Upload a city or a "
+        "region, not a continent."
     )
