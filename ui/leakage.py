@@ -21,9 +21,13 @@ from ui.store import store as result_store
 
 __all__ = [
     "EPS_GRID",
+    "TPL_HEADER",
     "PairCurves",
     "calibration",
     "calibration_figure",
+    "calibration_table",
+    "coincidence_note",
+    "column_config",
     "conditional_figure",
     "cpl_figure",
     "leakage_figure",
@@ -246,8 +250,45 @@ def conditional_figure(cond: np.ndarray, encoded: core.Encoded, target: str, oth
     return fig
 
 
+#: Curves closer than this share of the y axis everywhere are drawn on top of each other (line widths).
+_COINCIDE = 0.005
+
+
+def coincidence_note(curves: PairCurves) -> str:
+    """A sentence naming the curves of :func:`cpl_figure` that lie on top of each other at every ε shown
+    (so a legend entry with no visible line is explained), or "" when every curve is visible on its own."""
+    named = {
+        "ε": EPS_GRID,
+        "CPL* (exact)": curves.exact,
+        "DT (α, β, δ)": curves.dt,
+        "(α, γ, δ) uncalibrated": curves.agd,
+    }
+    top = max(float(np.max(curves.dt_unc if curves.dt_unc is not None else curves.agd)), 1e-3)
+    groups: list[list[str]] = []
+    for name, values in named.items():
+        for group in groups:
+            if np.max(np.abs(named[group[0]] - values)) <= _COINCIDE * top:
+                group.append(name)
+                break
+        else:
+            groups.append([name])
+    same = [", ".join(g[:-1]) + " and " + g[-1] for g in groups if len(g) > 1]
+    if not same:
+        return ""
+    return (
+        "For this pair "
+        + "; ".join(same)
+        + " coincide at every ε shown: their lines lie on top of each other (each keeps its own dash "
+        "style)."
+    )
+
+
 def cpl_figure(curves: PairCurves, eps: float) -> go.Figure:
-    """CPL versus eps on a log axis: CPL*, DT, (alpha, gamma, delta), DT with uncertainty (+ band)."""
+    """CPL versus eps on a log axis: CPL*, DT, (alpha, gamma, delta), DT with uncertainty (+ band).
+
+    The x axis is the drawn grid exactly; CPL* is drawn first (thick, solid), DT dashed and the uncalibrated
+    (alpha, gamma, delta) dotted with open markers over it, so curves that coincide all stay visible.
+    """
     fig = go.Figure()
     x = EPS_GRID.tolist()  # plain lists keep the figure spec readable JSON
     if curves.band_lo is not None and curves.band_hi is not None:
@@ -280,22 +321,29 @@ def cpl_figure(curves: PairCurves, eps: float) -> go.Figure:
     fig.add_trace(
         go.Scatter(
             x=x,
-            y=curves.agd.tolist(),
+            y=curves.exact.tolist(),
             mode="lines",
-            name="(α, γ, δ) uncalibrated",
-            line={"color": "gray", "dash": "dash"},
+            name="CPL* (exact)",
+            line={"color": "black", "width": 4},
         )
-    )
-    fig.add_trace(
-        go.Scatter(x=x, y=curves.dt.tolist(), mode="lines", name="DT (α, β, δ)", line={"color": "#1f77b4"})
     )
     fig.add_trace(
         go.Scatter(
             x=x,
-            y=curves.exact.tolist(),
+            y=curves.dt.tolist(),
             mode="lines",
-            name="CPL* (exact)",
-            line={"color": "black", "width": 3},
+            name="DT (α, β, δ)",
+            line={"color": "#1f77b4", "dash": "dash", "width": 2.5},
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=curves.agd.tolist(),
+            mode="lines+markers",
+            name="(α, γ, δ) uncalibrated",
+            line={"color": "#7f7f7f", "dash": "dot", "width": 2},
+            marker={"symbol": "circle-open", "size": 7, "maxdisplayed": 14},
         )
     )
     if curves.dt_unc is not None:
@@ -308,12 +356,32 @@ def cpl_figure(curves: PairCurves, eps: float) -> go.Figure:
                 line={"color": "#ff7f0e"},
             )
         )
-    fig.add_vline(x=eps, line={"color": "red", "width": 1}, annotation_text=f"ε = {eps:g}")
+    lo, hi = float(EPS_GRID[0]), float(EPS_GRID[-1])
+    fig.add_vline(x=eps, line={"color": "red", "width": 1})
+    # Annotations on a log axis take log10 coordinates (plotly.py #2580): add_vline's own label landed at
+    # 10^eps, far right of its line, and stretched the axis to it. Placed by hand, beside the line.
+    right_half = np.log10(eps) > 0.5 * (np.log10(lo) + np.log10(hi))
+    fig.add_annotation(
+        x=float(np.log10(eps)),
+        xref="x",
+        y=1.0,
+        yref="paper",
+        yanchor="top",
+        xanchor="right" if right_half else "left",
+        xshift=-4 if right_half else 4,
+        text=f"ε = {eps:g}",
+        showarrow=False,
+        font={"color": "red"},
+    )
     top = float(np.max(curves.dt_unc if curves.dt_unc is not None else curves.agd))
     fig.update_layout(
         title="Leakage about the target when the other attribute is released with ε-LDP",
-        xaxis={"title": "ε of the released attribute", **log_axis(float(EPS_GRID[0]), float(EPS_GRID[-1]))},
-        yaxis={"title": "CPL (nats)", "range": [0, 1.05 * max(top, 1e-3)]},
+        xaxis={
+            "title": "ε of the released attribute",
+            **log_axis(lo, hi),
+            "range": [float(np.log10(lo)), float(np.log10(hi))],
+        },
+        yaxis={"title": "CPL (nats)", "range": [0, 1.05 * max(top, 1e-3)], "automargin": True},
         height=420,
         legend={"orientation": "h", "y": -0.25},
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
@@ -335,7 +403,7 @@ def leakage_figure(model: core.PairwiseLeakage, eps: float) -> tuple[go.Figure, 
             colorscale="Reds",
             zmin=0.0,
             zmax=float(eps),
-            colorbar={"title": "CPL"},
+            colorbar={"title": "CPL (nats)"},
             hovertemplate="release %{y}<br>leaks about %{x}<br>CPL=%{z:.4f}<extra></extra>",
         )
     )
@@ -346,8 +414,41 @@ def leakage_figure(model: core.PairwiseLeakage, eps: float) -> tuple[go.Figure, 
         height=520,
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
     )
-    table = pd.DataFrame({"attribute": order, "TPL = ε + ΣCPL": tpl.loc[order].to_numpy()})
+    table = pd.DataFrame({"attribute": order, TPL_HEADER: tpl.loc[order].to_numpy()})
     return fig, table
+
+
+#: Readable headers of the leakage tables (values in nats, shown with 3 decimals by :func:`column_config`).
+TPL_HEADER = "total leakage (nats)"
+_CALIBRATION_HEADERS = {
+    "eps": "calibrated ε (nats)",
+    "TPL": "total leakage, calibrated (nats)",
+    "uniform eps": "uniform ε (nats)",
+    "uniform TPL": "total leakage, uniform (nats)",
+}
+_HELP = {
+    TPL_HEADER: "TPL = ε + Σ CPL: the attribute's own budget plus what every other released attribute leaks "
+    "about it through the correlations",
+    "calibrated ε (nats)": "Budget of the attribute after calibration",
+    "total leakage, calibrated (nats)": "TPL with the calibrated budgets: at most the target ε̄",
+    "uniform ε (nats)": "The same budget for every attribute, ε̄ / (1 + m) with m the largest number of "
+    "attributes correlated with any one: safe whatever the correlations",
+    "total leakage, uniform (nats)": "TPL with the uniform budgets",
+}
+
+
+def calibration_table(cal: core.BudgetCalibration) -> pd.DataFrame:
+    """:meth:`BudgetCalibration.table` with readable headers (values unchanged, in nats)."""
+    return cal.table().rename(columns=_CALIBRATION_HEADERS)
+
+
+def column_config(table: pd.DataFrame) -> dict[str, object]:
+    """Streamlit column settings: every number with 3 decimals, each header with its meaning as help."""
+    return {
+        name: st.column_config.NumberColumn(name, format="%.3f", help=_HELP.get(name))
+        for name in table.columns
+        if pd.api.types.is_float_dtype(table[name])
+    }
 
 
 def calibration_figure(cal: core.BudgetCalibration) -> go.Figure:

@@ -13,7 +13,7 @@ from ui.widgets import eps_slider
 st.title("Correlated leakage")
 st.caption(
     "Releasing an attribute with ε-LDP also leaks about every attribute correlated with it "
-    "(Dependency Triad, seed 001). Pick a pair, move ε, then calibrate per-attribute budgets."
+    "(the Dependency Triad estimates how much). Pick a pair, move ε, then calibrate per-attribute budgets."
 )
 
 encoded = current_encoded()
@@ -39,7 +39,9 @@ mode = st.radio(
         "groups": "across groups",
         "bootstrap": "bootstrap",
     }.get,
-    help="How far the real conditional may be from the one in this table (001 Sec. V-D).",
+    help="How far the real conditional distribution may be from the one in this table: not at all, a "
+    "relative error e on every probability, the spread across the levels of a third attribute, or across "
+    "bootstrap resamples (Jayawardana et al., Dependency Triad, Sec. V-D).",
 )
 e, groups = 0.1, None
 if mode == "relative":
@@ -56,6 +58,8 @@ curves = leak.pair_curves(encoded, target, other, mode, e, groups, get_state().s
 col_a, col_b = st.columns([2, 3])
 col_a.plotly_chart(leak.conditional_figure(curves.cond, encoded, target, other), key="leak_cond_fig")
 col_b.plotly_chart(leak.cpl_figure(curves, eps), key="leak_cpl_fig")
+if note := leak.coincidence_note(curves):
+    col_b.caption(note)
 
 triad = curves.triad_unc if curves.triad_unc is not None else curves.triad
 st.subheader("Dependency Triad" + (" (with uncertainty)" if curves.triad_unc is not None else ""))
@@ -65,9 +69,10 @@ for col, (symbol, value, meaning) in zip(st.columns(3), leak.triad_meanings(tria
 at_eps = leak.point_values(curves, eps)
 st.info(leak.odds_sentence(eps, at_eps["exact"], target, other))
 st.caption(
-    f"At ε = {eps:g}: CPL* = {at_eps['exact']:.4g}, DT = {at_eps['dt']:.4g}, "
-    f"(α, γ, δ) = {at_eps['agd']:.4g}"
-    + (f", DT with uncertainty = {at_eps['dt_unc']:.4g}" if "dt_unc" in at_eps else "")
+    f"At ε = {eps:g}: CPL* = {at_eps['exact']:.3f}, DT = {at_eps['dt']:.3f}, "
+    f"(α, γ, δ) = {at_eps['agd']:.3f}"
+    + (f", DT with uncertainty = {at_eps['dt_unc']:.3f}" if "dt_unc" in at_eps else "")
+    + " (nats)"
 )
 
 st.header("All pairs")
@@ -94,7 +99,7 @@ if model is not None:
     fig, table = leak.leakage_figure(model, eps)
     col_h, col_t = st.columns([3, 1])
     col_h.plotly_chart(fig, key="leak_pairs_fig")
-    col_t.dataframe(table, hide_index=True, key="leak_tpl_table")
+    col_t.dataframe(table, hide_index=True, key="leak_tpl_table", column_config=leak.column_config(table))
 
 st.header("Budget calibration")
 eps_bar = st.number_input(
@@ -116,7 +121,10 @@ else:
         if not cal.success:
             st.error(cal.message)
         st.plotly_chart(leak.calibration_figure(cal), key="leak_cal_fig")
-        st.dataframe(cal.table(), hide_index=True, key="leak_cal_table")
+        cal_table = leak.calibration_table(cal)
+        st.dataframe(
+            cal_table, hide_index=True, key="leak_cal_table", column_config=leak.column_config(cal_table)
+        )
         st.caption(
             f"In plain words: with these budgets, whatever an attacker learns from all released attributes "
             f"together moves their odds about any one attribute by at most e^ε̄ = {np.exp(eps_bar):.3g}."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -14,6 +15,11 @@ from streamlit.testing.v1 import AppTest
 def empty_result_store() -> None:
     """All-pairs models live in the process-wide result store (a cache resource): start each test without."""
     st.cache_resource.clear()
+
+
+CAL_EPS, CAL_TPL = "calibrated ε (nats)", "total leakage, calibrated (nats)"
+UNIFORM_EPS = "uniform ε (nats)"
+PAPER_ID = re.compile(r"\bseed\s*0\d\d\b|\b0\d\d\s+Sec\.|\(0\d\d\b")  # "seed 001", "001 Sec. V-D", "(001"
 
 
 def _spec(at: AppTest, key_fragment: int) -> dict:
@@ -75,7 +81,7 @@ def test_leakage_page_uncertainty_all_pairs_and_calibration(app: AppTest) -> Non
     app.button(key="leak_cal_go").click().run()
     assert not app.exception
     cal = app.dataframe[1].value
-    assert (cal["TPL"] <= 2.0 + 1e-12).all() and cal["eps"].sum() >= cal["uniform eps"].sum() - 1e-9
+    assert (cal[CAL_TPL] <= 2.0 + 1e-12).all() and cal[CAL_EPS].sum() >= cal[UNIFORM_EPS].sum() - 1e-9
     app.select_slider(key="leak_eps").set_value(2.0).run()  # back later: model and budgets from the store
     assert not app.exception and len(app.dataframe) == 2
     app.radio(key="leak_method").set_value("exact").run()
@@ -83,7 +89,7 @@ def test_leakage_page_uncertainty_all_pairs_and_calibration(app: AppTest) -> Non
     app.button(key="leak_pairs_go").click().run()
     app.button(key="leak_cal_go").click().run()
     assert not app.exception
-    assert (app.dataframe[1].value["TPL"] <= 2.0 + 1e-12).all()
+    assert (app.dataframe[1].value[CAL_TPL] <= 2.0 + 1e-12).all()
 
 
 def test_readable_axes_and_plain_words(app: AppTest) -> None:
@@ -110,3 +116,80 @@ def test_all_pairs_progress_is_drawn_outside_any_cache(app: AppTest) -> None:
     app.switch_page("views/noise.py").run()
     app.switch_page("views/leakage.py").run()
     assert not app.exception and len(app.get("plotly_chart")) == 3
+
+
+def test_cpl_chart_axis_fits_the_curves_and_the_eps_label_sits_by_its_line(app: AppTest) -> None:
+    """UX audit: the x axis ran to about 100 while the curves stop at ε = 20, and the "ε = 3" label sat in the
+    top-right corner (add_vline's label on a log axis lands at 10^ε, and the axis stretched to it)."""
+    app.switch_page("views/leakage.py").run()
+    slider = app.select_slider(key="leak_eps")
+    eps = min((float(o) for o in slider.options), key=lambda v: abs(v - 3.0))
+    slider.set_value(eps).run()
+    assert not app.exception
+    spec = _spec(app, 1)
+    xs = np.concatenate([np.asarray(t["x"], dtype=float) for t in spec["data"]])
+    lo, hi = spec["layout"]["xaxis"]["range"]  # log10 units on a log axis
+    assert np.log10(xs.min()) - 1e-9 <= lo < hi <= np.log10(xs.max()) + 1e-9
+    assert hi - lo >= np.log10(xs.max() / xs.min()) - 1e-9  # and every point of the curves is shown
+    (label,) = [a for a in spec["layout"]["annotations"] if a["text"] == f"ε = {eps:g}"]
+    assert label["xref"] == "x" and label["x"] == pytest.approx(np.log10(eps))  # at its red line
+    assert lo <= label["x"] <= hi
+
+
+def test_coinciding_curves_stay_visible_and_are_named(app: AppTest) -> None:
+    """UX audit: "DT (α, β, δ)" and "(α, γ, δ) uncalibrated" were in the legend, hidden under other lines."""
+    app.switch_page("views/leakage.py").run()  # age <- sex: DT equals CPL* exactly
+    spec = _spec(app, 1)
+    style = {t["name"]: t.get("line", {}) for t in spec["data"] if "name" in t}
+    dashes = [
+        style[n].get("dash", "solid") for n in ("CPL* (exact)", "DT (α, β, δ)", "(α, γ, δ) uncalibrated")
+    ]
+    assert len(set(dashes)) == 3  # each of the three keeps its own dash style on top of the others
+    names = [t.get("name") for t in spec["data"]]
+    assert names.index("CPL* (exact)") < names.index("DT (α, β, δ)")  # the solid line under the dashed one
+    notes = [c.value for c in app.caption if "coincide" in c.value]
+    assert notes == [
+        "For this pair CPL* (exact) and DT (α, β, δ) coincide at every ε shown: their lines lie on top of "
+        "each other (each keeps its own dash style)."
+    ]
+    app.selectbox(key="leak_target").set_value("sex").run()
+    app.selectbox(key="leak_other").set_value("thal").run()  # three distinct curves: no such note
+    assert not app.exception and not [c for c in app.caption if "coincide" in c.value]
+
+
+def test_plain_words_instead_of_paper_ids(app: AppTest) -> None:
+    """UX audit: "seed 001" in the caption and "(001 Sec. V-D)" in a help were internal paper ids."""
+    app.switch_page("views/leakage.py").run()
+    app.button(key="leak_pairs_go").click().run()
+    app.button(key="leak_cal_go").click().run()
+    assert not app.exception
+    texts = [e.value for e in (*app.caption, *app.markdown, *app.info, *app.title, *app.subheader)]
+    texts += [w.help or "" for w in (*app.radio, *app.selectbox, *app.select_slider, *app.number_input)]
+    assert texts and not [t for t in texts if PAPER_ID.search(t)]
+    assert "seed 001" not in json.dumps([json.loads(c.proto.spec) for c in app.get("plotly_chart")])
+
+
+def test_tables_have_readable_headers_in_nats_with_three_decimals(app: AppTest) -> None:
+    """UX audit: raw headers ("TPL = ε + ΣCPL", "eps", "uniform TPL") and values like 38.1983, no unit."""
+    app.switch_page("views/leakage.py").run()
+    app.button(key="leak_pairs_go").click().run()
+    app.button(key="leak_cal_go").click().run()
+    assert not app.exception and len(app.dataframe) == 2
+    tpl, cal = app.dataframe
+    assert list(tpl.value.columns) == ["attribute", "total leakage (nats)"]
+    assert list(cal.value.columns) == [
+        "attribute",
+        CAL_EPS,
+        CAL_TPL,
+        UNIFORM_EPS,
+        "total leakage, uniform (nats)",
+    ]
+    for table in (tpl, cal):
+        config = json.loads(table.proto.columns)
+        numbers = [c for c in table.value.columns if c != "attribute"]
+        assert all(config[c]["type_config"]["format"] == "%.3f" for c in numbers)
+    assert (
+        "ε + Σ CPL" in json.loads(tpl.proto.columns)["total leakage (nats)"]["help"]
+    )  # the formula: a tooltip
+    at_eps = next(c.value for c in app.caption if c.value.startswith("At ε ="))
+    assert at_eps.endswith("(nats)") and re.search(r"CPL\* = \d+\.\d{3},", at_eps)
