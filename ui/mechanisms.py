@@ -20,6 +20,7 @@ from ui.jobs import builder
 __all__ = [
     "AUTO_CURVES",
     "AUTO_OPT",
+    "CONSTANT_TV",
     "MAX_DOMAIN",
     "MAX_OPT",
     "METHOD_COLORS",
@@ -29,12 +30,16 @@ __all__ = [
     "Domain",
     "Playground",
     "Selection",
+    "constant_channels",
     "curve_grid",
     "curves",
     "curves_key",
     "domain_of",
     "fig_curves",
     "fig_heatmaps",
+    "loss_text",
+    "lp_caption",
+    "missing_points",
     "opt_key",
     "playground",
     "ready_curves",
@@ -158,7 +163,7 @@ def _channels(sel: Selection, eps: float, with_opt: bool, progress: Progress = N
     if n > MAX_OPT:
         message = f"OPT is offered up to {MAX_OPT} joint values here (this domain has {n})."
     elif not with_opt:
-        message = f"OPT for {n} joint values is solved on request (button below)."
+        message = f"OPT for {n} joint values is solved on request (the button above)."
     else:
         res = core.optimal_mechanism(
             domain.prior, loss, domain.dist, eps, time_limit=OPT_SECONDS, progress=progress
@@ -241,6 +246,28 @@ def request_curves(sel: Selection, grid: tuple[float, ...]) -> Future[dict[str, 
     )
 
 
+def loss_text(loss: float) -> str:
+    """An expected loss with four significant digits, trailing zeros kept (0.1220 beside 0.04691)."""
+    return f"{loss:#.4g}"
+
+
+def lp_caption(play: Playground) -> tuple[str, str]:
+    """The LP's result in plain words (Optimal, or how near) with its time, and the solver's details."""
+    head = play.opt_message.split(" (", 1)[0]
+    took = "< 0.01 s" if play.opt_seconds < 0.005 else f"{play.opt_seconds:.2f} s"
+    return f"LP optimum: {head}, solved in {took}.", play.opt_message
+
+
+def missing_points(grid: Sequence[float], curves: dict[str, np.ndarray]) -> str:
+    """Which budgets of a curve have no point (an LP out of its time), in words; empty when none."""
+    gaps = {
+        name: [g for g, v in zip(grid, values, strict=True) if not np.isfinite(v)]
+        for name, values in curves.items()
+    }
+    said = [f"{name} at ε = {', '.join(f'{g:.3g}' for g in at)}" for name, at in gaps.items() if at]
+    return f"Not solved in the time limit, so left out: {'; '.join(said)}." if said else ""
+
+
 def verified_text(violation: float) -> str:
     """The verification result in words: never a negative "violation"."""
     if violation <= core.VIOLATION_TOL:
@@ -248,8 +275,36 @@ def verified_text(violation: float) -> str:
     return f"NOT verified: a ratio exceeds e^(ε·d) by {violation:.2e} in log terms"
 
 
+#: Largest total-variation distance between two rows of a channel that still counts as one release for
+#: every true value (a channel that ignores its input).
+CONSTANT_TV = 1e-6
+
+
+def constant_channels(play: Playground) -> list[str]:
+    """The channels whose released value does not depend on the true value (all rows equal): at a small
+    eps remapping and the LP optimum may release the prior's best guess for every record."""
+    return [
+        name for name, P in play.matrices.items() if 0.5 * np.abs(P - P[0]).sum(axis=1).max() <= CONSTANT_TV
+    ]
+
+
 def verdict(play: Playground) -> str:
-    """One sentence: does the optimised mechanism pay off against distance-based noise here?"""
+    """One sentence: does the optimised mechanism pay off against distance-based noise here? First, in
+    plain words, which channels release the same value whatever the true value."""
+    constant = [n for n in constant_channels(play) if n != "EM"]  # EM's rows differ at every eps > 0
+    said = ""
+    if constant:
+        said = (
+            f"At this ε, {' and '.join(constant)} {'release' if len(constant) > 1 else 'releases'} the same "
+            "value whatever the true value (the best guess from the prior alone): it says nothing about a "
+            "record, and its loss is that of guessing. Raise ε for an informative release. "
+        )
+    if "OPT" in constant:
+        return said.rstrip()
+    return said + _comparison(play)
+
+
+def _comparison(play: Playground) -> str:
     if "OPT" not in play.losses:
         return "Only distance-based noise is shown. " + play.opt_message
     best_dpn = min(play.losses["EM"], play.losses["EM+remap"])

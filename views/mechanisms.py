@@ -27,18 +27,27 @@ if encoded is None:
 columns = list(encoded.columns)
 sizes = encoded.domain_sizes
 default = next((c for c in columns if sizes[c] >= 4), columns[0])
+if st.session_state.get("mech_attrs_table") != encoded.fingerprint or "mech_attrs" not in st.session_state:
+    st.session_state["mech_attrs"] = [default]  # another table: its default (the old choice is not in it)
+    st.session_state["mech_attrs_table"] = encoded.fingerprint
 c1, c2, c3 = st.columns([2, 1, 2])
 with c1:
     chosen = st.multiselect(
         "Attributes (one, or a group perturbed jointly)",
         columns,
-        default=[default],
         max_selections=3,
         key="mech_attrs",
         format_func=lambda c: f"{c} ({sizes[c]} values)",
     )
 with c2:
-    p = st.select_slider("Metric exponent p", options=[1.0, 2.0, math.inf], value=2.0, key="mech_p")
+    p = st.select_slider(
+        "Metric exponent p",
+        options=[1.0, 2.0, math.inf],
+        value=2.0,
+        key="mech_p",
+        help="How the distances of several attributes combine: p = 1 adds them, p = 2 is Euclidean, "
+        "p = ∞ takes the largest.",
+    )
 with c3:
     eps = eps_slider("Privacy budget ε", key="mech_eps", default=2.0, lo=0.1, hi=20.0)
     st.caption(core.budget_sentence(eps))
@@ -47,7 +56,11 @@ if not chosen:
     st.stop()
 n = math.prod(sizes[c] for c in chosen)
 if n > mech.MAX_DOMAIN:
-    st.warning(f"The joint domain has {n:,} values; the playground shows up to {mech.MAX_DOMAIN}.")
+    st.warning(
+        f"The joint domain has {n:,} values ({' × '.join(str(sizes[c]) for c in chosen)}); the playground "
+        f"shows up to {mech.MAX_DOMAIN}: drop an attribute, or choose ones with fewer values (or fewer bins "
+        "on the Data page)."
+    )
     st.stop()
 
 task = st.radio("Task loss", list(mech.TASKS), format_func=mech.TASKS.get, horizontal=True, key="mech_task")
@@ -82,16 +95,19 @@ if "OPT" not in play.losses and mech.AUTO_OPT < n <= mech.MAX_OPT:
 metric_cols = st.columns(3)
 for col, name in zip(metric_cols, ["EM", "EM+remap", "OPT"], strict=True):
     if name in play.losses:
-        col.metric(f"{name} expected loss", f"{play.losses[name]:.4g}")
+        col.metric(f"{name} expected loss", mech.loss_text(play.losses[name]))
         col.caption(mech.verified_text(play.violations[name]))
     else:
         col.metric(f"{name} expected loss", "—")
         col.caption(play.opt_message)
 st.info(mech.verdict(play))
 if "OPT" in play.losses:
-    st.caption(f"LP: {play.opt_message} ({play.opt_seconds:.2f} s)")
+    lp_text, lp_details = mech.lp_caption(play)
+    st.caption(lp_text, help=lp_details)
 
 st.subheader("The channels: P(released value | true value)")
+if len(chosen) > 1:
+    st.caption(f"A joint value is written {' · '.join(chosen)}.")
 st.plotly_chart(mech.fig_heatmaps(play, domain.labels), key="mech_heatmaps")
 
 st.subheader("Expected loss versus ε")
@@ -115,3 +131,5 @@ if st.toggle("Compute loss–budget curves", value=n <= mech.AUTO_CURVES, key="m
         )
     if curves is not None:
         st.plotly_chart(mech.fig_curves(grid, curves, eps), key="mech_curve_chart")
+        if gaps := mech.missing_points(grid, curves):
+            st.caption(gaps)

@@ -299,12 +299,10 @@ def optimal_mechanism(
         Input metric (checked: square, symmetric, zero diagonal, triangle inequality).
     eps : float
         Budget > 0 (unit ``1 / dist``).
-    max_inputs, max_variables : int
-        Size limits; beyond them ``success=False`` with a message (no exception).
+    max_inputs, max_variables, max_rounds : int
+        Size limits (beyond them ``success=False`` with a message, no exception); master solves at most.
     time_limit : float
         Wall-clock seconds for column and row generation (solver calls and pricing).
-    max_rounds : int
-        Master solves before giving up.
     progress : callable, optional
         ``progress(fraction of time_limit used, message)`` after every master solve; an exception it
         raises (a stop asked by a user) ends the solve there and propagates.
@@ -415,12 +413,14 @@ def optimal_mechanisms(
 
     Parameters
     ----------
-    prior, loss, dist_in
+    prior, loss, dist_in, max_inputs, max_variables, max_rounds
         As for :func:`optimal_mechanism`.
     eps_grid : sequence of float
         Strictly ascending budgets > 0.
     progress : callable, optional
         ``progress(fraction, message)`` after every master solve (as :func:`optimal_mechanism`).
+    time_limit : float
+        Seconds per grid point; what one leaves unused goes on to the next (the large budgets' are slow).
 
     Returns
     -------
@@ -436,12 +436,13 @@ def optimal_mechanisms(
         return [_failure(c.shape, "size limit", limit, 0.0, float(e)) for e in grid]
     problem = _Problem(p, c, d)
     results: list[MechanismResult] = []
-    warm = None
+    warm, begin = None, time.perf_counter()
     for k, eps in enumerate(grid):
         previous = results[-1] if results else None
         at_point = part(progress, k / grid.size, (k + 1) / grid.size, f"OPT at eps = {eps:.3g}, ")
+        share = (k + 1) * time_limit - (time.perf_counter() - begin)  # the time unused so far rolls on
         result, warm = _solve_point(
-            problem, float(eps), previous, warm, time_limit, max_rounds, time.perf_counter(), at_point
+            problem, float(eps), previous, warm, share, max_rounds, time.perf_counter(), at_point
         )
         results.append(result)
         report(progress, (k + 1) / grid.size, f"OPT at eps = {eps:.3g}")

@@ -61,7 +61,7 @@ def test_default_view_shows_three_verified_channels(at: AppTest) -> None:
     eps = at.select_slider(key="mech_eps").value  # the log-grid stop nearest to 2
     ref = reference(attrs, 2.0, "squared", eps)
     for name, value in ref.items():
-        assert metric(at, f"{name} expected loss") == f"{value:.4g}"
+        assert metric(at, f"{name} expected loss") == f"{value:#.4g}"
     verified = [c.value for c in at.caption if c.value.startswith("verified ε-mDP")]
     assert len(verified) == 3  # said in words, never as a negative "violation"
     assert not any("violation: -" in c.value for c in at.caption)
@@ -82,7 +82,7 @@ def test_threshold_task_and_group(at: AppTest) -> None:
     threshold = at.selectbox(key="mech_threshold").value
     eps = at.select_slider(key="mech_eps").value
     ref = reference(["sex", "cp"], 2.0, "threshold", eps, threshold)
-    assert metric(at, "OPT expected loss") == f"{ref['OPT']:.4g}"
+    assert metric(at, "OPT expected loss") == f"{ref['OPT']:#.4g}"
     assert ref["OPT"] < 0.95 * ref["EM+remap"]
     assert any("OPT beats" in info.value for info in at.info)
     heat = json.loads(at.get("plotly_chart")[0].proto.spec)
@@ -98,13 +98,30 @@ def test_eps_and_p_change_the_numbers(at: AppTest) -> None:
     assert not at.exception
     after = metric(at, "EM expected loss")
     assert float(after) < float(before)
-    assert metric(at, "EM expected loss") == f"{reference(['age'], 1.0, 'squared', 10.0)['EM']:.4g}"
+    assert metric(at, "EM expected loss") == f"{reference(['age'], 1.0, 'squared', 10.0)['EM']:#.4g}"
 
 
 def test_empty_selection_guides_the_user(at: AppTest) -> None:
     at.multiselect(key="mech_attrs").set_value([]).run()
     assert not at.exception
     assert any("Choose at least one attribute" in info.value for info in at.info)
+
+
+def test_another_dataset_starts_from_its_default_attribute(at: AppTest) -> None:
+    """Heart's choice is not a wine column: the page showed "Choose at least one attribute" (UX audit)."""
+    at.multiselect(key="mech_attrs").set_value(["sex", "cp"]).run()
+    at.selectbox(key="side_dataset").set_value("wine").run()
+    assert not at.exception, at.exception
+    chosen = at.multiselect(key="mech_attrs").value
+    assert chosen == ["fixed_acidity"]  # wine's first attribute with at least 4 values
+    assert not any("Choose at least one attribute" in i.value for i in at.info)
+    assert metric(at, "EM expected loss") != "—"
+
+
+def test_a_domain_too_large_says_what_to_drop(at: AppTest) -> None:
+    at.multiselect(key="mech_attrs").set_value(["age", "trestbps", "chol"]).run()
+    warning = at.warning[0].value
+    assert "448 values (8 × 8 × 7)" in warning and "drop an attribute" in warning
 
 
 def _heart() -> tuple:
@@ -138,6 +155,40 @@ def test_verdict_never_reports_negative_gains() -> None:
     assert mech.verified_text(1e-3).startswith("NOT verified")
 
 
+def test_a_channel_that_ignores_the_true_value_is_said_so() -> None:
+    """At a small eps the remap and the LP may release the prior's best guess for every record: the page
+    said "the cheap mechanism is already optimal" while both released a constant (UX audit)."""
+    guess = np.zeros((4, 4))
+    guess[:, 2] = 1.0
+    line = np.abs(np.subtract.outer(np.arange(4.0), np.arange(4.0)))
+    em = core.exponential_mechanism(line, 0.5)
+    play = mech.Playground(
+        {"EM": em, "EM+remap": guess, "OPT": guess}, {"EM": 0.5, "EM+remap": 0.4, "OPT": 0.4}, {}, "", 0.0
+    )
+    assert mech.constant_channels(play) == ["EM+remap", "OPT"]
+    assert mech.verdict(play).startswith("At this ε, EM+remap and OPT release the same value")
+    assert mech.verdict(play).endswith("Raise ε for an informative release.")  # no comparison with OPT
+    nearly = guess.copy()
+    nearly[0] = [1e-3, 0.0, 1 - 1e-3, 0.0]  # one row differs in total variation by 1e-3: informative
+    play = mech.Playground({"EM": em, "EM+remap": nearly}, {"EM": 0.5, "EM+remap": 0.4}, {}, "", 0.0)
+    assert mech.constant_channels(play) == [] and mech.verdict(play).startswith("Only distance-based")
+    play = mech.Playground(  # the remap guesses, the LP does not: both said
+        {"EM": em, "EM+remap": guess, "OPT": nearly}, {"EM": 0.5, "EM+remap": 0.4, "OPT": 0.2}, {}, "", 0.0
+    )
+    assert mech.verdict(play).startswith("At this ε, EM+remap releases the same value")
+    assert "OPT beats the best distance-based channel by 50.0 %" in mech.verdict(play)
+
+
+def test_lp_caption_and_missing_curve_points_in_plain_words() -> None:
+    play = mech.Playground({}, {}, {}, "Optimal (2 of 8 outputs active, 1 rounds)", 0.001)
+    assert mech.lp_caption(play) == ("LP optimum: Optimal, solved in < 0.01 s.", play.opt_message)
+    curves = {"EM": np.array([1.0, 0.5, 0.2]), "OPT": np.array([0.9, np.nan, np.nan])}
+    assert mech.missing_points([0.5, 2.0, 20.0], curves) == (
+        "Not solved in the time limit, so left out: OPT at ε = 2, 20."
+    )
+    assert mech.missing_points([0.5], {"OPT": np.array([0.9])}) == ""
+
+
 def test_curves_survive_cache_hits(at: AppTest) -> None:
     """Issue 11 failure 3: a rerun that hit the curves cache raised CacheReplayClosureError."""
     assert at.toggle(key="mech_curves").value
@@ -163,7 +214,7 @@ def test_large_domain_solves_opt_on_request(at: AppTest) -> None:
     at.button(key="mech_solve_opt").click().run()
     assert not at.exception
     eps = at.select_slider(key="mech_eps").value
-    assert metric(at, "OPT expected loss") == f"{reference(['age', 'cp'], 2.0, 'squared', eps)['OPT']:.4g}"
+    assert metric(at, "OPT expected loss") == f"{reference(['age', 'cp'], 2.0, 'squared', eps)['OPT']:#.4g}"
     at.run()  # the solved LP is kept: no button on the next rerun
     assert "mech_solve_opt" not in [b.key for b in at.button] and metric(at, "OPT expected loss") != "—"
 
