@@ -189,6 +189,12 @@ def test_lp_caption_and_missing_curve_points_in_plain_words() -> None:
     assert mech.missing_points([0.5], {"OPT": np.array([0.9])}) == ""
 
 
+@pytest.mark.parametrize("eps", [0.1, 0.8, 2.0, 20.0])
+def test_the_curve_grid_holds_the_chosen_budget_once(eps: float) -> None:
+    grid = mech.curve_grid(eps)  # geomspace's middle point is 1.9999... at eps 2: it was solved twice
+    assert len(grid) == 13 and np.count_nonzero(np.isclose(grid, eps)) == 1 and eps in grid
+
+
 def test_curves_survive_cache_hits(at: AppTest) -> None:
     """Issue 11 failure 3: a rerun that hit the curves cache raised CacheReplayClosureError."""
     assert at.toggle(key="mech_curves").value
