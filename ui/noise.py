@@ -19,7 +19,9 @@ from ui.store import store as result_store
 
 __all__ = [
     "GRID_SIZES",
+    "SECOND_MOMENT_LABEL",
     "VectorQuery",
+    "band_note",
     "cached_choice",
     "cached_curve",
     "fig_densities",
@@ -39,6 +41,8 @@ __all__ = [
     "verdict",
 ]
 
+#: The second moment's label wherever the page shows its value (query units: those of the released answer).
+SECOND_MOMENT_LABEL = "E|Z|² (query units²)"
 #: Heatmap grid options: label -> (number of delta values, number of eps values).
 GRID_SIZES = {"20 × 40 (quick)": (20, 40), "50 × 100 (as in 003)": (50, 100)}
 _CLASSICAL = {
@@ -264,10 +268,55 @@ def _finite(curve: pd.DataFrame) -> pd.DataFrame:
     return curve[np.isfinite(curve["p"])]
 
 
+#: p = inf is drawn as a labelled line on a panel of :func:`fig_scale_curves` when its value lies within this
+#: factor of the finite shapes' range; further out it would squash their curve, so a note says "off scale".
+_OFF_SCALE = 3.0
+
+
+def _uniform_level(fig: go.Figure, col: int, value: float, finite: np.ndarray, *, log: bool) -> list[float]:
+    """Mark p = inf on panel ``col``: a dotted line labelled beside it, or an "off scale" note in the panel's
+    top (bottom) corner when it lies far above (below) the finite curve. Returns the data range to show.
+
+    Annotations on a log axis take log10 coordinates (plotly.py #2580): ``add_hline``'s own label landed at
+    10^value, off the panel, which left the line unlabelled."""
+    lo, hi = float(np.min(finite)), float(np.max(finite))
+    color = _CLASSICAL[np.inf][1]
+    axis = "" if col == 1 else str(col)  # plotly names the first axes "x" and "y", not "x1"
+    if lo / _OFF_SCALE <= value <= hi * _OFF_SCALE:
+        fig.add_hline(y=value, line_dash="dot", line_color=color, row=1, col=col)
+        fig.add_annotation(
+            x=0.0,
+            xref=f"x{axis} domain",
+            xanchor="left",
+            y=float(np.log10(value)) if log else value,
+            yref=f"y{axis}",
+            yanchor="bottom",
+            text=f"p = ∞ (uniform): {value:.3g}",
+            showarrow=False,
+            font={"color": color},
+        )
+        return [min(lo, value), max(hi, value)]
+    above = value > hi
+    fig.add_annotation(
+        x=1.0,
+        xref=f"x{axis} domain",
+        xanchor="right",
+        y=1.0 if above else 0.0,
+        yref=f"y{axis} domain",
+        yanchor="top" if above else "bottom",
+        text=f"p = ∞ (uniform): {value:.3g}, off scale {'↑' if above else '↓'}",
+        showarrow=False,
+        font={"color": color},
+    )
+    return [lo, hi]
+
+
 def fig_scale_curves(curve: pd.DataFrame, choice: core.ShapeChoice) -> go.Figure:
-    """``b(p)`` and ``E|Z|^2`` versus ``p``; the selection and ``p = 1, 2`` marked, ``p = inf`` as a line."""
+    """``b(p)`` and ``E|Z|^2`` versus ``p``; the selection and ``p = 1, 2`` marked, ``p = inf`` as a labelled
+    line (or an "off scale" note when it is far from the finite shapes); axes in query units."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("Feasible scale b(p)", "Second moment E|Z|²"))
     finite, uniform = _finite(curve), curve.iloc[-1]
+    shown: dict[str, list[float]] = {}
     for col, key in ((1, "scale"), (2, "second_moment")):
         fig.add_trace(
             go.Scatter(
@@ -276,15 +325,10 @@ def fig_scale_curves(curve: pd.DataFrame, choice: core.ShapeChoice) -> go.Figure
             row=1,
             col=col,
         )
-        fig.add_hline(
-            y=float(uniform[key]),
-            line_dash="dot",
-            line_color=_CLASSICAL[np.inf][1],
-            row=1,
-            col=col,
-            annotation_text="p = ∞",
-            annotation_position="top left",
-        )
+        values = finite[key].to_numpy()
+        values = values[np.isfinite(values) & (values > 0)]
+        if values.size and np.isfinite(uniform[key]) and uniform[key] > 0:
+            shown[key] = _uniform_level(fig, col, float(uniform[key]), values, log=col == 2)
         for p in (1.0, 2.0):
             row = finite.loc[np.isclose(finite["p"], p)]
             if not row.empty:
@@ -315,10 +359,16 @@ def fig_scale_curves(curve: pd.DataFrame, choice: core.ShapeChoice) -> go.Figure
                 col=col,
             )
     fig.update_xaxes(title_text="shape p")
-    values = np.append(finite["second_moment"].to_numpy(), float(uniform["second_moment"]))
-    values = values[np.isfinite(values) & (values > 0)]
-    if values.size:
-        fig.update_yaxes(**log_axis(float(values.min()), float(values.max())), row=1, col=2)
+    fig.update_yaxes(title_text="b (query units)", row=1, col=1)
+    fig.update_yaxes(title_text=SECOND_MOMENT_LABEL, row=1, col=2)
+    if "scale" in shown:
+        fig.update_yaxes(range=[0.0, 1.08 * shown["scale"][1]], row=1, col=1)
+    if "second_moment" in shown:
+        lo, hi = shown["second_moment"]
+        pad = 0.06 * max(np.log10(hi / lo), 0.5)
+        fig.update_yaxes(
+            **log_axis(lo, hi), range=[float(np.log10(lo)) - pad, float(np.log10(hi)) + pad], row=1, col=2
+        )
     fig.update_layout(height=380, margin={"t": 40, "b": 40}, legend={"orientation": "h", "y": -0.25})
     return fig
 
@@ -357,7 +407,8 @@ def fig_densities(choice: core.ShapeChoice, eps: float, delta: float, sensitivit
 def fig_heatmap(hm: core.ShapeHeatmap) -> go.Figure:
     """Selected shape and variance reduction over the ``(eps, delta)`` grid (log axes, decade labels).
 
-    Each colour bar lies flat under its own panel, so neither is drawn over the other panel's axis.
+    Both panels share one ε range (the grid's outer cell edges) and one δ range; each colour bar lies flat
+    under its own panel, so neither is drawn over the other panel's axis, its title above it.
     """
     fig = make_subplots(
         rows=1,
@@ -367,12 +418,12 @@ def fig_heatmap(hm: core.ShapeHeatmap) -> go.Figure:
     )
     shown_p = np.where(np.isinf(hm.p), np.nan, hm.p)
     common = {"x": hm.eps, "y": hm.delta}
-    bar = {"orientation": "h", "y": -0.32, "yanchor": "top", "len": 0.42, "thickness": 12}
+    bar = {"orientation": "h", "y": -0.3, "yanchor": "top", "len": 0.42, "thickness": 12}
     fig.add_trace(
         go.Heatmap(
             z=shown_p,
             colorscale="Viridis",
-            colorbar={**bar, "x": 0.22, "title": {"text": "p", "side": "right"}},
+            colorbar={**bar, "x": 0.22, "title": {"text": "selected shape p", "side": "top"}},
             name="p",
             hovertemplate="ε = %{x:.3g}<br>δ = %{y:.2g}<br>p = %{z:.3g}<extra></extra>",
             **common,
@@ -384,7 +435,7 @@ def fig_heatmap(hm: core.ShapeHeatmap) -> go.Figure:
         go.Heatmap(
             z=100 * hm.improvement,
             colorscale="Reds",
-            colorbar={**bar, "x": 0.78, "title": {"text": "%", "side": "right"}},
+            colorbar={**bar, "x": 0.78, "title": {"text": "variance reduction (%)", "side": "top"}},
             name="improvement",
             hovertemplate="ε = %{x:.3g}<br>δ = %{y:.2g}<br>%{z:.1f} % less variance<extra></extra>",
             **common,
@@ -392,10 +443,36 @@ def fig_heatmap(hm: core.ShapeHeatmap) -> go.Figure:
         row=1,
         col=2,
     )
-    fig.update_xaxes(title_text="ε", **log_axis(float(hm.eps.min()), float(hm.eps.max())))
-    fig.update_yaxes(title_text="δ", **log_axis(float(hm.delta.min()), float(hm.delta.max())))
-    fig.update_layout(height=480, margin={"t": 40, "b": 110})
+    fig.update_xaxes(
+        title_text="ε", range=_cell_range(hm.eps), **log_axis(float(hm.eps.min()), float(hm.eps.max()))
+    )
+    fig.update_yaxes(
+        title_text="δ", range=_cell_range(hm.delta), **log_axis(float(hm.delta.min()), float(hm.delta.max()))
+    )
+    fig.update_xaxes(matches="x", row=1, col=2)
+    fig.update_yaxes(matches="y", row=1, col=2)
+    fig.update_layout(height=500, margin={"t": 40, "b": 130})
     return fig
+
+
+def _cell_range(centres: np.ndarray) -> list[float]:
+    """A log axis' range (log10 units) from the first cell's outer edge to the last one's, for cells centred
+    on the geometric grid ``centres``."""
+    logs = np.log10(np.sort(np.asarray(centres, dtype=np.float64)))
+    half = 0.5 * float(logs[1] - logs[0]) if logs.size > 1 else 0.5
+    return [float(logs[0]) - half, float(logs[-1]) + half]
+
+
+def band_note(hm: core.ShapeHeatmap) -> str:
+    """Why the variance-reduction panel shows a pale band between two ridges along δ (it is not noise)."""
+    step = float(hm.delta[1] / hm.delta[0]) if hm.delta.size > 1 else 1.0
+    return (
+        "The pale band between two red ridges is real, not numerical noise: along it the best shape is "
+        "p ≈ 2, so Gaussian noise is already optimal and there is nothing to gain. Below it (smaller δ) the "
+        "gain peaks where Laplace and Gaussian are equally good and a shape in between beats both; above "
+        f"it, shapes beyond 2 take over. Each row of this grid is δ × {step:.2g}, so the band can be one "
+        "row wide."
+    )
 
 
 def verdict(choice: core.ShapeChoice) -> str:

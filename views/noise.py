@@ -65,7 +65,11 @@ curve = noise.cached_curve(eps, delta, float(sensitivity), p_max)
 cols = st.columns(4)
 cols[0].metric("Selected shape p", noise.p_label(choice.p))
 cols[1].metric("Scale b", f"{choice.scale:.4g}")
-cols[2].metric("E|Z|²", f"{choice.second_moment:.4g}", help="Variance of the added noise")
+cols[2].metric(
+    noise.SECOND_MOMENT_LABEL,
+    f"{choice.second_moment:.4g}",
+    help="Variance of the added noise, in the query's units squared",
+)
 cols[3].metric(
     "Improvement",
     f"{100 * choice.improvement:.2f} %",
@@ -107,6 +111,7 @@ if heat is not None:
         f"{100 * float(np.max(heat.improvement)):.1f} %. Small ε with large δ favours larger shapes, "
         "large ε or tiny δ favours Laplace."
     )
+    st.caption(noise.band_note(heat))
 
 st.subheader("Vector query")
 vector_text = st.text_input(

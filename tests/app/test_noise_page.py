@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import time
@@ -48,11 +49,20 @@ def heatmap_spec(app: AppTest, seconds: float = 60.0) -> dict:
     return last_spec()
 
 
+def z_values(trace: dict) -> np.ndarray:
+    """A heatmap's z as an array (plotly ships it as typed binary: dtype, base64 bytes, shape)."""
+    z = trace["z"]
+    if isinstance(z, dict):
+        shape = tuple(int(n) for n in z["shape"].split(","))
+        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
+    return np.asarray(z, dtype=float)
+
+
 def test_defaults_show_the_003_table_2_selection(at: AppTest) -> None:
     # (eps, delta, Delta) = (1, 0.01, 3): p = 1.065, 3.40 % below Laplace (003 Sec. 6.1)
     assert metric(at, "Selected shape p") == "1.065"
     assert metric(at, "Improvement") == "3.40 %"
-    assert float(metric(at, "E|Z|²")) == pytest.approx(16.71, abs=0.01)
+    assert float(metric(at, "E|Z|² (query units²)")) == pytest.approx(16.71, abs=0.01)
     assert any("modest" in info.value for info in at.info)
     specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
     assert len(specs) == 2
@@ -226,3 +236,49 @@ def test_vector_scales_at_tiny_delta_say_why_instead_of_crashing(at: AppTest) ->
     assert table.loc["1", "method"].startswith("not certified: δ = 1e-12 is too small")
     assert np.isnan(table.loc["1", "scale b"])  # no uncertified scale is shown
     assert any("no certified scale" in w.value for w in at.warning)
+
+
+def test_scale_curves_label_the_uniform_shape_and_give_units(at: AppTest) -> None:
+    """UX audit: in "Second moment E|Z|²" the p = ∞ dashed line sat above the top tick, unlabelled (its label
+    was placed at 10^value: annotations on a log axis take log10 units), and E|Z|² had no unit."""
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
+    assert spec["yaxis2"]["title"]["text"] == "E|Z|² (query units²)"
+    assert spec["yaxis"]["title"]["text"] == "b (query units)"
+    # Defaults: uniform E|Z|² = (3 / 0.02)² / 3 = 7500, 24x the largest finite shape's: a note, off scale.
+    notes = [a for a in spec["annotations"] if a["text"].startswith("p = ∞")]
+    off = [a for a in notes if a.get("yref") == "y2 domain"]
+    assert len(off) == 1 and "7.5e+03, off scale ↑" in off[0]["text"] and off[0]["y"] == 1.0
+    assert spec["yaxis2"]["range"][1] < np.log10(7500.0)  # the finite curve keeps the panel
+    at.select_slider(key="ggm_eps").set_value(0.1).run()
+    at.select_slider(key="ggm_delta").set_value(0.1).run()  # uniform 75 lies among the finite shapes' 58-186
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
+    (label,) = [a for a in spec["annotations"] if a.get("yref") == "y2"]
+    assert label["text"] == "p = ∞ (uniform): 75" and label["y"] == pytest.approx(np.log10(75.0))
+    lo, hi = spec["yaxis2"]["range"]
+    assert lo < label["y"] < hi  # beside its line, inside the panel
+    assert any(s.get("y0") == pytest.approx(75.0) and s.get("yref") == "y2" for s in spec["shapes"])
+    assert metric(at, "E|Z|² (query units²)")
+
+
+def test_heatmap_panels_share_their_range_and_explain_the_band(at: AppTest) -> None:
+    """UX audit: the right panel's ε axis ended at 5 while the left one's ended at 10; the colour bar titles
+    "p" and "%" sat half under their bars; the variance reduction's pale band between two ridges looked
+    like numerical noise (it is where p = 2, Gaussian, is optimal: the caption says so, checked here)."""
+    at.toggle(key="ggm_heatmap").set_value(True).run()
+    heat = heatmap_spec(at)
+    layout = heat["layout"]
+    assert layout["xaxis2"]["range"] == layout["xaxis"]["range"] and layout["xaxis2"]["matches"] == "x"
+    assert layout["yaxis2"]["range"] == layout["yaxis"]["range"] and layout["yaxis2"]["matches"] == "y"
+    eps = np.geomspace(0.1, 10.0, 40)  # the quick grid's
+    lo, hi = layout["xaxis"]["range"]
+    assert lo < np.log10(eps[0]) and np.log10(eps[-1]) < hi and hi - lo < np.log10(eps[-1] / eps[0]) + 0.2
+    titles = [trace["colorbar"]["title"] for trace in heat["data"]]
+    assert [t["side"] for t in titles] == ["top", "top"]
+    assert [t["text"] for t in titles] == ["selected shape p", "variance reduction (%)"]
+    assert any(c.value.startswith("The pale band between two red ridges is real") for c in at.caption)
+    p, gain = z_values(heat["data"][0]), z_values(heat["data"][1])
+    assert p.shape == gain.shape == (20, 40)
+    dips = (gain[1:-1] + 1.0 < gain[:-2]) & (gain[1:-1] + 1.0 < gain[2:])  # a row below both neighbours
+    rows, cols = np.nonzero(dips)
+    assert rows.size >= 5  # the band exists on this grid ...
+    assert np.all(np.abs(p[rows + 1, cols] - 2.0) < 0.3)  # ... and lies where p is about 2
