@@ -14,9 +14,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import mdp_core as core
+from mdp_core._figures import log_axis
 from mdp_core._validation import Progress
 from ui.data import HASH_FUNCS
-from ui.noise import log_axis
 from ui.store import store as result_store
 
 __all__ = [

@@ -13,6 +13,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 import mdp_core as core
+from mdp_core._figures import log_axis
 from mdp_core._validation import Progress
 from ui.jobs import builder
 from ui.store import store as result_store
@@ -28,7 +29,6 @@ __all__ = [
     "fig_heatmap",
     "fig_scale_curves",
     "heatmap_key",
-    "log_axis",
     "odds_sentence",
     "p_label",
     "parse_vector",
@@ -51,42 +51,6 @@ _CLASSICAL = {
     np.inf: ("uniform (p = ∞)", "#9467bd"),
 }
 _SELECTED = "#d62728"
-
-
-_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def _round_label(v: float, scientific: bool) -> str:
-    """``0.1``, ``20``; on wide axes ``10⁻⁸``, ``5·10⁻⁸`` (one notation per axis)."""
-    if not scientific or 1.0 <= v < 1e3:
-        return f"{v:g}"
-    mantissa, exponent = f"{v:.0e}".split("e")
-    power = "10" + str(int(exponent)).translate(_SUPERSCRIPT)
-    return power if mantissa == "1" else f"{mantissa}·{power}"
-
-
-def log_axis(lo: float, hi: float, *, max_ticks: int = 8) -> dict[str, object]:
-    """Plotly axis settings for a log axis over ``[lo, hi]`` labelled by decades and a few round values.
-
-    More than three decades: powers of ten only (every other one when there are too many); one to three
-    decades: 1, 2, 5 per decade; less than one decade: 1, 2, 3, 5 per decade (and the rounded ends if that
-    leaves fewer than two ticks). Never plotly's default minor labels ("2 3 4 ... 9 1 2").
-    """
-    lo, hi = float(min(lo, hi)), float(max(lo, hi))
-    if not (np.isfinite(lo) and np.isfinite(hi) and lo > 0):
-        return {"type": "log"}
-    hi = max(hi, lo * 1.0001)
-    first, last = int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi)))
-    span = np.log10(hi / lo)
-    steps = (1.0,) if span > 3 else (1.0, 2.0, 5.0) if span > 1 else (1.0, 2.0, 3.0, 5.0)
-    ticks = [m * 10.0**k for k in range(first, last + 1) for m in steps]
-    ticks = [t for t in ticks if lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9)]
-    while len(ticks) > max_ticks:
-        ticks = ticks[::2]
-    if len(ticks) < 2:
-        ticks = sorted({float(f"{lo:.2g}"), *ticks, float(f"{hi:.2g}")})
-    scientific = min(ticks) < 1e-3 or max(ticks) >= 1e5
-    return {"type": "log", "tickvals": ticks, "ticktext": [_round_label(t, scientific) for t in ticks]}
 
 
 def odds_sentence(eps: float, delta: float) -> str:

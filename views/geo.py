@@ -141,7 +141,7 @@ with v1:
 with v2:
     key = f"geo_true_{mk}_{generation.get(mk, 0)}"
     true_label = st.selectbox(
-        "True location (or click a blue dot on the map)",
+        "True location (or click a white dot on the map)",
         cand_labels,
         index=cand_labels.index(st.session_state.get(key, picks.get(mk, cand_labels[0]))),
         key=key,
@@ -223,7 +223,8 @@ else:
             if view.colour_by == "error"
             else f"Colour: probability of each reported cell for the true location {true_label}. "
         )
-        + f"Black: true location; blue: {geo.N_REPORTS} sampled reports; small dots: candidate locations. "
+        + f"Black: the true location; blue discs: {geo.N_REPORTS} sampled reports (a disc's size: how many "
+        "fell in that cell); white dots: candidate true locations (click one). "
         f"{problem.grid.n_targets:,} target vertices, {len(problem.grid.outputs)} outputs, seed spacing "
         f"{problem.grid.h0 * 1000:.0f} m; utility {comp.utility_km[method]:.3f} km. {geo.ATTRIBUTION}"
     )
@@ -372,7 +373,9 @@ if geo.bound_available():
             b1.warning(f"The bound could not be computed: {error}")
     bound = geo.cached_bound(config, eps)  # a job may have landed since the top of this run
 bound = geo.best_bound(bound, comps)
-st.dataframe(geo.comparison_table(comps, bound), hide_index=True, width="stretch")
+st.dataframe(
+    geo.comparison_table(comps, bound), hide_index=True, width="stretch", column_config=geo.TABLE_COLUMNS
+)
 if said := geo.verdict(comps, bound):
     st.markdown(said)
 notes = [

@@ -113,7 +113,7 @@ def _assert_agreement(at: AppTest) -> None:
         eps = float(_widget(at, "select_slider", "Privacy budget").value)
     else:
         eps = geo.level_eps(level.split(":")[0])
-    caption = next(c.value for c in at.caption if "ε = " in c.value and "Black: true location" in c.value)
+    caption = next(c.value for c in at.caption if "ε = " in c.value and "Black: the true location" in c.value)
     assert caption.startswith(f"{method} at ε = {eps:.3g}/km.")
 
 
@@ -150,6 +150,10 @@ def test_geo_page_default_city(app: AppTest) -> None:
     assert {"geo_heat", "geo_roads", "geo_targets", "geo_reports", "geo_true", "geo_scale_bar"} <= ids
     assert deck["mapStyle"] == geo.NO_BASE_MAP  # Streamlit would fill null with a CARTO tile style
     assert len(_layer(at, "geo_roads")["data"]) > 1000  # the Helsinki road polylines
+    # candidates and reports were both blue dots (UX audit): the caption names each by its colour
+    assert _layer(at, "geo_targets")["getFillColor"][:3] == [255, 255, 255]
+    assert _layer(at, "geo_reports")["getFillColor"][:3] == [0, 90, 255]
+    assert any("blue discs:" in c.value and "white dots: candidate" in c.value for c in at.caption)
     table = at.dataframe[0].value
     assert list(table["method"]) == [
         "Tree extension (MLaEt-A)",
@@ -712,13 +716,14 @@ def test_exact_optimum_on_request_is_the_tables_yardstick(app: AppTest) -> None:
     u_best = best["expected travel error (km)"]
     said = (
         f"Of the private methods shown, **{best['method']}** has the least expected travel error "
-        f"({u_best:.3f} km): {100 * (u_best / bound.value - 1):.1f} % above the best possible, the exact "
-        f"optimum's {bound.value:.3f} km."
+        f"({u_best:.3f} km): the best possible, the exact optimum's {bound.value:.3f} km, is "
+        f"{100 * (1 - bound.value / u_best):.1f} % less."  # the table's measure, not a second one
     )
+    assert f"{100 * (1 - bound.value / u_best):.1f}" == f"{best['at most % better possible']:.1f}"
     assert said in [m.value for m in at.markdown]
     comps = {m: geo.stored_mechanism(OPTIMUM_MAP, eps, m) for m in ("tree", "em", "em_remap", "optimal")}
     short = dataclasses.replace(bound, value=0.9 * bound.value, exact=False)  # a bound below the optimum
-    assert f"at most {100 * (u_best / short.value - 1):.1f} % above" in geo.verdict(comps, short)
+    assert f"at most {100 * (1 - short.value / u_best):.1f} % less is possible" in geo.verdict(comps, short)
     assert f"errs less than {short.value:.3f} km" in geo.verdict(comps, short)
     assert geo.verdict(comps, None) == "" and geo.verdict({"optimal": comp}, bound) == ""
     _widget(at, "selectbox", "Mechanism shown").set_value(EXACT)
