@@ -29,11 +29,15 @@ from ui.state import get_state
 from ui.store import store
 
 __all__ = [
+    "ALLOCATION_BARS",
+    "BASELINE_LEGEND",
     "COMPARISON_EPS",
+    "DEGENERATE_CAVEAT",
     "EVAL_EPS",
     "EVAL_WAIT_SECONDS",
     "FLOOR_LABELS",
     "FLOOR_OPTIONS",
+    "HELP",
     "PROFILES_WAIT_SECONDS",
     "P_OPTIONS",
     "Degeneracy",
@@ -45,17 +49,23 @@ __all__ = [
     "composition_text",
     "config_from_json",
     "config_to_json",
+    "csv_download",
     "curves_figure",
     "degeneracy",
     "degeneracy_message",
+    "evaluation_caption",
+    "evaluation_column_config",
     "evaluation_key",
+    "evaluation_table",
     "fit_test_split",
     "floor_label",
     "floor_value",
     "grouping_caption",
+    "groups_column_config",
     "groups_table",
     "largest_floor",
     "log_ticks",
+    "page_notes",
     "privatized_csv",
     "privatized_test",
     "profiles_key",
@@ -74,6 +84,7 @@ __all__ = [
     "surrogate_note",
     "utility_text",
     "widget_key",
+    "yardsticks_text",
 ]
 
 P_OPTIONS = ["1", "1.5", "2", "3", "4", "inf"]
@@ -92,6 +103,37 @@ def floor_value(label: str) -> float:
     """The floor behind a label of :data:`FLOOR_LABELS`."""
     return FLOOR_OPTIONS[FLOOR_LABELS.index(label)]
 
+
+#: Tooltips of the page's labels and captions: where the paper's references (seed 000) go, out of the
+#: labels themselves.
+HELP = {
+    "tau_dim": "Largest group, in joint values, that may get the LP-optimal mechanism (OPT); larger groups "
+    "get distance-based noise (DPN). OPT mechanisms are computed only up to a fixed group size (48 joint "
+    "values by default): above it τ_dim acts as that size, and a note under the groups says so.",
+    "lower_bound": "No split of ε over these groups' loss-budget curves reaches a surrogate loss below this "
+    "(the Lagrangian dual on their shifted lower convex envelopes: seed 000, Proposition 2).",
+    "gap": "(DepHDP surrogate loss − lower bound) / lower bound: the allocation's surrogate loss is at most "
+    "this much above the best possible one (RelErr in seed 000). It says nothing about the release's "
+    "utility, which is measured on held-out records.",
+    "alc_rmp": "A baseline: budgets allocated by the surrogate, the exponential mechanism with Bayesian "
+    "remapping in every group (the legend of the baselines is under the comparison below).",
+    "composition": "Seed 000, Theorem 1: budgets of groups released under an ℓ_p record metric compose in "
+    "the dual norm q, 1/p + 1/q = 1.",
+    "curves": "The envelopes bracket the chosen mechanism's curve (greatest convex minorant below, least "
+    "concave majorant above, each shifted one grid step: seed 000, App. B); the allocation and its lower "
+    "bound are computed on them.",
+}
+#: What the baselines' names mean (shown once, under the comparison's heading). SPL splits eps uniformly in
+#: the composition norm (eps / K^(1/q) per group), ALC optimises the split on the surrogate; DPN is the
+#: exponential mechanism, RMP the exponential mechanism with Bayesian remapping (mdp_core.dephdp.pipeline).
+BASELINE_LEGEND = (
+    "Baselines use one kind of mechanism in every group. SPL: the budget split equally between groups; "
+    "ALC: budgets allocated by the surrogate. DPN: distance-based noise (the exponential mechanism); "
+    "RMP: the same with Bayesian remapping of its outputs. DepHDP chooses per group between distance-based "
+    "noise and the LP-optimal mechanism (OPT), and allocates by the surrogate."
+)
+#: Said right above the privatised CSV when the release is degenerate (the download stays, for inspection).
+DEGENERATE_CAVEAT = "Degenerate release: for inspection only, not for publication."
 
 COMPARISON_EPS = (0.5, 1.0, 2.0, 5.0, 10.0)
 _COLORS = {"OPT": "#d62728", "DPN": "#1f77b4"}
@@ -304,7 +346,7 @@ def surrogate_note(result: DepHDPResult) -> str:
         parts.append(
             f"Low fit by nature of the task, not a fitting error: held-out R² = {s.r2_heldout:.2f}. This "
             "task's loss is not a sum of per-group losses (perturbing several groups shifts the same model "
-            "score in opposite directions, which cancel), so a linear surrogate with β_k ≥ 0 (000 Eq. 20) "
+            "score in opposite directions, which cancel), so a linear surrogate with weights β_k ≥ 0 "
             "explains little of it: trust the held-out evaluation below more than the surrogate losses."
         )
     if zero:
@@ -316,16 +358,17 @@ def surrogate_note(result: DepHDPResult) -> str:
 
 
 def composition_text(result: DepHDPResult) -> str:
-    """The composition rule of 000 Theorem 1 with this allocation's numbers."""
+    """The composition rule of 000 Theorem 1 with this allocation's numbers (the reference goes in the
+    caption's tooltip, ``HELP["composition"]``, not in the text)."""
     p = result.config.p
     q = core.dual_exponent(p)
     norm = core.budget_norm(result.eps_used, q)
     q_text = "∞" if math.isinf(q) else f"{q:g}"
     p_text = "∞" if math.isinf(p) else f"{p:g}"
     return (
-        f"Composition (000 Theorem 1): with the ℓ_{p_text} record metric the group budgets compose in the "
-        f"dual norm q = {q_text}: ‖ε_k‖_{q_text} = {norm:.4g} ≤ ε = {result.config.eps:g} "
-        f"(their plain sum is {float(np.sum(result.eps_used)):.4g}; the sum is not the rule unless p = ∞)."
+        f"Composition of the group budgets: with the ℓ_{p_text} record metric they add up in the dual norm "
+        f"q = {q_text}: ‖ε_k‖_{q_text} = {norm:.4g} ≤ ε = {result.config.eps:g} (their plain sum is "
+        f"{float(np.sum(result.eps_used)):.4g}; the plain sum is the rule only for p = ∞)."
     )
 
 
@@ -389,22 +432,52 @@ def degeneracy_message(d: Degeneracy) -> str:
         )
     parts.append(
         "Fix: choose a task that keeps these attributes (record fidelity counts every attribute), or set a "
-        "per-group budget floor below; the surrogate losses and RelErr above describe the task's loss only."
+        "per-group budget floor. The surrogate losses and the gap to their lower bound below measure the "
+        "task's loss only, so they can look good while groups are starved."
     )
     return " ".join(parts)
 
 
 def grouping_caption(result: DepHDPResult, fit: core.Encoded, encoded: core.Encoded) -> str:
-    """Why the group count here can differ from the Data page's at the same tau_group."""
+    """How the groups arose (NMI components, then the split of large ones) and why their count can differ
+    from the Data page's at the same tau_group. It replaces the core's grouping note (:func:`page_notes`),
+    so the split is said once."""
     target = fit.schema.target
     released = len(result.mechanism.attributes)
+    cap = result.config.max_group_domain
+    k, comps = len(result.groups), result.components
+    if comps and comps < k:
+        split = (
+            f"has {comps} connected components; those with more than {cap:,} joint values were split "
+            f"(weakest edge first), giving {k} groups."
+        )
+    else:
+        split = f"gives {k} groups (none over the cap of {cap:,} joint values, so none was split)."
     return (
-        f"{len(result.groups)} groups: NMI graph at τ_group = {result.config.tau_group:g} on the {released} "
-        f"released attributes{f' (the target {target!r} is not released)' if target else ''} of the fitting "
-        f"split ({len(fit.codes):,} of {len(encoded.codes):,} rows), then split to at most "
-        f"{result.config.max_group_domain} joint values per group. The Data page groups every column of the "
-        "whole table, so its count can differ."
+        f"{k} groups: the NMI graph at τ_group = {result.config.tau_group:g} on the {released} released "
+        f"attributes{f' (the target {target!r} is not released)' if target else ''} of the fitting split "
+        f"({len(fit.codes):,} of {len(encoded.codes):,} rows) {split} The Data page groups every column of "
+        "the whole table, so its count can differ."
     )
+
+
+#: Beginnings of the core's notes that the page says in its own words (:func:`grouping_caption`, the
+#: tau_dim note of :func:`page_notes`); every other note (an LP that kept EM + remap) is shown as it is.
+_RESTATED_NOTES = ("tau_dim capped at", "The NMI graph at tau_group")
+
+
+def page_notes(result: DepHDPResult) -> list[str]:
+    """The result's notes for the page: the tau_dim cap in the slider's own words (τ_dim), the grouping
+    note left to :func:`grouping_caption`, the rest as the core wrote them."""
+    cfg = result.config
+    notes = []
+    if cfg.tau_dim > cfg.opt_max_domain:
+        notes.append(
+            f"τ_dim is set to {cfg.tau_dim:g} but acts as {cfg.opt_max_domain}: LP-optimal (OPT) mechanisms "
+            f"are computed only for groups of at most {cfg.opt_max_domain} joint values, so larger groups "
+            "always get distance-based noise (DPN)."
+        )
+    return notes + [n for n in result.notes if not n.startswith(_RESTATED_NOTES)]
 
 
 def suggested_floor(result: DepHDPResult) -> float:
@@ -433,8 +506,129 @@ def log_ticks(lo: float, hi: float) -> dict:
     return {"tickmode": "array", "tickvals": vals, "ticktext": [f"{v:g}" for v in vals]}
 
 
+#: The groups table's columns: score-frame key -> header shown (and exported) by the page.
+_GROUP_COLUMNS = {
+    "group": "group",
+    "domain_size": "joint values",
+    "radial_fit": "radial fit",
+    "mse_likeness": "MSE-likeness",
+    "mechanism": "mechanism",
+    "beta": "weight β",
+    "eps_k": "budget ε_k",
+}
+
+
 def groups_table(result: DepHDPResult) -> pd.DataFrame:
-    return result.scores[["group", "domain_size", "radial_fit", "mse_likeness", "mechanism", "beta", "eps_k"]]
+    """One row per group under readable headers, numbers exact (the page formats them for display with
+    :func:`groups_column_config`; the table's own CSV export keeps every digit)."""
+    return result.scores[list(_GROUP_COLUMNS)].rename(columns=_GROUP_COLUMNS)
+
+
+def groups_column_config() -> dict[str, object]:
+    """Display formats and tooltips of :func:`groups_table`: scores in [0, 1] to 3 decimals (so a score of
+    3e-11 reads 0.000), weights and budgets to 3 significant figures."""
+    num = st.column_config.NumberColumn
+    return {
+        "group": st.column_config.TextColumn(help="Attributes released together, by one mechanism."),
+        "joint values": num(format="%d", help="Joint values |X_k| of the group's attributes."),
+        "radial fit": num(
+            format="%.3f",
+            help="0-1: how well distance-based noise suits the group's loss (seed 000 Eq. 25-29).",
+        ),
+        "MSE-likeness": num(
+            format="%.3f", help="0-1: how close the group's loss is to a squared error (seed 000 Eq. 25-29)."
+        ),
+        "mechanism": st.column_config.TextColumn(
+            help="DPN: distance-based noise (exponential mechanism, remapped where it helps); OPT: the "
+            "LP-optimal mechanism for this group's loss."
+        ),
+        "weight β": num(
+            format="%.3g",
+            help="The group's weight in the surrogate of the task loss (seed 000 Eq. 20); 0: the task does "
+            "not use the group.",
+        ),
+        "budget ε_k": num(format="%.3g", help="The group's privacy budget (a point of the ε grid)."),
+    }
+
+
+#: The held-out evaluation's columns: table key -> header shown (and exported) by the page.
+_EVAL_COLUMNS = {
+    "eps": "ε",
+    "method": "method",
+    "mean": "task loss (mean)",
+    "sd": "task loss (sd)",
+    "lo": "mean − 1.96 sd",
+    "hi": "mean + 1.96 sd",
+    "surrogate": "surrogate loss",
+    "marginal_tv": "marginal TV distance",
+    "entropy_change": "marginal entropy change (nats)",
+    "total_correlation_change": "total correlation change (nats)",
+}
+
+
+def evaluation_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The held-out evaluation under readable headers, numbers exact (display formats:
+    :func:`evaluation_column_config`)."""
+    return table[[c for c in _EVAL_COLUMNS if c in table]].rename(columns=_EVAL_COLUMNS)
+
+
+def evaluation_column_config() -> dict[str, object]:
+    """ε as given, every other number to 3 significant figures, with what each column measures."""
+    num = st.column_config.NumberColumn
+    sig = "%.3g"
+    return {
+        "ε": num(format="%g", help="Global privacy budget the methods were configured for."),
+        "task loss (mean)": num(
+            format=sig, help="Task loss on the privatised test records, mean over the draws."
+        ),
+        "task loss (sd)": num(format=sig, help="Standard deviation of the task loss over the draws."),
+        "mean − 1.96 sd": num(format=sig, help="Lower end of the error bar in the chart."),
+        "mean + 1.96 sd": num(format=sig, help="Upper end of the error bar in the chart."),
+        "surrogate loss": num(format=sig, help="The loss the surrogate model predicted for this allocation."),
+        "marginal TV distance": num(
+            format=sig,
+            help="Total-variation distance between true and privatised one-attribute distributions, "
+            "averaged over attributes (0: identical, 1: disjoint).",
+        ),
+        "marginal entropy change (nats)": num(
+            format=sig, help="Mean absolute change of the attributes' entropies."
+        ),
+        "total correlation change (nats)": num(
+            format=sig, help="Absolute change of the dependence between attributes (total correlation)."
+        ),
+    }
+
+
+def evaluation_caption(repetitions: int, test_rows: int) -> str:
+    """What the evaluation chart's points and error bars are (:func:`mdp_core.evaluate_dephdp`)."""
+    return (
+        f"Each point: the task loss of the {test_rows:,} held-out test records privatised by that method, "
+        f"mean over {repetitions} independent draws. Error bars: ± 1.96 standard deviations of the loss "
+        "across the draws, the spread of a single release (not a confidence interval of the mean, which is "
+        f"√{repetitions} times narrower)."
+    )
+
+
+def yardsticks_text(test_rows: int) -> str:
+    """Why a near-zero gap to the lower bound can sit next to a large loss of utility."""
+    return (
+        "Two different yardsticks: the surrogate loss, its lower bound and the gap compare this allocation "
+        "with the best one under the surrogate's own model of the task loss (fitted on the fitting split); "
+        f"the release's utility is measured on the {test_rows:,} held-out test records, privatised once."
+    )
+
+
+def csv_download(problem: Degeneracy) -> tuple[str, str, str]:
+    """Label, file name and caveat ("" when none) of the privatised-CSV download. A degenerate release stays
+    downloadable for inspection (it is as private as any other), labelled so in the button, the file name
+    and a caption above it."""
+    if problem.degenerate:
+        return (
+            "Privatised test split (CSV, for inspection only)",
+            "privatised_test_DEGENERATE_inspection_only.csv",
+            DEGENERATE_CAVEAT,
+        )
+    return "Privatised test split (CSV)", "privatised_test.csv", ""
 
 
 def scatter_figure(result: DepHDPResult) -> go.Figure:
@@ -495,16 +689,55 @@ def _vline(fig: go.Figure, x: float, text: str, *, log: bool, **line: object) ->
     )
 
 
+#: Legend names of the allocation chart's bars, by the group's mechanism (the bar colours of _COLORS).
+ALLOCATION_BARS = {
+    "OPT": "DepHDP, LP-optimal mechanism (OPT)",
+    "DPN": "DepHDP, distance-based noise (DPN)",
+}
+
+
 def allocation_figure(result: DepHDPResult) -> go.Figure:
+    """DepHDP's budget per group (bars, one legend entry per mechanism colour) and ALC+RMP's (crosses), on
+    a log axis so the grid's minimum budget (0.005 by default) still shows as a bar."""
     names = [" + ".join(g) for g in result.groups]
-    fig = go.Figure(
-        go.Bar(x=names, y=result.eps_used, name="DepHDP", marker_color=[_COLORS[m] for m in result.selection])
-    )
-    alc = result.baselines["ALC+RMP"]
+    eps = np.asarray(result.eps_used, dtype=float)
+    fig = go.Figure()
+    for mech, label in ALLOCATION_BARS.items():
+        ks = [k for k, m in enumerate(result.selection) if m == mech]
+        if ks:
+            fig.add_trace(
+                go.Bar(
+                    x=[names[k] for k in ks],
+                    y=eps[ks],
+                    name=label,
+                    marker_color=_COLORS[mech],
+                    hovertemplate="%{x}<br>ε_k = %{y:.3g}<extra>" + mech + "</extra>",
+                )
+            )
+    alc = np.asarray(result.baselines["ALC+RMP"].eps, dtype=float)
     fig.add_trace(
-        go.Scatter(x=names, y=alc.eps, mode="markers", name="ALC+RMP", marker={"symbol": "x", "size": 10})
+        go.Scatter(
+            x=names,
+            y=alc,
+            mode="markers",
+            name="ALC+RMP baseline",
+            marker={"symbol": "x", "size": 10, "color": "black"},
+            hovertemplate="%{x}<br>ε_k = %{y:.3g}<extra>ALC+RMP</extra>",
+        )
     )
-    fig.update_layout(yaxis_title="ε_k", height=340, margin={"t": 30})
+    lo = float(min(eps.min(), alc.min(), result.eps_grid[0]))
+    hi = float(max(eps.max(), alc.max()))
+    fig.update_layout(
+        yaxis_title="group budget ε_k (log scale)",
+        yaxis_type="log",
+        yaxis_range=[math.log10(lo / 1.5), math.log10(hi * 1.5)],
+        xaxis={"categoryorder": "array", "categoryarray": names},
+        barmode="overlay",
+        legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
+        height=380,
+        margin={"t": 50},
+    )
+    fig.update_yaxes(**log_ticks(lo / 1.5, hi * 1.5))
     return fig
 
 
@@ -520,8 +753,8 @@ def curves_figure(result: DepHDPResult, k: int) -> go.Figure:
             )
     kind = "OPT" if result.selection[k] == "OPT" else "CAL"
     lo, up = pr.envelopes[kind]
-    fig.add_trace(go.Scatter(x=grid, y=lo, name="lower envelope (GCM, shifted)", line={"dash": "dot"}))
-    fig.add_trace(go.Scatter(x=grid, y=up, name="upper envelope (LCM, shifted)", line={"dash": "dash"}))
+    fig.add_trace(go.Scatter(x=grid, y=lo, name="lower convex envelope", line={"dash": "dot"}))
+    fig.add_trace(go.Scatter(x=grid, y=up, name="upper concave envelope", line={"dash": "dash"}))
     eps_k = float(result.eps_used[k])
     _vline(fig, eps_k, f"ε_k = {eps_k:.3g}", log=True, line_color="black")
     fig.update_layout(
@@ -537,7 +770,9 @@ def curves_figure(result: DepHDPResult, k: int) -> go.Figure:
     return fig
 
 
-def comparison_figure(table: pd.DataFrame) -> go.Figure:
+def comparison_figure(table: pd.DataFrame, title: str = "") -> go.Figure:
+    """Loss against the global eps per method: the surrogate's (column ``loss``) or the held-out
+    evaluation's (``mean``, error bars ± 1.96 ``sd``)."""
     fig = go.Figure()
     for method in ("DepHDP", *BASELINES):
         sub = table[table.method == method]
@@ -553,7 +788,11 @@ def comparison_figure(table: pd.DataFrame) -> go.Figure:
                 line={"color": _METHOD_COLORS[method], "width": 3 if method == "DepHDP" else 2},
             )
         )
-    fig.update_layout(xaxis_title="global ε", yaxis_title="task loss", height=360, margin={"t": 30})
+    fig.update_layout(
+        xaxis_title="global ε", yaxis_title="task loss", height=360, margin={"t": 40 if title else 30}
+    )
+    if title:
+        fig.update_layout(title={"text": title, "font": {"size": 14}})
     if len(table):
         fig.update_xaxes(type="log", **log_ticks(float(table.eps.min()), float(table.eps.max())))
     return fig

@@ -62,7 +62,12 @@ tau_group = c1.slider(
     "τ_group (NMI edge)", 0.0, 0.5, min(base.tau_group, 0.5), 0.01, key=view.widget_key("tau_group")
 )
 tau_dim = c2.slider(
-    "τ_dim (largest OPT domain)", 1, 300, min(int(base.tau_dim), 300), key=view.widget_key("tau_dim")
+    "τ_dim (largest OPT domain)",
+    1,
+    300,
+    min(int(base.tau_dim), 300),
+    key=view.widget_key("tau_dim"),
+    help=view.HELP["tau_dim"],
 )
 tau_dpn = c3.slider(
     "τ_dpn (adequacy threshold)", 0.0, 1.0, base.tau_dpn, 0.01, key=view.widget_key("tau_dpn")
@@ -118,7 +123,7 @@ except core.DataError as exc:
     st.error(str(exc))
     st.stop()
 st.caption(view.grouping_caption(result, fit, encoded))
-for note in result.notes:
+for note in view.page_notes(result):
     st.caption(note)
 
 released = view.privatized_test(result, test, state.seed)
@@ -138,24 +143,29 @@ if message := view.degeneracy_message(problem):
 
 st.subheader("Which groups need an optimised mechanism?")
 st.plotly_chart(view.scatter_figure(result), key="dep_scatter")
-st.dataframe(view.groups_table(result), hide_index=True, key="dep_groups")
+st.dataframe(
+    view.groups_table(result), hide_index=True, column_config=view.groups_column_config(), key="dep_groups"
+)
 
 st.subheader("Budget allocation")
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("DepHDP surrogate loss", f"{result.value:.4f}")
-m2.metric("Lower bound (Prop. 2)", f"{result.lower_bound:.4f}")
-m3.metric("RelErr", f"{result.rel_err:.1%}")
-m4.metric("ALC+RMP surrogate loss", f"{result.baselines['ALC+RMP'].value:.4f}")
-st.caption(view.composition_text(result))
+m2.metric("Lower bound on the loss", f"{result.lower_bound:.4f}", help=view.HELP["lower_bound"])
+m3.metric("Gap to the lower bound", f"{result.rel_err:.1%}", help=view.HELP["gap"])
+m4.metric("ALC+RMP surrogate loss", f"{result.baselines['ALC+RMP'].value:.4f}", help=view.HELP["alc_rmp"])
+st.caption(view.composition_text(result), help=view.HELP["composition"])
 u_label, u_value, u_caption = view.utility_text(view.release_utility(result, fit, test, state.seed))
 st.metric(u_label, u_value, help="Measured on the privatised test split offered for download below.")
-st.caption(f"Utility in the task's own units: {u_caption} The surrogate figures above are model-based.")
+st.caption(f"Utility in the task's own units: {u_caption}")
+st.caption(view.yardsticks_text(len(test.codes)))
 st.plotly_chart(view.allocation_figure(result), key="dep_alloc")
 names = [" + ".join(g) for g in result.groups]
 k = st.selectbox("Loss-budget curves of group", names, key="dep_curve_group")
 st.plotly_chart(view.curves_figure(result, names.index(k)), key="dep_curves")
+st.caption("Dotted and dashed: the envelopes the allocation works on.", help=view.HELP["curves"])
 
 st.subheader("DepHDP vs homogeneous baselines (surrogate loss)")
+st.caption(view.BASELINE_LEGEND)
 st.plotly_chart(view.comparison_figure(view.comparison(fit, config, stage)), key="dep_compare")
 s1, s2, s3 = st.columns(3)
 r2_heldout, r2_train, pairs = view.surrogate_metrics(result)
@@ -173,12 +183,16 @@ d1.download_button(
     "application/json",
     key="dep_download_config",
 )
+csv_label, csv_name, caveat = view.csv_download(problem)
+if caveat:
+    d2.caption(f"**{caveat}**")
 d2.download_button(
-    "Privatised test split (CSV)",
+    csv_label,
     view.privatized_csv(result, test, state.seed),
-    "privatised_test.csv",
+    csv_name,
     "text/csv",
     key="dep_download_csv",
+    help=caveat or None,
 )
 
 if st.toggle("Evaluate on the held-out test split (ε ∈ {1, 2, 5, 10})", key="dep_evaluate"):
@@ -203,5 +217,11 @@ if st.toggle("Evaluate on the held-out test split (ε ∈ {1, 2, 5, 10})", key="
             primary=True,
         )
     else:
-        st.plotly_chart(view.comparison_figure(table), key="dep_eval_chart")
-        st.dataframe(table.round(4), hide_index=True, key="dep_eval_table")
+        st.plotly_chart(view.comparison_figure(table, "Held-out task loss by global ε"), key="dep_eval_chart")
+        st.caption(view.evaluation_caption(reps, len(test.codes)))
+        st.dataframe(
+            view.evaluation_table(table),
+            hide_index=True,
+            column_config=view.evaluation_column_config(),
+            key="dep_eval_table",
+        )

@@ -3,6 +3,7 @@ round trip, downloads, evaluation, another target column, degenerate-release war
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import re
@@ -24,6 +25,7 @@ from ui.widgets import log_grid
 FAST = {"opt_max_domain": 4, "grid_points": 8, "calibration_pairs": 300, "max_contexts": 60}
 
 Stalled = Callable[[str], Callable[..., None]]  # the stalled fixture (conftest.py)
+EPS_K, BETA = "budget ε_k", "weight β"  # headers of the groups table
 
 
 @pytest.fixture(autouse=True)
@@ -36,6 +38,13 @@ def empty_store() -> Iterator[None]:
 
 def _spec(at: AppTest, index: int) -> dict:
     return json.loads(at.get("plotly_chart")[index].proto.spec)
+
+
+def _array(value: object) -> np.ndarray:
+    """A plotly spec's array: a list, or a typed array ``{"dtype", "bdata"}`` (base64)."""
+    if isinstance(value, dict):
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+    return np.asarray(value, dtype=float)
 
 
 def _metrics(at: AppTest) -> dict[str, str]:
@@ -68,9 +77,9 @@ def test_dephdp_page_renders_and_reacts(app: AppTest) -> None:
     names = {t["name"] for t in scatter["data"]}
     assert names == {"OPT", "DPN"}
     groups = app.dataframe[0].value
-    assert set(groups.mechanism) <= {"OPT", "DPN"} and (groups.eps_k > 0).all()
+    assert set(groups.mechanism) <= {"OPT", "DPN"} and (groups[EPS_K] > 0).all()
     metrics = _metrics(app)
-    assert float(metrics["Lower bound (Prop. 2)"]) <= float(metrics["DepHDP surrogate loss"])
+    assert float(metrics["Lower bound on the loss"]) <= float(metrics["DepHDP surrogate loss"])
     assert float(metrics["DepHDP surrogate loss"]) <= float(metrics["ALC+RMP surrogate loss"])
     app.slider(key="dep_tau_dpn").set_value(0.0).run()  # no group scores <= 0: everything DPN
     assert not app.exception and not any(b.label == "Compute group profiles" for b in app.button)
@@ -79,10 +88,10 @@ def test_dephdp_page_renders_and_reacts(app: AppTest) -> None:
     eps = max(v for v in log_grid(0.1, 20.0) if v <= 5.0)
     app.select_slider(key="dep_eps").set_value(eps).run()
     assert not app.exception
-    eps_k = app.dataframe[0].value.eps_k.to_numpy()
+    eps_k = app.dataframe[0].value[EPS_K].to_numpy()
     norm = float(np.sqrt(np.sum(eps_k**2)))
     assert norm <= eps * (1 + 1e-12)  # l2 metric: ||eps_k||_2 <= eps
-    rule = next(c.value for c in app.caption if c.value.startswith("Composition"))
+    rule = next(c.value for c in app.caption if c.value.startswith("Composition of the group budgets"))
     assert f"‖ε_k‖_2 = {norm:.4g} ≤ ε = {eps:g}" in rule and f"plain sum is {eps_k.sum():.4g}" in rule
     after = float(_metrics(app)["DepHDP surrogate loss"])
     assert after < before
@@ -105,13 +114,13 @@ def test_dephdp_page_config_upload_validates(app: AppTest) -> None:
     assert app.select_slider(key="dep_p_1").value == "inf"
     assert app.selectbox(key="dep_task_1").value == "record"
     _compute(app)
-    assert any(c.value.startswith("tau_dim capped at 4") for c in app.caption)  # other settings kept
+    assert any(c.value.startswith("τ_dim is set to 300 but acts as 4:") for c in app.caption)  # others kept
 
 
 def test_dephdp_page_axes_and_entropy_task(app: AppTest) -> None:
     _open(app, FAST)
     scatter = _spec(app, 0)
-    largest = int(app.dataframe[0].value.domain_size.max())
+    largest = int(app.dataframe[0].value["joint values"].max())
     tau_dim = FAST["opt_max_domain"]
     lo, hi = scatter["layout"]["xaxis"]["range"]  # log10 units: from below 1 to a bit beyond the data
     assert lo < 0 < math.log10(max(largest, tau_dim)) < hi <= math.log10(2 * max(largest, tau_dim))
@@ -159,7 +168,26 @@ def test_evaluation_toggle_keeps_downloads(app: AppTest) -> None:
     _until_evaluated(app)
     table = app.dataframe[1].value
     assert set(table.method) == {"DepHDP", "SPL+DPN", "SPL+RMP", "ALC+DPN", "ALC+RMP"}
-    assert sorted(set(table.eps)) == [1.0, 2.0, 5.0, 10.0]
+    assert sorted(set(table["ε"])) == [1.0, 2.0, 5.0, 10.0]
+    assert list(table.columns[:6]) == [
+        "ε",
+        "method",
+        "task loss (mean)",
+        "task loss (sd)",
+        "mean − 1.96 sd",
+        "mean + 1.96 sd",
+    ]
+    leaks = [c for c in table.columns if CODE_TEXT.search(c) or "_" in c]  # no raw keys such as marginal_tv
+    assert not leaks, leaks
+    formats = json.loads(app.dataframe[1].proto.columns)
+    assert all(formats[c]["type_config"]["format"] == "%.3g" for c in table.columns[2:])
+    chart = _spec(app, 4)
+    assert chart["layout"]["title"]["text"] == "Held-out task loss by global ε"
+    (bars,) = [c.value for c in app.caption if c.value.startswith("Each point:")]
+    assert "mean over 5 independent draws" in bars and "± 1.96 standard deviations" in bars
+    ours = table[table.method == "DepHDP"]
+    (trace,) = [t for t in chart["data"] if t["name"] == "DepHDP"]
+    np.testing.assert_allclose(_array(trace["error_y"]["array"]), 1.96 * ours["task loss (sd)"].to_numpy())
     assert len(app.get("download_button")) == 2
     app.run()  # a rerun reads the stored table: no button, same numbers
     assert not app.exception and "dep_run_eval" not in [b.key for b in app.button]
@@ -267,19 +295,19 @@ def test_degenerate_release_is_flagged_and_fixed(app: AppTest) -> None:
     settings = {k: v for k, v in FAST.items() if k != "grid_points"}  # the default grid, down to 0.005
     _open(app, settings)
     groups = app.dataframe[0].value
-    starved = groups[groups.eps_k <= DepHDPConfig(**settings).eps_grid[0] * (1 + 1e-9)]
+    starved = groups[groups[EPS_K] <= DepHDPConfig(**settings).eps_grid[0] * (1 + 1e-9)]
     assert len(starved)  # the prediction task at eps = 1 starves the groups it does not use
     alarm = next(e.value for e in app.error if "degenerate" in e.value)
     assert f"{len(starved)} group(s) sit at the grid's minimum budget" in alarm
-    zero = int((starved.beta == 0).sum())
+    zero = int((starved[BETA] == 0).sum())
     assert f"{zero} of them have β_k = 0" in alarm
     note = next(c.value for c in app.caption if "groups get β_k = 0" in c.value)
-    assert f"{int((groups.beta == 0).sum())} of {len(groups)} groups get β_k = 0" in note
+    assert f"{int((groups[BETA] == 0).sum())} of {len(groups)} groups get β_k = 0" in note
     fix = next(b for b in app.button if b.key == "dep_fix_floor")
     floor = float(re.search(r"floor of ([0-9.]+)", fix.label).group(1))
     fix.click().run()
     assert not app.exception
-    eps_k = app.dataframe[0].value.eps_k.to_numpy()
+    eps_k = app.dataframe[0].value[EPS_K].to_numpy()
     assert eps_k.min() >= floor and float(np.sqrt(np.sum(eps_k**2))) <= 1.0 * (1 + 1e-12)
     assert not any("grid's minimum budget" in e.value for e in app.error)
 
@@ -305,3 +333,176 @@ def test_release_utility_in_the_tasks_own_units(app: AppTest) -> None:
     assert _metrics(app)["Release: accuracy"] == f"{u.value:.3f}"
     caption = next(c.value for c in app.caption if c.value.startswith("Utility in the task's own units"))
     assert f"non-private {u.reference:.3f} ({u.relative:.0%} of non-private)" in caption
+
+
+# --- readable page text (UX audit of the heart defaults) ---------------------------------------------------
+
+#: Paper ids and code keys that must not reach the page's labels, captions, headers and chart texts (the
+#: references live in help tooltips).
+CODE_TEXT = re.compile(
+    r"\b000\b|Prop\.|Proposition|Theorem|\bEq\.|RelErr|GCM|LCM|tau_dim|tau_group|tau_dpn|max_group_domain"
+    r"|domain_size|radial_fit|mse_likeness|\beps_k\b|\bbeta\b"
+)
+
+
+def _shown_text(app: AppTest) -> list[str]:
+    """Every text the main area shows outside tooltips: headings, captions, alerts, widget and metric labels,
+    table headers and the charts' titles, axis titles, legend names and annotations."""
+    main = app.main
+    texts = [
+        e.value
+        for kind in ("title", "subheader", "caption", "info", "error", "warning")
+        for e in main.get(kind)
+    ]
+    widgets = (
+        "slider",
+        "select_slider",
+        "selectbox",
+        "radio",
+        "toggle",
+        "button",
+        "download_button",
+        "metric",
+    )
+    texts += [e.proto.label for kind in widgets for e in main.get(kind)]
+    texts += [str(c) for d in main.dataframe for c in d.value.columns]
+    for chart in main.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        layout = spec["layout"]
+        texts += [t.get("name", "") for t in spec["data"]]
+        texts += [a.get("text", "") for a in layout.get("annotations", [])]
+        texts += [str(layout.get(k, {}).get("title", "")) for k in ("xaxis", "yaxis")]
+        texts.append(str(layout.get("title", "")))
+    return texts
+
+
+def _captions(app: AppTest, part: str) -> list[str]:
+    return [c.value for c in app.main.caption if part in c.value]
+
+
+def test_groups_table_has_readable_headers_formats_and_exact_numbers(app: AppTest) -> None:
+    _open(app, FAST)
+    groups = app.dataframe[0].value
+    assert list(groups.columns) == [
+        "group",
+        "joint values",
+        "radial fit",
+        "MSE-likeness",
+        "mechanism",
+        BETA,
+        EPS_K,
+    ]
+    config = json.loads(app.dataframe[0].proto.columns)
+    formats = {c: config[c]["type_config"].get("format") for c in groups.columns}
+    assert formats == {
+        "group": None,
+        "joint values": "%d",
+        "radial fit": "%.3f",  # scores lie in [0, 1]: 3 decimals, so float noise (3e-11) reads 0.000
+        "MSE-likeness": "%.3f",
+        "mechanism": None,
+        BETA: "%.3g",
+        EPS_K: "%.3g",
+    }
+    assert all(config[c].get("help") for c in groups.columns)  # each header says what it is
+    df = core.load_dataset("heart")  # the numbers themselves stay exact (the table's CSV export keeps them)
+    enc = core.discretize(df, core.infer_schema(df, target="target"), bins=8)
+    fit, _ = core.split_encoded(enc, 0.625, np.random.default_rng(0))
+    scores = core.run_dephdp(fit, DepHDPConfig(**FAST)).scores
+    np.testing.assert_array_equal(groups[EPS_K].to_numpy(), scores.eps_k.to_numpy())
+    np.testing.assert_array_equal(groups["MSE-likeness"].to_numpy(), scores.mse_likeness.to_numpy())
+
+
+def test_page_text_names_no_paper_ids_and_explains_the_baselines(app: AppTest) -> None:
+    _open(app)  # the audited state: heart, defaults, profiles computed
+    leaks = [t for t in _shown_text(app) if CODE_TEXT.search(t)]
+    assert not leaks, leaks
+    metrics = {m.label: m for m in app.metric}
+    assert "Lower bound on the loss" in metrics and "Gap to the lower bound" in metrics
+    assert (
+        "Proposition 2" in metrics["Lower bound on the loss"].proto.help
+    )  # the reference moved to a tooltip
+    composition = app.main.caption[
+        [c.value for c in app.main.caption].index(_captions(app, "Composition")[0])
+    ]
+    assert "Theorem 1" in composition.proto.help
+    (legend,) = _captions(app, "SPL:")
+    for words in (
+        "SPL: the budget split equally",
+        "ALC: budgets allocated by the surrogate",
+        "DPN: distance",
+    ):
+        assert words in legend
+    assert "RMP: the same with Bayesian remapping" in legend
+    (yardsticks,) = _captions(app, "yardsticks")  # surrogate figures vs the measured release utility
+    assert "lower bound" in yardsticks and "114 held-out test records" in yardsticks
+
+
+def test_tau_dim_cap_and_group_split_are_said_once_in_the_sliders_words(app: AppTest) -> None:
+    _open(app)
+    slider = app.slider(key="dep_tau_dim")
+    assert slider.value == 300 and "acts as that size" in slider.proto.help
+    (cap,) = _captions(app, "τ_dim")
+    assert cap.startswith("τ_dim is set to 300 but acts as 48:")
+    (split,) = _captions(app, "512")  # one sentence on the split of large groups, not two
+    groups = len(app.dataframe[0].value)
+    assert "has 8 connected components; those with more than 512 joint values were split" in split
+    assert f"giving {groups} groups" in split and split.startswith(f"{groups} groups:")
+    assert not _captions(app, "tau_")
+    slider.set_value(10).run()  # below the cap: nothing to say
+    assert not app.exception and not _captions(app, "τ_dim")
+
+
+def test_allocation_chart_names_its_colours_and_shows_the_smallest_budgets(app: AppTest) -> None:
+    _open(app)
+    groups = app.dataframe[0].value
+    assert set(groups.mechanism) == {"OPT", "DPN"}  # heart's defaults use both
+    spec = _spec(app, 1)
+    bars = {t["name"]: t for t in spec["data"] if t["type"] == "bar"}
+    assert set(bars) == {view.ALLOCATION_BARS["OPT"], view.ALLOCATION_BARS["DPN"]}
+    for mech, name in view.ALLOCATION_BARS.items():
+        assert "OPT" in name if mech == "OPT" else "DPN" in name
+        assert sorted(bars[name]["x"]) == sorted(groups.group[groups.mechanism == mech])
+        assert isinstance(bars[name]["marker"]["color"], str)  # one colour per legend entry
+    assert (
+        bars[view.ALLOCATION_BARS["OPT"]]["marker"]["color"]
+        != bars[view.ALLOCATION_BARS["DPN"]]["marker"]["color"]
+    )
+    yaxis = spec["layout"]["yaxis"]
+    assert yaxis["type"] == "log"  # bars at the grid's minimum (0.005) next to ~1 stay visible
+    assert (
+        10 ** yaxis["range"][0] < groups[EPS_K].min() / 1.2 and 10 ** yaxis["range"][1] > groups[EPS_K].max()
+    )
+    assert any("ALC+RMP" in t["name"] for t in spec["data"] if t["type"] == "scatter")
+
+
+def _csv_download(app: AppTest) -> list:
+    """The column of the privatised CSV's download button: its elements in order."""
+    for col in app.columns:
+        kids = list(col.children.values())
+        if any(getattr(k, "type", "") == "download_button" and "CSV" in k.proto.label for k in kids):
+            return kids
+    raise AssertionError("no privatised CSV download")
+
+
+def test_degenerate_release_download_is_labelled_for_inspection_only(app: AppTest) -> None:
+    settings = {k: v for k, v in FAST.items() if k != "grid_points"}
+    _open(app, settings)
+    assert any("This release is degenerate" in e.value for e in app.error)
+    caveat, button = _csv_download(app)  # the caveat sits right above the (still offered) download
+    assert caveat.type == "caption" and view.DEGENERATE_CAVEAT in caveat.value
+    assert button.proto.label == "Privatised test split (CSV, for inspection only)"
+    assert button.proto.help == view.DEGENERATE_CAVEAT and not button.proto.disabled
+    fine = {
+        **FAST,
+        "task": "record",
+        "eps": 20.0,
+        "min_group_eps": 1.0,
+    }  # every attribute counts, well funded
+    app.file_uploader(key="dep_config_upload").set_value(
+        ("f.json", json.dumps(fine).encode(), "text/json")
+    ).run()
+    _compute(app)
+    assert not any("degenerate" in e.value for e in app.error)
+    (button,) = _csv_download(app)  # no caveat on a release that is fine
+    assert button.proto.label == "Privatised test split (CSV)"
+    assert not _captions(app, "inspection only")
