@@ -23,6 +23,7 @@ from ui.store import store
 
 __all__ = [
     "ENGINES",
+    "PARETO_HEADERS",
     "engine",
     "engine_getter",
     "eps_values",
@@ -177,15 +178,24 @@ def frontier_figure(fr: pd.DataFrame, task: str, tau_group: float, tau_dpn: floa
     return fig
 
 
+#: Readable headers of the Pareto table (the frontier's own column names are code).
+PARETO_HEADERS = {
+    "eps": "ε",
+    "tau_group": "τ_group",
+    "tau_dpn": "τ_dpn",
+    "utility_mean": "utility",
+    "utility_ci_lo": "CI low",
+    "utility_ci_hi": "CI high",
+}
+
+
 def pareto_table(fr: pd.DataFrame, task: str) -> pd.DataFrame:
     """The Pareto-optimal points of ``task``: budget, method, settings, utility with its CI."""
     sub = fr[(fr.task == task) & fr.pareto].sort_values(["eps", "method"])
     out = sub[
         ["eps", "method", "tau_group", "tau_dpn", "metric", "utility_mean", "utility_ci_lo", "utility_ci_hi"]
     ]
-    return out.rename(
-        columns={"utility_mean": "utility", "utility_ci_lo": "CI low", "utility_ci_hi": "CI high"}
-    ).reset_index(drop=True)
+    return out.rename(columns=PARETO_HEADERS).reset_index(drop=True)
 
 
 def parquet_bytes(results: pd.DataFrame) -> bytes:

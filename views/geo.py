@@ -234,12 +234,13 @@ st.subheader("Comparison")
 extras = {  # toggle name -> (label, help): optional rows of the table (short labels: five side by side)
     "variants": (
         "MLaEt-M and -O",
-        "Two more tree extensions, MLaEt-M and MLaEt-O (seed 004, Sec. 6); one more seed LP each.",
+        "Two more tree extensions, MLaEt-M and MLaEt-O (Liu and Qiu, a graph-based framework for extending "
+        "mDP mechanisms, Sec. 6); one more seed LP each.",
     ),
     "lpa": (
         "LP-A (not private)",
-        "The LP on the seed grid (LP-A), a non-private reference from seed 004: reports through the nearest "
-        "seed; slow at large ε.",
+        "The LP on the seed grid (LP-A), a non-private reference from Liu and Qiu: reports through the "
+        "nearest seed; slow at large ε.",
     ),
     "bilinear": (
         "Bilinear lattice",

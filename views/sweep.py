@@ -27,7 +27,12 @@ task_options = [t for t in core.TASKS if has_target or t != "prediction"]
 c1, c2, c3 = st.columns(3)
 with c1:
     tasks = st.multiselect(
-        "Tasks", task_options, default=[task_options[0]], key="sweep_tasks", help="000 downstream tasks."
+        "Tasks",
+        task_options,
+        default=[task_options[0]],
+        key="sweep_tasks",
+        help="What the released table is for (its utility is measured on that task): "
+        + "; ".join(f"{k}: {v}" for k, v in core.TASKS.items() if k in task_options),
     )
     if not has_target:
         st.caption("Prediction needs a target column (sidebar).")
@@ -97,7 +102,12 @@ td = p3.selectbox("τ_dpn shown", list(spec.tau_dpn), key="sweep_show_tau_dpn")
 st.plotly_chart(sweep.frontier_figure(fr, task, tg, td), key="sweep_frontier")
 st.subheader("Pareto set")
 st.caption("No other point reaches at least this utility with a budget at most this large.")
-st.dataframe(sweep.pareto_table(fr, task), hide_index=True, key="sweep_pareto")
+st.dataframe(
+    sweep.pareto_table(fr, task),
+    hide_index=True,
+    key="sweep_pareto",
+    column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("utility", "CI low", "CI high")},
+)
 
 d1, d2, d3 = st.columns(3)
 d1.download_button(
