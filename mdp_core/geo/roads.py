@@ -28,8 +28,11 @@ __all__ = [
     "DEFAULT_CITY",
     "MAX_AREA_KM2",
     "MAX_NODES",
+    "MIN_CONNECTED_SHARE",
+    "MIN_EXTENT_M",
     "RoadNetwork",
     "grid_road_network",
+    "largest_component",
     "load_road_network",
     "network_from_graph",
 ]
@@ -40,6 +43,10 @@ DEFAULT_CITY = Path(__file__).resolve().parents[2] / "data" / "helsinki.osm.bz2"
 MAX_NODES = 60_000
 #: Largest place (km^2 of the geocoded boundary) fetched by name.
 MAX_AREA_KM2 = 60.0
+#: Smallest share of a map's road nodes in its largest connected part (else the upload is refused).
+MIN_CONNECTED_SHARE = 0.5
+#: Smallest span (m, the longer side of the bounding box) of the kept road nodes.
+MIN_EXTENT_M = 10.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,6 +67,9 @@ class RoadNetwork:
         One polyline per road edge, for drawing.
     origin_m : tuple of float
         Projected coordinates (metres) of the km origin; ``crs`` names the projection.
+    notes : tuple of str
+        What the loader left out of the file, in words for the page (parts of the road network not
+        connected to the largest one, node references missing from a clipped extract); empty when nothing.
     """
 
     name: str
@@ -69,6 +79,7 @@ class RoadNetwork:
     paths_lonlat: list[list[list[float]]] = field(repr=False)
     origin_m: tuple[float, float] = (0.0, 0.0)
     crs: str = "local"
+    notes: tuple[str, ...] = ()
 
     @property
     def n_nodes(self) -> int:
@@ -113,8 +124,9 @@ def network_from_graph(
 ) -> RoadNetwork:
     """Build a :class:`RoadNetwork` from a projected graph (node attrs ``x``, ``y`` in metres).
 
-    Edge lengths come from the ``length`` attribute (metres) or, when missing, the straight node distance.
-    Only the largest connected component is kept (travel distances must be finite). ``lonlat`` maps node ->
+    Edge lengths come from the ``length`` attribute (metres) or, when missing or negative, the straight node
+    distance. Only the largest connected component is kept (travel distances must be finite; see
+    :func:`largest_component`). ``lonlat`` maps node ->
     (lon, lat); by default nodes carry ``lon``/``lat`` attributes, else the projected coordinates are used.
     ``geometry`` lists (u, v, lon/lat polyline) per edge for drawing curved roads; default straight segments.
     """
@@ -126,12 +138,16 @@ def network_from_graph(
         xy = np.array([[graph.nodes[n]["x"], graph.nodes[n]["y"]] for n in nodes], dtype=np.float64)
     except KeyError as exc:
         raise DataError(f"the road network {name!r} has nodes without x/y coordinates") from exc
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"the road network {name!r} has node x/y coordinates that are not numbers") from exc
+    if not np.isfinite(xy).all():
+        raise DataError(f"the road network {name!r} has node x/y coordinates that are not finite numbers")
     rows, cols, lengths = [], [], []
     for u, v, data in graph.edges(data=True):
         if u == v:
             continue
         length = data.get("length")
-        if length is None or not np.isfinite(length):
+        if length is None or not np.isfinite(length) or length < 0:
             length = float(np.hypot(*(xy[index[u]] - xy[index[v]])))
         rows.append(index[u])
         cols.append(index[v])
@@ -139,10 +155,10 @@ def network_from_graph(
     if not rows:
         raise DataError(f"the road network {name!r} has no roads between distinct nodes")
     adjacency = _min_symmetric(np.array(rows), np.array(cols), np.array(lengths), len(nodes))
-    _, labels = connected_components(adjacency, directed=False)
-    keep = np.flatnonzero(labels == np.bincount(labels).argmax())
+    keep, notes = largest_component(adjacency, name)
     adjacency = adjacency[keep][:, keep].tocsr()
     xy = xy[keep]
+    _check_extent(xy, name)
     kept_nodes = [nodes[i] for i in keep]
     if lonlat is not None:
         ll = np.array([lonlat[n] for n in kept_nodes], dtype=np.float64)
@@ -165,7 +181,45 @@ def network_from_graph(
         paths_lonlat=paths,
         origin_m=(float(origin[0]), float(origin[1])),
         crs=crs,
+        notes=notes,
     )
+
+
+def largest_component(adjacency: sp.csr_matrix, name: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Nodes of the largest connected part of a road graph, and a note when other parts are left out.
+
+    Travel distances need one connected graph, so a map's smaller parts (streets cut off at the edge of an
+    extract, islands) are dropped; when the largest part holds less than :data:`MIN_CONNECTED_SHARE` of the
+    nodes, most of the map would go: a DataError (disjoint areas or fragments in one file), not a silent cut.
+    """
+    n = adjacency.shape[0]
+    count, labels = connected_components(adjacency, directed=False)
+    sizes = np.bincount(labels)
+    keep = np.flatnonzero(labels == sizes.argmax())
+    if count == 1:
+        return keep, ()
+    share = len(keep) / n
+    if share < MIN_CONNECTED_SHARE:
+        raise DataError(
+            f"the roads of {name!r} fall apart into {count:,} unconnected parts; the largest holds only "
+            f"{len(keep):,} of {n:,} road nodes ({share:.0%}), and travel distances need one connected road "
+            "network. Upload an extract of one connected area (or, if footpaths join the parts, all roads)."
+        )
+    return keep, (
+        f"Kept the largest connected road network: {len(keep):,} of {n:,} road nodes ({share:.1%}); "
+        f"{n - len(keep):,} nodes in {count - 1:,} separate part(s) are not connected to it and are left "
+        "out.",
+    )
+
+
+def _check_extent(xy_m: np.ndarray, name: str) -> None:
+    """DataError when the kept road nodes span less than :data:`MIN_EXTENT_M` (no room for a grid)."""
+    span = float(np.ptp(xy_m, axis=0).max())
+    if span < MIN_EXTENT_M:
+        raise DataError(
+            f"the roads of {name!r} span only {span:.2f} m (all road nodes lie almost at one point); a map "
+            f"needs roads at least {MIN_EXTENT_M:.0f} m apart. Upload a larger area."
+        )
 
 
 def _min_symmetric(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: int) -> sp.csr_matrix:
@@ -274,8 +328,12 @@ def _load_osm(path: Path, *, name: str, roads: str) -> RoadNetwork:
     edges = osm.edges[keep_edge]
     n = len(osm.xy_m)
     adjacency = _min_symmetric(edges[:, 0], edges[:, 1], lengths[keep_edge], n)
-    _, labels = connected_components(adjacency, directed=False)
-    keep = np.flatnonzero(labels == np.bincount(labels).argmax())
+    keep, notes = largest_component(adjacency, name)
+    if osm.missing_refs:
+        notes += (
+            f"{osm.missing_refs:,} of the {osm.refs:,} node references of the road ways are not in the file "
+            "(a clipped extract): those roads end where their nodes are missing.",
+        )
     if len(keep) < 2:
         raise DataError(f"the road network {name!r} has no roads (need at least 2 connected nodes)")
     if len(keep) > MAX_NODES:
@@ -286,6 +344,7 @@ def _load_osm(path: Path, *, name: str, roads: str) -> RoadNetwork:
     mask = np.zeros(n, dtype=bool)
     mask[keep] = True
     xy = osm.xy_m[keep]
+    _check_extent(xy, name)
     origin = xy.min(axis=0)
     paths = [
         p for p, (u, v) in zip(osm.paths_lonlat, osm.edges, strict=True) if mask[u] and mask[v] and u != v
@@ -298,6 +357,7 @@ def _load_osm(path: Path, *, name: str, roads: str) -> RoadNetwork:
         paths_lonlat=paths,
         origin_m=(float(origin[0]), float(origin[1])),
         crs=osm.crs,
+        notes=notes,
     )
 
 
@@ -319,8 +379,11 @@ def _load_file(path: Path, *, name: str) -> RoadNetwork:
 
 
 def _project(graph: nx.MultiDiGraph, *, name: str) -> RoadNetwork:
-    """Project an unprojected (lon/lat) osmnx graph to UTM and wrap it."""
+    """Project an osmnx graph (lon/lat, or in the projection its ``crs`` names) to UTM and wrap it."""
     import osmnx as ox
+    import pyproj
+
+    from mdp_core.geo.osm import check_projected
 
     if graph.number_of_nodes() > MAX_NODES:
         raise DataError(
@@ -329,16 +392,37 @@ def _project(graph: nx.MultiDiGraph, *, name: str) -> RoadNetwork:
         )
     if graph.number_of_edges() == 0:
         raise DataError(f"the map {name!r} contains no roads (no highway ways)")
-    lonlat = {n: (float(d["x"]), float(d["y"])) for n, d in graph.nodes(data=True)}
+    try:
+        xy = np.array([(float(d["x"]), float(d["y"])) for _, d in graph.nodes(data=True)], dtype=np.float64)
+        crs = pyproj.CRS(graph.graph.get("crs") or "EPSG:4326")
+    except (KeyError, TypeError, ValueError, pyproj.exceptions.CRSError) as exc:
+        raise DataError(
+            f"the graph {name!r} is not an osmnx road graph: every node needs numeric x and y attributes "
+            f"and the graph a known 'crs' ({type(exc).__name__}: {exc}). Save it with osmnx.save_graphml."
+        ) from exc
+    to_ll = None if crs.is_geographic else pyproj.Transformer.from_crs(crs, "EPSG:4326", always_xy=True)
+    ll = xy if to_ll is None else np.column_stack(to_ll.transform(xy[:, 0], xy[:, 1]))
+    if not (np.isfinite(ll).all() and (np.abs(ll[:, 0]) <= 180).all() and (np.abs(ll[:, 1]) <= 90).all()):
+        raise DataError(
+            f"the graph {name!r} has nodes that are not on the globe (longitude outside -180..180, latitude "
+            f"outside -90..90, or not finite, in its crs {crs.to_string()}): fix or remove them."
+        )
+    lonlat = {n: (float(x), float(y)) for n, (x, y) in zip(graph.nodes, ll, strict=True)}
     geometry = []
     for u, v, data in graph.edges(data=True):
         line = data.get("geometry")
-        coords = [list(c) for c in line.coords] if line is not None else [list(lonlat[u]), list(lonlat[v])]
-        geometry.append((u, v, [[round(x, 6), round(y, 6)] for x, y in coords]))
-    projected = ox.project_graph(graph)
-    return network_from_graph(
-        projected, name=name, lonlat=lonlat, geometry=geometry, crs=str(projected.graph.get("crs"))
-    )
+        coords = np.asarray(line.coords)[:, :2] if line is not None else np.array([lonlat[u], lonlat[v]])
+        if line is not None and to_ll is not None:
+            coords = np.column_stack(to_ll.transform(coords[:, 0], coords[:, 1]))
+        geometry.append((u, v, np.round(coords, 6).tolist()))
+    try:
+        graph.graph.setdefault("crs", "EPSG:4326")
+        projected = ox.project_graph(graph)
+    except Exception as exc:  # osmnx / geopandas raise many types for inconsistent graphs
+        raise DataError(f"could not project the graph {name!r}: {type(exc).__name__}: {exc}") from exc
+    out_crs = str(projected.graph.get("crs"))
+    check_projected(np.array([(d["x"], d["y"]) for _, d in projected.nodes(data=True)]), out_crs, repr(name))
+    return network_from_graph(projected, name=name, lonlat=lonlat, geometry=geometry, crs=out_crs)
 
 
 def _load_place(place: str, *, roads: str = "drive") -> RoadNetwork:

@@ -149,3 +149,103 @@ def test_upper_case_suffix_loads(tmp_path: Path) -> None:
     # before: "Could not detect file format" (pyosmium reads the format from a lower-case suffix)
     net = load_road_network(_osm(tmp_path / "CITY.OSM", GRID_NODES, GRID_WAYS))
     assert net.n_nodes == 2  # the two T-junctions (corners have two neighbours and are contracted)
+
+
+def _graphml(
+    path: Path, nodes: dict[int, tuple[float, float]], edges: list[tuple[int, int]], **graph: str
+) -> Path:
+    """Write an osmnx graphml: nodes id -> (x, y), edges without a length (the loader measures them)."""
+    import networkx as nx
+    import osmnx as ox
+
+    g = nx.MultiDiGraph(**graph)
+    for n, (x, y) in nodes.items():
+        g.add_node(n, x=x, y=y)
+    for u, v in edges:
+        g.add_edge(u, v)
+    ox.save_graphml(g, path)
+    return path
+
+
+SQUARE = {1: (24.9, 60.1), 2: (24.902, 60.1), 3: (24.902, 60.101), 4: (24.9, 60.101), 5: (24.901, 60.102)}
+SQUARE_EDGES = [(1, 2), (2, 3), (3, 4), (4, 1), (4, 5), (3, 5)]
+
+
+def test_graphml_that_is_not_an_osmnx_road_graph(tmp_path: Path) -> None:
+    import networkx as nx
+
+    # before: KeyError 'x' (a plain networkx graph)
+    nx.write_graphml(nx.path_graph(3), tmp_path / "plain.graphml")
+    with pytest.raises(DataError, match=r"not an osmnx road graph: every node needs numeric x and y"):
+        load_road_network(tmp_path / "plain.graphml")
+    # before: RuntimeError 'Unable to determine UTM CRS' (lat 123) and osmnx ValidationError (x = NaN)
+    for bad, name in (((24.9, 123.0), "lat.graphml"), ((float("nan"), 60.1), "nan.graphml")):
+        path = _graphml(tmp_path / name, {**SQUARE, 1: bad}, SQUARE_EDGES, crs="epsg:4326")
+        with pytest.raises(DataError, match=r"has nodes that are not on the globe"):
+            load_road_network(path)
+
+
+def test_graphml_without_crs_or_projected_loads_in_degrees(tmp_path: Path) -> None:
+    from pyproj import Transformer
+
+    # before: KeyError 'crs'; lon/lat graphs without it are read as WGS84
+    plain = load_road_network(_graphml(tmp_path / "nocrs.graphml", SQUARE, SQUARE_EDGES))
+    assert plain.n_nodes == 5
+    _depth1(plain)
+    # before: a projected graph's metres were taken as lon/lat (lonlat 385686, 6671563), breaking the drawing
+    to_utm = Transformer.from_crs("EPSG:4326", "EPSG:32635", always_xy=True)
+    metres = {n: to_utm.transform(*ll) for n, ll in SQUARE.items()}
+    projected = load_road_network(_graphml(tmp_path / "utm.graphml", metres, SQUARE_EDGES, crs="EPSG:32635"))
+    np.testing.assert_allclose(np.sort(projected.lonlat, axis=0), np.sort(plain.lonlat, axis=0), atol=1e-9)
+    np.testing.assert_allclose(projected.adjacency.toarray(), plain.adjacency.toarray(), rtol=1e-6)
+    assert all(abs(lon) <= 180 and abs(lat) <= 90 for path in projected.paths_lonlat for lon, lat in path)
+
+
+def test_graphml_negative_length_is_measured(tmp_path: Path) -> None:
+    import networkx as nx
+
+    from mdp_core.geo import network_from_graph
+
+    g = nx.MultiDiGraph()
+    g.add_node(1, x=0.0, y=0.0)
+    g.add_node(2, x=300.0, y=400.0)
+    g.add_edge(1, 2, length=-50.0)  # before: clamped to 1 mm, a shortcut through the city
+    assert network_from_graph(g, name="t").adjacency[0, 1] == pytest.approx(0.5)
+
+
+def test_disconnected_map_is_refused_or_the_cut_is_noted(tmp_path: Path) -> None:
+    # 30 separate streets: before, one of them (2 of 60 nodes) silently became "the map"
+    nodes: list[Node] = []
+    ways: list[Way] = []
+    for k in range(30):
+        nodes += [(100 + 2 * k, 60.1 + 0.01 * k, 24.9), (101 + 2 * k, 60.1 + 0.01 * k, 24.905)]
+        ways.append((k + 1, [100 + 2 * k, 101 + 2 * k], "residential"))
+    with pytest.raises(
+        DataError, match=r"fall apart into 30 unconnected parts; the largest holds only 2 of 60"
+    ):
+        load_road_network(_osm(tmp_path / "streets.osm", nodes, ways))
+    # the grid plus one street far away: the street goes, and the network says so
+    far: list[Node] = [(100, 60.3, 25.2), (101, 60.3, 25.205)]
+    net = load_road_network(
+        _osm(tmp_path / "two.osm", GRID_NODES + far, [*GRID_WAYS, (99, [100, 101], "primary")])
+    )
+    assert net.n_nodes == 2
+    assert net.notes == (
+        "Kept the largest connected road network: 2 of 4 road nodes (50.0%); 2 nodes in 1 separate part(s) "
+        "are not connected to it and are left out.",
+    )
+    assert load_road_network(_osm(tmp_path / "grid.osm", GRID_NODES, GRID_WAYS)).notes == ()
+
+
+def test_clipped_extract_is_noted(tmp_path: Path) -> None:
+    # node 6 is not in the file (clipped): way 11 and way 14 end at node 4; before, nothing said so
+    net = load_road_network(_osm(tmp_path / "clipped.osm", GRID_NODES[:-1], GRID_WAYS))
+    assert any("2 of the 12 node references of the road ways are not in the file" in n for n in net.notes)
+
+
+def test_map_at_one_point_is_refused_at_load(tmp_path: Path) -> None:
+    # before: 5 mm of road loaded (and 0 mm failed only later, in build_problem, with "zero extent")
+    for lon in (24.9, 24.9000001):
+        path = _osm(tmp_path / "dot.osm", [(1, 60.1, 24.9), (2, 60.1, lon)], [(1, [1, 2], "residential")])
+        with pytest.raises(DataError, match=r"'dot\.osm' span only 0\.0\d m .*at least 10 m apart"):
+            load_road_network(path)
