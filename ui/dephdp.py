@@ -1,4 +1,4 @@
-"""DepHDP page glue: cached runs, config JSON round trip, and the plotly figures."""
+"""DepHDP page glue: cached runs, config JSON round trip, texts (tables and figures: ui.dephdp_display)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,10 @@ from dataclasses import replace
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 import mdp_core as core
 from mdp_core import (
-    BASELINES,
     DepHDPConfig,
     DepHDPProfiles,
     DepHDPResult,
@@ -29,7 +27,6 @@ from ui.state import get_state
 from ui.store import store
 
 __all__ = [
-    "ALLOCATION_BARS",
     "BASELINE_LEGEND",
     "COMPARISON_EPS",
     "DEGENERATE_CAVEAT",
@@ -41,30 +38,20 @@ __all__ = [
     "PROFILES_WAIT_SECONDS",
     "P_OPTIONS",
     "Degeneracy",
-    "allocation_figure",
     "apply_config",
     "base_config",
     "comparison",
-    "comparison_figure",
     "composition_text",
     "config_from_json",
     "config_to_json",
-    "csv_download",
-    "curves_figure",
     "degeneracy",
     "degeneracy_message",
-    "evaluation_caption",
-    "evaluation_column_config",
     "evaluation_key",
-    "evaluation_table",
     "fit_test_split",
     "floor_label",
     "floor_value",
     "grouping_caption",
-    "groups_column_config",
-    "groups_table",
     "largest_floor",
-    "log_ticks",
     "page_notes",
     "privatized_csv",
     "privatized_test",
@@ -76,15 +63,12 @@ __all__ = [
     "request_evaluation",
     "request_profiles",
     "result_for",
-    "scatter_figure",
-    "scatter_x_range",
     "store",
     "suggested_floor",
     "surrogate_metrics",
     "surrogate_note",
     "utility_text",
     "widget_key",
-    "yardsticks_text",
 ]
 
 P_OPTIONS = ["1", "1.5", "2", "3", "4", "inf"]
@@ -136,8 +120,6 @@ BASELINE_LEGEND = (
 DEGENERATE_CAVEAT = "Degenerate release: for inspection only, not for publication."
 
 COMPARISON_EPS = (0.5, 1.0, 2.0, 5.0, 10.0)
-_COLORS = {"OPT": "#d62728", "DPN": "#1f77b4"}
-_METHOD_COLORS = core.METHOD_COLORS
 
 
 @st.cache_resource(max_entries=8, hash_funcs=HASH_FUNCS, show_spinner=False)
@@ -495,304 +477,3 @@ def profiles_pending_text(config: DepHDPConfig) -> str:
         "τ_dim, the score and the budget floor change the result instantly, and coming back to these "
         "settings is instant."
     )
-
-
-def log_ticks(lo: float, hi: float) -> dict:
-    """Tick values and labels for a log axis: decades only, plus 2 and 5 when the range spans <= 2 decades
-    (no "2 3 4 ... 9" clutter)."""
-    d0, d1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-    mant = (1.0, 2.0, 5.0) if d1 - d0 <= 2 else (1.0,)
-    vals = [m * 10.0**d for d in range(d0, d1 + 1) for m in mant if lo <= m * 10.0**d <= hi]
-    return {"tickmode": "array", "tickvals": vals, "ticktext": [f"{v:g}" for v in vals]}
-
-
-#: The groups table's columns: score-frame key -> header shown (and exported) by the page.
-_GROUP_COLUMNS = {
-    "group": "group",
-    "domain_size": "joint values",
-    "radial_fit": "radial fit",
-    "mse_likeness": "MSE-likeness",
-    "mechanism": "mechanism",
-    "beta": "weight β",
-    "eps_k": "budget ε_k",
-}
-
-
-def groups_table(result: DepHDPResult) -> pd.DataFrame:
-    """One row per group under readable headers, numbers exact (the page formats them for display with
-    :func:`groups_column_config`; the table's own CSV export keeps every digit)."""
-    return result.scores[list(_GROUP_COLUMNS)].rename(columns=_GROUP_COLUMNS)
-
-
-def groups_column_config() -> dict[str, object]:
-    """Display formats and tooltips of :func:`groups_table`: scores in [0, 1] to 3 decimals (so a score of
-    3e-11 reads 0.000), weights and budgets to 3 significant figures."""
-    num = st.column_config.NumberColumn
-    return {
-        "group": st.column_config.TextColumn(help="Attributes released together, by one mechanism."),
-        "joint values": num(format="%d", help="Joint values |X_k| of the group's attributes."),
-        "radial fit": num(
-            format="%.3f",
-            help="0-1: how well distance-based noise suits the group's loss (seed 000 Eq. 25-29).",
-        ),
-        "MSE-likeness": num(
-            format="%.3f", help="0-1: how close the group's loss is to a squared error (seed 000 Eq. 25-29)."
-        ),
-        "mechanism": st.column_config.TextColumn(
-            help="DPN: distance-based noise (exponential mechanism, remapped where it helps); OPT: the "
-            "LP-optimal mechanism for this group's loss."
-        ),
-        "weight β": num(
-            format="%.3g",
-            help="The group's weight in the surrogate of the task loss (seed 000 Eq. 20); 0: the task does "
-            "not use the group.",
-        ),
-        "budget ε_k": num(format="%.3g", help="The group's privacy budget (a point of the ε grid)."),
-    }
-
-
-#: The held-out evaluation's columns: table key -> header shown (and exported) by the page.
-_EVAL_COLUMNS = {
-    "eps": "ε",
-    "method": "method",
-    "mean": "task loss (mean)",
-    "sd": "task loss (sd)",
-    "lo": "mean − 1.96 sd",
-    "hi": "mean + 1.96 sd",
-    "surrogate": "surrogate loss",
-    "marginal_tv": "marginal TV distance",
-    "entropy_change": "marginal entropy change (nats)",
-    "total_correlation_change": "total correlation change (nats)",
-}
-
-
-def evaluation_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The held-out evaluation under readable headers, numbers exact (display formats:
-    :func:`evaluation_column_config`)."""
-    return table[[c for c in _EVAL_COLUMNS if c in table]].rename(columns=_EVAL_COLUMNS)
-
-
-def evaluation_column_config() -> dict[str, object]:
-    """ε as given, every other number to 3 significant figures, with what each column measures."""
-    num = st.column_config.NumberColumn
-    sig = "%.3g"
-    return {
-        "ε": num(format="%g", help="Global privacy budget the methods were configured for."),
-        "task loss (mean)": num(
-            format=sig, help="Task loss on the privatised test records, mean over the draws."
-        ),
-        "task loss (sd)": num(format=sig, help="Standard deviation of the task loss over the draws."),
-        "mean − 1.96 sd": num(format=sig, help="Lower end of the error bar in the chart."),
-        "mean + 1.96 sd": num(format=sig, help="Upper end of the error bar in the chart."),
-        "surrogate loss": num(format=sig, help="The loss the surrogate model predicted for this allocation."),
-        "marginal TV distance": num(
-            format=sig,
-            help="Total-variation distance between true and privatised one-attribute distributions, "
-            "averaged over attributes (0: identical, 1: disjoint).",
-        ),
-        "marginal entropy change (nats)": num(
-            format=sig, help="Mean absolute change of the attributes' entropies."
-        ),
-        "total correlation change (nats)": num(
-            format=sig, help="Absolute change of the dependence between attributes (total correlation)."
-        ),
-    }
-
-
-def evaluation_caption(repetitions: int, test_rows: int) -> str:
-    """What the evaluation chart's points and error bars are (:func:`mdp_core.evaluate_dephdp`)."""
-    return (
-        f"Each point: the task loss of the {test_rows:,} held-out test records privatised by that method, "
-        f"mean over {repetitions} independent draws. Error bars: ± 1.96 standard deviations of the loss "
-        "across the draws, the spread of a single release (not a confidence interval of the mean, which is "
-        f"√{repetitions} times narrower)."
-    )
-
-
-def yardsticks_text(test_rows: int) -> str:
-    """Why a near-zero gap to the lower bound can sit next to a large loss of utility."""
-    return (
-        "Two different yardsticks: the surrogate loss, its lower bound and the gap compare this allocation "
-        "with the best one under the surrogate's own model of the task loss (fitted on the fitting split); "
-        f"the release's utility is measured on the {test_rows:,} held-out test records, privatised once."
-    )
-
-
-def csv_download(problem: Degeneracy) -> tuple[str, str, str]:
-    """Label, file name and caveat ("" when none) of the privatised-CSV download. A degenerate release stays
-    downloadable for inspection (it is as private as any other), labelled so in the button, the file name
-    and a caption above it."""
-    if problem.degenerate:
-        return (
-            "Privatised test split (CSV, for inspection only)",
-            "privatised_test_DEGENERATE_inspection_only.csv",
-            DEGENERATE_CAVEAT,
-        )
-    return "Privatised test split (CSV)", "privatised_test.csv", ""
-
-
-def scatter_figure(result: DepHDPResult) -> go.Figure:
-    """000 Fig. 1: domain size vs adequacy score, both thresholds, points coloured by mechanism."""
-    cfg = result.config
-    score_col = "radial_fit" if cfg.score == "radial" else "mse_likeness"
-    df = result.scores
-    fig = go.Figure()
-    for mech in ("OPT", "DPN"):
-        sub = df[df.mechanism == mech]
-        fig.add_trace(
-            go.Scatter(
-                x=sub.domain_size,
-                y=sub[score_col],
-                mode="markers",
-                name=mech,
-                text=sub.group,
-                marker={"size": 12, "color": _COLORS[mech]},
-                hovertemplate="%{text}<br>|X| = %{x}<br>score = %{y:.3f}<extra>" + mech + "</extra>",
-            )
-        )
-    tau_dim = min(cfg.tau_dim, cfg.opt_max_domain)
-    _vline(fig, tau_dim, f"τ_dim = {tau_dim}", log=True, line_dash="dash")
-    fig.add_hline(y=cfg.tau_dpn, line_dash="dot", annotation_text=f"τ_dpn = {cfg.tau_dpn:g}")
-    fig.update_layout(
-        xaxis_title="joint domain size |X_k|",
-        yaxis_title=score_col.replace("_", "-"),
-        xaxis_type="log",
-        xaxis_range=scatter_x_range(int(df.domain_size.max()), tau_dim),
-        yaxis_range=[-0.05, 1.05],
-        height=380,
-        margin={"t": 30},
-    )
-    lo, hi = (10**v for v in scatter_x_range(int(df.domain_size.max()), tau_dim))
-    fig.update_xaxes(**log_ticks(max(lo, 1.0), hi))
-    return fig
-
-
-def scatter_x_range(largest_domain: int, tau_dim: float) -> list[float]:
-    """log10 x-range of the Fig. 1 scatter: from just below 1 to a bit beyond the largest group domain and
-    tau_dim (plotly takes log-axis ranges in log10 units)."""
-    hi = max(float(largest_domain), float(tau_dim), 2.0)
-    return [math.log10(0.8), math.log10(hi * 1.6)]
-
-
-def _vline(fig: go.Figure, x: float, text: str, *, log: bool, **line: object) -> None:
-    """A vertical line with a label at the top. Shapes take data coordinates, but annotations on a log axis
-    take log10 units (an annotation at x = 48 would stretch the axis to 1e48), hence the explicit label."""
-    fig.add_vline(x=x, **line)
-    fig.add_annotation(
-        x=math.log10(x) if log else x,
-        y=1.0,
-        yref="paper",
-        text=text,
-        showarrow=False,
-        xanchor="left",
-        yanchor="bottom",
-    )
-
-
-#: Legend names of the allocation chart's bars, by the group's mechanism (the bar colours of _COLORS).
-ALLOCATION_BARS = {
-    "OPT": "DepHDP, LP-optimal mechanism (OPT)",
-    "DPN": "DepHDP, distance-based noise (DPN)",
-}
-
-
-def allocation_figure(result: DepHDPResult) -> go.Figure:
-    """DepHDP's budget per group (bars, one legend entry per mechanism colour) and ALC+RMP's (crosses), on
-    a log axis so the grid's minimum budget (0.005 by default) still shows as a bar."""
-    names = [" + ".join(g) for g in result.groups]
-    eps = np.asarray(result.eps_used, dtype=float)
-    fig = go.Figure()
-    for mech, label in ALLOCATION_BARS.items():
-        ks = [k for k, m in enumerate(result.selection) if m == mech]
-        if ks:
-            fig.add_trace(
-                go.Bar(
-                    x=[names[k] for k in ks],
-                    y=eps[ks],
-                    name=label,
-                    marker_color=_COLORS[mech],
-                    hovertemplate="%{x}<br>ε_k = %{y:.3g}<extra>" + mech + "</extra>",
-                )
-            )
-    alc = np.asarray(result.baselines["ALC+RMP"].eps, dtype=float)
-    fig.add_trace(
-        go.Scatter(
-            x=names,
-            y=alc,
-            mode="markers",
-            name="ALC+RMP baseline",
-            marker={"symbol": "x", "size": 10, "color": "black"},
-            hovertemplate="%{x}<br>ε_k = %{y:.3g}<extra>ALC+RMP</extra>",
-        )
-    )
-    lo = float(min(eps.min(), alc.min(), result.eps_grid[0]))
-    hi = float(max(eps.max(), alc.max()))
-    fig.update_layout(
-        yaxis_title="group budget ε_k (log scale)",
-        yaxis_type="log",
-        yaxis_range=[math.log10(lo / 1.5), math.log10(hi * 1.5)],
-        xaxis={"categoryorder": "array", "categoryarray": names},
-        barmode="overlay",
-        legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
-        height=380,
-        margin={"t": 50},
-    )
-    fig.update_yaxes(**log_ticks(lo / 1.5, hi * 1.5))
-    return fig
-
-
-def curves_figure(result: DepHDPResult, k: int) -> go.Figure:
-    """Loss-budget profiles of group k with the shifted envelopes of the chosen kind and eps_k marked."""
-    pr = result.profiles[k]
-    grid = result.eps_grid
-    fig = go.Figure()
-    for kind, label in (("DPN", "EM (DPN)"), ("RMP", "EM + remap"), ("OPT", "OPT (LP)")):
-        if kind in pr.curves:
-            fig.add_trace(
-                go.Scatter(x=grid, y=pr.curves[kind], name=label, mode="lines+markers", marker={"size": 4})
-            )
-    kind = "OPT" if result.selection[k] == "OPT" else "CAL"
-    lo, up = pr.envelopes[kind]
-    fig.add_trace(go.Scatter(x=grid, y=lo, name="lower convex envelope", line={"dash": "dot"}))
-    fig.add_trace(go.Scatter(x=grid, y=up, name="upper concave envelope", line={"dash": "dash"}))
-    eps_k = float(result.eps_used[k])
-    _vline(fig, eps_k, f"ε_k = {eps_k:.3g}", log=True, line_color="black")
-    fig.update_layout(
-        xaxis_type="log",
-        xaxis_title="group budget ε_k",
-        yaxis_title="expected marginal-entropy change (nats)"
-        if result.task.population == "entropy"
-        else "expected group loss L_k",
-        height=380,
-        margin={"t": 30},
-    )
-    fig.update_xaxes(**log_ticks(float(grid[0]), float(grid[-1])))
-    return fig
-
-
-def comparison_figure(table: pd.DataFrame, title: str = "") -> go.Figure:
-    """Loss against the global eps per method: the surrogate's (column ``loss``) or the held-out
-    evaluation's (``mean``, error bars ± 1.96 ``sd``)."""
-    fig = go.Figure()
-    for method in ("DepHDP", *BASELINES):
-        sub = table[table.method == method]
-        y = sub["loss"] if "loss" in sub else sub["mean"]
-        err = None if "sd" not in sub else {"type": "data", "array": 1.96 * sub["sd"]}
-        fig.add_trace(
-            go.Scatter(
-                x=sub.eps,
-                y=y,
-                name=method,
-                mode="lines+markers",
-                error_y=err,
-                line={"color": _METHOD_COLORS[method], "width": 3 if method == "DepHDP" else 2},
-            )
-        )
-    fig.update_layout(
-        xaxis_title="global ε", yaxis_title="task loss", height=360, margin={"t": 40 if title else 30}
-    )
-    if title:
-        fig.update_layout(title={"text": title, "font": {"size": 14}})
-    if len(table):
-        fig.update_xaxes(type="log", **log_ticks(float(table.eps.min()), float(table.eps.max())))
-    return fig

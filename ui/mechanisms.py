@@ -13,9 +13,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 import mdp_core as core
+from mdp_core._figures import log_axis
 from mdp_core._validation import Progress
-from ui.dephdp import log_ticks, store
 from ui.jobs import builder
+from ui.store import store
 
 __all__ = [
     "AUTO_CURVES",
@@ -405,7 +406,7 @@ def fig_curves(grid: Sequence[float], curves: dict[str, np.ndarray], eps: float)
             line={"dash": "dash", "color": "grey"},
         )
     )
-    fig.update_xaxes(type="log", title_text="privacy budget ε", **log_ticks(min(grid), max(grid)))
+    fig.update_xaxes(title_text="privacy budget ε", **log_axis(min(grid), max(grid)))
     fig.update_yaxes(title_text="expected loss")
     fig.update_layout(
         height=400,

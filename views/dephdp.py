@@ -11,6 +11,7 @@ import streamlit as st
 
 import mdp_core as core
 from ui import dephdp as view
+from ui import dephdp_display as display
 from ui import jobs
 from ui.data import current_encoded
 from ui.state import get_state
@@ -142,9 +143,12 @@ if message := view.degeneracy_message(problem):
         st.rerun()
 
 st.subheader("Which groups need an optimised mechanism?")
-st.plotly_chart(view.scatter_figure(result), key="dep_scatter")
+st.plotly_chart(display.scatter_figure(result), key="dep_scatter")
 st.dataframe(
-    view.groups_table(result), hide_index=True, column_config=view.groups_column_config(), key="dep_groups"
+    display.groups_table(result),
+    hide_index=True,
+    column_config=display.groups_column_config(),
+    key="dep_groups",
 )
 
 st.subheader("Budget allocation")
@@ -157,16 +161,16 @@ st.caption(view.composition_text(result), help=view.HELP["composition"])
 u_label, u_value, u_caption = view.utility_text(view.release_utility(result, fit, test, state.seed))
 st.metric(u_label, u_value, help="Measured on the privatised test split offered for download below.")
 st.caption(f"Utility in the task's own units: {u_caption}")
-st.caption(view.yardsticks_text(len(test.codes)))
-st.plotly_chart(view.allocation_figure(result), key="dep_alloc")
+st.caption(display.yardsticks_text(len(test.codes)))
+st.plotly_chart(display.allocation_figure(result), key="dep_alloc")
 names = [" + ".join(g) for g in result.groups]
 k = st.selectbox("Loss-budget curves of group", names, key="dep_curve_group")
-st.plotly_chart(view.curves_figure(result, names.index(k)), key="dep_curves")
+st.plotly_chart(display.curves_figure(result, names.index(k)), key="dep_curves")
 st.caption("Dotted and dashed: the envelopes the allocation works on.", help=view.HELP["curves"])
 
 st.subheader("DepHDP vs homogeneous baselines (surrogate loss)")
 st.caption(view.BASELINE_LEGEND)
-st.plotly_chart(view.comparison_figure(view.comparison(fit, config, stage)), key="dep_compare")
+st.plotly_chart(display.comparison_figure(view.comparison(fit, config, stage)), key="dep_compare")
 s1, s2, s3 = st.columns(3)
 r2_heldout, r2_train, pairs = view.surrogate_metrics(result)
 s1.metric("Surrogate held-out R²", r2_heldout)
@@ -183,7 +187,7 @@ d1.download_button(
     "application/json",
     key="dep_download_config",
 )
-csv_label, csv_name, caveat = view.csv_download(problem)
+csv_label, csv_name, caveat = display.csv_download(problem)
 if caveat:
     d2.caption(f"**{caveat}**")
 d2.download_button(
@@ -217,11 +221,13 @@ if st.toggle("Evaluate on the held-out test split (ε ∈ {1, 2, 5, 10})", key="
             primary=True,
         )
     else:
-        st.plotly_chart(view.comparison_figure(table, "Held-out task loss by global ε"), key="dep_eval_chart")
-        st.caption(view.evaluation_caption(reps, len(test.codes)))
+        st.plotly_chart(
+            display.comparison_figure(table, "Held-out task loss by global ε"), key="dep_eval_chart"
+        )
+        st.caption(display.evaluation_caption(reps, len(test.codes)))
         st.dataframe(
-            view.evaluation_table(table),
+            display.evaluation_table(table),
             hide_index=True,
-            column_config=view.evaluation_column_config(),
+            column_config=display.evaluation_column_config(),
             key="dep_eval_table",
         )

@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 import mdp_core as core
 from mdp_core import DepHDPConfig
 from ui import dephdp as view
+from ui import dephdp_display as display
 from ui.widgets import log_grid
 
 #: Settings that keep a cold profile computation to a few seconds (small OPT groups, short grid).
@@ -458,14 +459,14 @@ def test_allocation_chart_names_its_colours_and_shows_the_smallest_budgets(app: 
     assert set(groups.mechanism) == {"OPT", "DPN"}  # heart's defaults use both
     spec = _spec(app, 1)
     bars = {t["name"]: t for t in spec["data"] if t["type"] == "bar"}
-    assert set(bars) == {view.ALLOCATION_BARS["OPT"], view.ALLOCATION_BARS["DPN"]}
-    for mech, name in view.ALLOCATION_BARS.items():
+    assert set(bars) == {display.ALLOCATION_BARS["OPT"], display.ALLOCATION_BARS["DPN"]}
+    for mech, name in display.ALLOCATION_BARS.items():
         assert "OPT" in name if mech == "OPT" else "DPN" in name
         assert sorted(bars[name]["x"]) == sorted(groups.group[groups.mechanism == mech])
         assert isinstance(bars[name]["marker"]["color"], str)  # one colour per legend entry
     assert (
-        bars[view.ALLOCATION_BARS["OPT"]]["marker"]["color"]
-        != bars[view.ALLOCATION_BARS["DPN"]]["marker"]["color"]
+        bars[display.ALLOCATION_BARS["OPT"]]["marker"]["color"]
+        != bars[display.ALLOCATION_BARS["DPN"]]["marker"]["color"]
     )
     yaxis = spec["layout"]["yaxis"]
     assert yaxis["type"] == "log"  # bars at the grid's minimum (0.005) next to ~1 stay visible
