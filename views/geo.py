@@ -56,6 +56,8 @@ except DataError as exc:
     st.error(str(exc))
     st.stop()
 status.empty()
+for note in network.notes:  # what the reader left out of the map (a cut-off part, a clipped extract)
+    st.caption(note)
 
 # ---- settings (created with default = current value: a re-mounted widget shows what is computed) -------
 labels = geo.method_labels()

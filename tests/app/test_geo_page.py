@@ -154,6 +154,8 @@ def test_geo_page_default_city(app: AppTest) -> None:
     assert _layer(at, "geo_targets")["getFillColor"][:3] == [255, 255, 255]
     assert _layer(at, "geo_reports")["getFillColor"][:3] == [0, 90, 255]
     assert any("blue discs:" in c.value and "white dots: candidate" in c.value for c in at.caption)
+    # what the reader left out is said (the embedded district: 111 nodes in 44 unconnected parts)
+    assert geo.cached_network("default").notes[0] in [c.value for c in at.caption]
     table = at.dataframe[0].value
     assert list(table["method"]) == [
         "Tree extension (MLaEt-A)",
