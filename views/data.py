@@ -15,8 +15,16 @@ from ui.data import (
     date_granularities,
     inferred_schema,
 )
-from ui.dependency import graph_figure, nmi_heatmap
+from ui.dependency import (
+    GRAPH_CAPTION,
+    dephdp_groups_caption,
+    graph_figure,
+    nmi_heatmap,
+    sparse_pairs_warning,
+)
 from ui.state import get_state
+
+MIN_ROWS_PER_CELL = 5.0  # below it a pair's plug-in MI is biased upward (see core.sparse_pairs)
 
 st.title("Data & dependencies")
 state = get_state()
@@ -86,7 +94,13 @@ editor = pd.DataFrame(
     {
         "attribute": list(schema.columns),
         "kind": [schema.kind(c) for c in schema.columns],
-        "bins": [state.bins.get(c, state.default_bins) for c in schema.columns],
+        "bins": pd.array(  # blank where bins do nothing (binary, ordinal, nominal)
+            [
+                state.bins.get(c, state.default_bins) if schema.kind(c) == "numeric" else None
+                for c in schema.columns
+            ],
+            dtype="Int64",
+        ),
         "levels": [encoded.domain_sizes[c] for c in schema.columns],
         "missing": [int(frame[c].isna().sum()) for c in schema.columns],
     }
@@ -101,18 +115,31 @@ edited = st.data_editor(
     hide_index=True,
     width="stretch",
     disabled=["attribute", "levels", "missing"],
+    placeholder="—",  # the blank bins of binary, ordinal and nominal attributes
     column_config={
         "kind": st.column_config.SelectboxColumn(
             "kind", options=["numeric", "ordinal", "nominal", "binary"], required=True
         ),
         "bins": st.column_config.NumberColumn(
-            "bins", min_value=2, max_value=64, step=1, help="Equal-width bins for numeric attributes"
+            "bins",
+            min_value=2,
+            max_value=64,
+            step=1,
+            help="Equal-width bins for numeric attributes (blank for the other kinds: they are not binned)",
         ),
+        "levels": st.column_config.NumberColumn("levels", format="%,d"),
+        "missing": st.column_config.NumberColumn("missing", format="%,d"),
     },
 )
 inferred = inferred_schema()
 new_overrides = {r.attribute: r.kind for r in edited.itertuples() if r.kind != inferred.kind(r.attribute)}
-new_bins = {r.attribute: int(r.bins) for r in edited.itertuples() if int(r.bins) != state.default_bins}
+new_bins: dict[str, int] = {}
+for r in edited.itertuples():
+    if r.kind == "numeric" and pd.notna(r.bins):
+        if int(r.bins) != state.default_bins:
+            new_bins[r.attribute] = int(r.bins)
+    elif r.attribute in state.bins:  # blank while not numeric: the count comes back with the kind
+        new_bins[r.attribute] = state.bins[r.attribute]
 if new_overrides != state.kind_overrides or new_bins != state.bins:
     state.kind_overrides, state.bins = new_overrides, new_bins
     st.rerun()
@@ -136,41 +163,53 @@ max_domain = st.number_input("Largest joint domain", 2, 10**9, 300, key="data_ma
 groups = core.dependency_groups(nmi, tau, domain_sizes=encoded.domain_sizes, max_domain=max_domain)
 graph = core.dependency_graph(nmi, tau)
 
-sparse = core.sparse_pairs(nmi, encoded.domain_sizes, len(encoded.codes))
+sparse = core.sparse_pairs(nmi, encoded.domain_sizes, len(encoded.codes), min_per_cell=MIN_ROWS_PER_CELL)
 if len(sparse):
+    numeric = [c for c in schema.columns if schema.kind(c) == "numeric"]
     st.warning(
-        f"{len(sparse)} attribute pairs have fewer than 5 rows per contingency cell: their estimated "
-        f"MI is biased upward (by up to {sparse['mi_bias'].max():.3f} nats), so the graph may show "
-        "spurious dependencies. Use fewer bins or more rows."
+        sparse_pairs_warning(
+            sparse, encoded.domain_sizes, numeric, len(encoded.codes), min_per_cell=MIN_ROWS_PER_CELL
+        )
     )
 
 left, right = st.columns(2)
 left.plotly_chart(nmi_heatmap(nmi), key="data_heatmap")
 right.plotly_chart(graph_figure(graph, groups, encoded.domain_sizes, seed=state.seed), key="data_graph")
+right.caption(GRAPH_CAPTION)
 
 st.markdown(f"**{len(groups)} groups** at τ_group = {tau:.2f}")
-cap_dephdp = core.DepHDPConfig().max_group_domain
-target_part = f"without the target **{schema.target}**, " if schema.target else ""
 st.caption(
-    f"The DepHDP page groups the released attributes only ({target_part}over the same NMI) and splits a "
-    f"group whose joint domain exceeds {cap_dephdp} the way the cap above does, so it can show more groups "
-    "at the same τ_group."
+    dephdp_groups_caption(
+        nmi,
+        tau,
+        len(groups),
+        encoded.domain_sizes,
+        target=schema.target,
+        max_group_domain=core.DepHDPConfig().max_group_domain,
+    )
 )
+joint = [core.group_domain_size(g, encoded.domain_sizes) for g in groups]
+exact = max(joint, default=0) < 2**53  # a browser's number shows it exactly; larger ones as text
 st.dataframe(
     pd.DataFrame(
         {
             "group": [f"G{k + 1}" for k in range(len(groups))],
             "attributes": [", ".join(g) for g in groups],
-            "joint domain": [core.group_domain_size(g, encoded.domain_sizes) for g in groups],
+            "joint domain": joint if exact else [f"{size:,}" for size in joint],
         }
     ),
     hide_index=True,
     width="stretch",
-    column_config={"attributes": st.column_config.TextColumn(width="large")},
+    column_config={
+        "attributes": st.column_config.TextColumn(width="large"),
+        "joint domain": st.column_config.NumberColumn("joint domain", format="%,d")
+        if exact
+        else st.column_config.TextColumn("joint domain"),
+    },
 )
 st.markdown("**Attribute pairs by NMI**")
 st.dataframe(
-    core.nmi_pairs(nmi),
+    core.nmi_pairs(nmi).rename(columns={"a": "attribute 1", "b": "attribute 2"}),
     hide_index=True,
     width="stretch",
     height=300,

@@ -10,7 +10,10 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+import pandas as pd
 from streamlit.testing.v1 import AppTest
+
+from ui.dependency import PAD_PIXELS, PLOT_HEIGHT, PLOT_WIDTH, label_box, label_extent, sparse_pairs_warning
 
 STATE = "mdp_app_state"
 
@@ -62,15 +65,21 @@ def test_data_page_slider_changes_groups(app: AppTest) -> None:
     assert len(charts) == 2
     heat = json.loads(charts[0].proto.spec)
     assert len(heat["data"][0]["x"]) == 14
+    # the page says plainly why DepHDP shows more groups at the same tau (audit: 5 here vs 9 there read as a
+    # contradiction): the target is left out (8 groups), groups over 512 joint values are split (9)
+    why = [c.value for c in app.caption if c.value.startswith("This page: ")]
+    assert len(why) == 1
+    assert why[0].startswith(
+        "This page: 5 groups over all 14 attributes. The DepHDP page never releases the "
+    )
+    assert "target **target**, so it groups the other 13 only: 8 groups" in why[0]
+    assert "exceeds 512 values at its weakest edge: 9 groups" in why[0] and "fitting split" in why[0]
     groups_at = {}
     for tau in (0.05, 0.3, 0.9):
         app.slider(key="data_tau").set_value(tau).run()
         assert not app.exception
         groups_at[tau] = len(app.dataframe[-2].value)
     assert groups_at[0.05] <= groups_at[0.3] <= groups_at[0.9] == 14
-    # the page says why DepHDP can show more groups at the same tau (issue 11: 5 vs 9 groups unexplained)
-    why = [c.value for c in app.caption if c.value.startswith("The DepHDP page groups")]
-    assert len(why) == 1 and "without the target **target**" in why[0] and "exceeds 512" in why[0]
     app.toggle(key="data_cap").set_value(True).run()
     app.slider(key="data_tau").set_value(0.05).run()
     app.number_input(key="data_max_domain").set_value(20).run()
@@ -81,6 +90,162 @@ def test_data_page_slider_changes_groups(app: AppTest) -> None:
             app.dataframe[-2].value["attributes"], app.dataframe[-2].value["joint domain"], strict=True
         )
     )
+
+
+# --- audit of the data page: sparse pairs named, graph labels inside the plot, tables' formats ------------
+def _table(app: AppTest, *columns: str) -> pd.DataFrame:
+    """The one table (dataframe or data editor) of the page with these columns."""
+    found = [d.value for d in app.dataframe if set(columns) <= set(d.value.columns)]
+    assert len(found) == 1, [list(d.value.columns) for d in app.dataframe]
+    return found[0]
+
+
+def _column_config(app: AppTest, column: str) -> dict:
+    """The column config the page sent for ``column`` of the table that has it."""
+    found = [
+        config
+        for d in app.dataframe
+        if column in d.value.columns
+        for name, config in json.loads(d.proto.columns or "{}").items()
+        if name == column
+    ]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_sparse_pairs_warning_names_the_pairs_and_bins_that_fix_them(app: AppTest) -> None:
+    app.switch_page("views/data.py").run()
+    assert not app.exception
+    [warning] = [w.value for w in app.warning if "contingency cell" in w.value]
+    assert warning.startswith(
+        "3 attribute pairs have fewer than 5 rows per contingency cell (4.7 at the fewest)"
+    )
+    assert "(age, trestbps), (age, thalach) and (trestbps, thalach)" in warning
+    assert warning.endswith("lower the bins of **age** and **trestbps** to 7.")
+    # the step it names works: with those bins no pair is sparse any more
+    app.session_state[STATE].bins = {"age": 7, "trestbps": 7}
+    app.run()
+    assert not app.exception and not [w for w in app.warning if "contingency cell" in w.value]
+    bins = _table(app, "attribute", "bins").set_index("attribute")["bins"]
+    assert bins["age"] == bins["trestbps"] == 7 and bins["thalach"] == 8
+
+
+def test_sparse_pairs_warning_lists_a_few_then_counts_and_says_when_bins_cannot_help() -> None:
+    sizes = {"x": 8, "y": 8, "z": 8, "country": 40, "job": 15}
+    sparse = pd.DataFrame(
+        {
+            "a": ["country", "x", "x", "y", "z"],
+            "b": ["job", "y", "country", "z", "country"],
+            "rows_per_cell": [0.5, 3.0, 0.6, 3.0, 0.6],
+            "mi_bias": [0.9, 0.1, 0.2, 0.1, 0.2],
+        }
+    )
+    text = sparse_pairs_warning(sparse, sizes, ["x", "y", "z"], 300, min_per_cell=5.0)
+    assert "(country, job), (x, y), (x, country) and 2 more." in text
+    # x and z pair with a 40-level nominal: at most 60 / 40 -> 1 bin, so bins cannot help them
+    assert "lower the bins of **y** to 7." in text
+    assert "fewer bins cannot help (country, job), (x, country) and (z, country);" in text
+
+
+def _graph_nodes(app: AppTest) -> tuple[dict, list[dict]]:
+    """The dependency graph's layout and one dict per node (name, x, y, label place, marker size, colour)."""
+    spec = json.loads(app.get("plotly_chart")[1].proto.spec)
+    nodes = []
+    for trace in spec["data"]:
+        if trace.get("mode") == "markers+text":
+            n, place = len(trace["text"]), trace.get("textposition", "middle center")
+            places = place if isinstance(place, list) else [place] * n
+            for t, x, y, p, m in zip(
+                trace["text"], trace["x"], trace["y"], places, trace["marker"]["size"], strict=True
+            ):
+                nodes.append(
+                    {"name": t, "x": x, "y": y, "place": p, "size": m, "colour": trace["marker"]["color"]}
+                )
+    return spec["layout"], nodes
+
+
+def _check_labels_fit(layout: dict, nodes: list[dict]) -> None:
+    """Every node with its label lies inside the axis ranges (drawn on PLOT_WIDTH x PLOT_HEIGHT pixels) with
+    room to spare, and no two labels overlap there (audit: 'ours-per-week', 'native-country' over
+    'capital-loss' on adult)."""
+    assert "range" in layout["xaxis"] and "range" in layout["yaxis"], (
+        "the axes must have fixed, padded ranges"
+    )
+    (x0, x1), (y0, y1) = layout["xaxis"]["range"], layout["yaxis"]["range"]
+    sx, sy = PLOT_WIDTH / (x1 - x0), PLOT_HEIGHT / (y1 - y0)
+    texts = []
+    for node in nodes:
+        left, right, bottom, top = label_extent(node["name"], node["place"], node["size"])
+        px, py = (node["x"] - x0) * sx, (node["y"] - y0) * sy
+        assert px + left >= PAD_PIXELS - 0.5 and px + right <= PLOT_WIDTH - PAD_PIXELS + 0.5, node
+        assert py + bottom >= PAD_PIXELS - 0.5 and py + top <= PLOT_HEIGHT - PAD_PIXELS + 0.5, node
+        left, right, bottom, top = label_box(node["name"], node["place"], node["size"])
+        texts.append((node["name"], (px + left, px + right, py + bottom, py + top)))
+    for i, (a, p) in enumerate(texts):
+        for b, q in texts[:i]:  # labels may touch, but not cover a quarter of the smaller one
+            shared = max(0.0, min(p[1], q[1]) - max(p[0], q[0])) * max(0.0, min(p[3], q[3]) - max(p[2], q[2]))
+            smaller = min((p[1] - p[0]) * (p[3] - p[2]), (q[1] - q[0]) * (q[3] - q[2]))
+            assert shared <= smaller / 4, (a, b)
+
+
+def test_dependency_graph_keeps_labels_inside_and_explains_node_size(app: AppTest) -> None:
+    for dataset in ("heart", "adult", "wine"):
+        app.selectbox(key="side_dataset").set_value(dataset).run()
+        app.switch_page("views/data.py").run()
+        assert not app.exception
+        layout, nodes = _graph_nodes(app)
+        assert len(nodes) == {"heart": 14, "adult": 15, "wine": 13}[dataset]
+        assert layout["xaxis"].get("autorange") is False and layout["yaxis"].get("autorange") is False
+        _check_labels_fit(layout, nodes)
+        places = {node["place"] for node in nodes}
+        assert len(places) > 2  # labels point away from the centre, not all "top center"
+        assert any("node size: the attribute's number of levels" in c.value for c in app.caption)
+
+
+def test_dependency_graph_colours_up_to_24_groups_apart(app: AppTest) -> None:
+    app.switch_page("views/data.py").run()
+    app.slider(key="data_tau").set_value(0.2).run()  # heart: 14 groups (10 colours repeated G1 as G11)
+    _, nodes = _graph_nodes(app)
+    colours = {}
+    for trace in json.loads(app.get("plotly_chart")[1].proto.spec)["data"]:
+        if trace.get("mode") == "markers+text":
+            colours[trace["name"]] = trace["marker"]["color"]
+    assert len(colours) == 14 and len(set(colours.values())) == 14
+    # an upload of 24 independent columns: 24 groups at tau 1, 24 colours
+    rng = np.random.default_rng(3)
+    header = ",".join(f"c{i:02d}" for i in range(24))
+    rows = "\n".join(",".join(map(str, row)) for row in rng.integers(0, 6, size=(600, 24)))
+    _upload(app, "wide.csv", f"{header}\n{rows}\n".encode())
+    app.switch_page("views/data.py").run()
+    app.slider(key="data_tau").set_value(1.0).run()
+    assert not app.exception
+    layout, nodes = _graph_nodes(app)
+    assert len(nodes) == 24 and len({node["colour"] for node in nodes}) == 24
+    _check_labels_fit(layout, nodes)
+    # at tau 0 they form one group of 6^24 joint values: past a browser's exact numbers, shown as text
+    app.slider(key="data_tau").set_value(0.0).run()
+    assert not app.exception
+    joint = _table(app, "joint domain")["joint domain"].tolist()
+    assert joint == [f"{6**24:,}"]
+
+
+def test_data_page_tables_blank_bins_name_columns_and_separate_thousands(app: AppTest) -> None:
+    app.selectbox(key="side_dataset").set_value("adult").run()
+    app.switch_page("views/data.py").run()
+    assert not app.exception
+    attributes = _table(app, "attribute", "kind", "bins").set_index("attribute")
+    kinds = attributes["kind"]
+    assert set(kinds) == {"numeric", "nominal", "binary"}
+    assert attributes.loc[kinds == "numeric", "bins"].eq(8).all()
+    assert attributes.loc[kinds != "numeric", "bins"].isna().all()  # bins do nothing there: blank, shown "—"
+    [editor] = [d for d in app.dataframe if "bins" in d.value.columns]
+    assert editor.proto.placeholder == "—"
+    assert attributes.loc["workclass", "missing"] == 2799  # a number, shown with a separator like the info
+    assert any("2,799" in i.value for i in app.info)
+    for column in ("missing", "levels", "joint domain"):
+        assert _column_config(app, column)["type_config"]["format"] == "%,d", column
+    pairs = _table(app, "nmi")
+    assert list(pairs.columns) == ["attribute 1", "attribute 2", "nmi"]
 
 
 # --- uploads with real-file guard rails (issue 11 "Real files") -------------------------------------------
