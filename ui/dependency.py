@@ -333,7 +333,7 @@ def sparse_pairs_warning(
         f"Their estimated MI is biased upward (by up to {float(sparse['mi_bias'].max()):.3f} nats), so the "
         "graph may show spurious dependencies."
     )
-    lower, left = _fewer_bins(pairs, domain_sizes, numeric, n_rows / min_per_cell)
+    lower, left = core.fewer_bins(pairs, domain_sizes, numeric, n_rows / min_per_cell)
     if lower:
         by_count: dict[int, list[str]] = {}
         for a, count in lower.items():
@@ -350,29 +350,6 @@ def sparse_pairs_warning(
             "each pair or use more rows."
         )
     return text
-
-
-def _fewer_bins(
-    pairs: list[tuple[str, str]], domain_sizes: Mapping[str, int], numeric: Collection[str], max_cells: float
-) -> tuple[dict[str, int], list[tuple[str, str]]]:
-    """Bin counts that make every pair's contingency table at most ``max_cells`` cells, changing few
-    attributes (greedy: the numeric attribute in most sparse pairs first, then the one with more levels),
-    and the pairs no bin count of at least 2 fixes."""
-    sizes = {a: int(m) for a, m in domain_sizes.items()}
-    order = {a: i for i, a in enumerate(domain_sizes)}
-    lower: dict[str, int] = {}
-    while True:
-        left = [(a, b) for a, b in pairs if sizes[a] * sizes[b] > max_cells]
-        options = {}
-        for a in {x for pair in left for x in pair if x in numeric}:
-            widest = max(sizes[b if a == x else x] for x, b in left if a in (x, b))
-            fits = int(max_cells // widest)
-            if 2 <= fits < sizes[a]:
-                options[a] = (sum(a in pair for pair in left), sizes[a], -order[a], fits)
-        if not left or not options:
-            return dict(sorted(lower.items(), key=lambda kv: order[kv[0]])), left
-        best = max(options, key=options.__getitem__)
-        lower[best] = sizes[best] = options[best][3]
 
 
 def dephdp_groups_caption(

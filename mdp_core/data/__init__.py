@@ -12,6 +12,7 @@ from __future__ import annotations
 from mdp_core.data.dependency import (
     dependency_graph,
     dependency_groups,
+    fewer_bins,
     group_domain_size,
     nmi_matrix,
     nmi_pairs,
@@ -42,6 +43,7 @@ __all__ = [
     "dependency_graph",
     "dependency_groups",
     "discretize",
+    "fewer_bins",
     "group_domain_size",
     "infer_schema",
     "list_datasets",

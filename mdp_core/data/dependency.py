@@ -7,7 +7,7 @@ group (connected components).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import networkx as nx
 import numpy as np
@@ -18,6 +18,7 @@ from mdp_core.errors import DataError
 __all__ = [
     "dependency_graph",
     "dependency_groups",
+    "fewer_bins",
     "group_domain_size",
     "nmi_matrix",
     "nmi_pairs",
@@ -199,3 +200,48 @@ def sparse_pairs(
                 )
     out = pd.DataFrame(rows, columns=["a", "b", "cells", "rows_per_cell", "mi_bias"])
     return out.sort_values("rows_per_cell", kind="stable").reset_index(drop=True)
+
+
+def fewer_bins(
+    pairs: list[tuple[str, str]], domain_sizes: Mapping[str, int], numeric: Collection[str], max_cells: float
+) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """Bin counts that make every pair's contingency table at most ``max_cells`` cells, changing few
+    attributes: what to tell a user whose pairs are too sparse for a trustworthy NMI (:func:`sparse_pairs`).
+
+    Greedy: the change that fixes most of the pairs still too large first (an attribute lowered to the most
+    bins that fit some partner fixes its pairs with narrower partners too), then the attribute with more
+    levels, then the earlier one. A pair left over has no numeric side that 2 bins or more could fix.
+
+    Parameters
+    ----------
+    pairs : list of (str, str)
+        The sparse pairs.
+    domain_sizes : mapping
+        Levels per attribute (its order breaks ties).
+    numeric : collection of str
+        The attributes whose bins can change (binned numeric columns).
+    max_cells : float
+        Most cells a pair's table may have (rows / the wanted rows per cell).
+
+    Returns
+    -------
+    (dict, list)
+        New bin counts (>= 2) by attribute in ``domain_sizes`` order, and the pairs no bin count fixes.
+    """
+    sizes = {a: int(m) for a, m in domain_sizes.items()}
+    order = {a: i for i, a in enumerate(domain_sizes)}
+    lower: dict[str, int] = {}
+    while True:
+        left = [(a, b) for a, b in pairs if sizes[a] * sizes[b] > max_cells]
+        options: dict[str, tuple[int, int, int, int]] = {}
+        for a in {x for pair in left for x in pair if x in numeric}:
+            partners = [sizes[b if a == x else x] for x, b in left if a in (x, b)]
+            for widest in set(partners):  # the bins that fit this partner fix every narrower one too
+                fits = int(max_cells // widest)
+                option = (sum(p <= widest for p in partners), sizes[a], -order[a], fits)
+                if 2 <= fits < sizes[a] and (a not in options or option > options[a]):
+                    options[a] = option
+        if not left or not options:
+            return dict(sorted(lower.items(), key=lambda kv: order[kv[0]])), left
+        best = max(options, key=options.__getitem__)
+        lower[best] = sizes[best] = options[best][3]

@@ -116,3 +116,37 @@ def test_constant_columns_have_zero_nmi() -> None:
     # Regression: ln n - n ln n / n is +4e-16, not 0, for n = 23; two constants then looked identical.
     nmi = core.nmi_matrix(pd.DataFrame({"c1": np.zeros(23, dtype=int), "c2": np.zeros(23, dtype=int)}))
     assert nmi.loc["c1", "c2"] == 0.0
+
+
+@given(
+    sizes=st.lists(st.integers(2, 40), min_size=2, max_size=6),
+    numeric_mask=st.lists(st.booleans(), min_size=6, max_size=6),
+    max_cells=st.integers(4, 400),
+)
+def test_fewer_bins_fixes_every_pair_it_can_changing_only_numeric_attributes(
+    sizes: list[int], numeric_mask: list[bool], max_cells: int
+) -> None:
+    names = [f"x{i}" for i in range(len(sizes))]
+    domain = dict(zip(names, sizes, strict=True))
+    numeric = {n for n, is_numeric in zip(names, numeric_mask, strict=False) if is_numeric}
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :] if domain[a] * domain[b] > max_cells]
+    lower, left = core.fewer_bins(pairs, domain, numeric, max_cells)
+    after = {**domain, **lower}
+    assert set(lower) <= numeric and all(2 <= v < domain[a] for a, v in lower.items())
+    assert list(lower) == [n for n in names if n in lower]  # in the table's order
+    assert left == [(a, b) for a, b in pairs if after[a] * after[b] > max_cells]
+    for a, b in left:  # nothing left could be fixed: no numeric side has room for 2 bins within max_cells
+        assert all(
+            not (x in numeric and 2 * after[y] <= max_cells < after[x] * after[y])
+            for x, y in ((a, b), (b, a))
+        )
+
+
+def test_fewer_bins_on_heart_lowers_age_and_trestbps_to_seven() -> None:
+    """The data page's advice on heart's defaults (8 bins, 303 rows, 5 rows per cell: at most 60 cells)."""
+    domain = {"age": 8, "trestbps": 8, "thalach": 8, "sex": 2}
+    pairs = [("age", "trestbps"), ("age", "thalach"), ("trestbps", "thalach")]
+    assert core.fewer_bins(pairs, domain, {"age", "trestbps", "thalach"}, 303 / 5) == (
+        {"age": 7, "trestbps": 7},
+        [],
+    )
