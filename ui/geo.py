@@ -218,12 +218,18 @@ def eps_meaning(eps: float, extent_km: tuple[float, float]) -> str:
     diagonal = float(math.hypot(*extent_km))
     across = eps * diagonal
     odds = f"{math.exp(across):,.0f}" if across < 60 else f"e^{across:.0f}"
-    return (
+    said = (
         f"ε = {eps:.3g}/km on this {extent_km[0]:.1f} × {extent_km[1]:.1f} km map: from one report an "
         f"attacker's odds between two places move by at most ×2 if they are {_metres(math.log(2) / eps)} "
         f"apart, ×10 at {_metres(math.log(10) / eps)}, and ×{odds} between opposite corners "
         f"({diagonal:.1f} km)."
     )
+    if across <= 2 * math.log(2):  # the whole map within two x2 steps: reports hardly depend on the place
+        said += (
+            " The whole map lies within this level's protected distance, so every location reports much the "
+            "same few cells: the map is small for this level, not a leak."
+        )
+    return said
 
 
 # -------------------------------------------------------------------------------------------- maps and state

@@ -262,6 +262,13 @@ def test_privacy_level_wording() -> None:
     assert "×2 if they are 500 m apart" in text
     assert f"×10 at {math.log(10) / (math.log(2) / 0.5):.1f} km" in text  # 1.66 km
     assert f"×{math.exp(math.log(2) / 0.5 * 5.0):,.0f} between opposite corners (5.0 km)" in text
+    assert "small for this level" not in text
+    # High on the 1.0 x 1.7 km district: the whole map within two x2 steps (UX audit: it looked like a leak)
+    small = geo.eps_meaning(geo.level_eps("High"), (1.0, 1.7))
+    assert small.endswith("the map is small for this level, not a leak.")
+    assert "small for this level" not in geo.eps_meaning(
+        2 * math.log(2) / math.hypot(1.0, 1.7) * 1.01, (1.0, 1.7)
+    )
 
 
 def test_privacy_level_on_the_page(app: AppTest) -> None:
