@@ -84,7 +84,7 @@ def _page_rows() -> list[dict]:
 
     at = open_app()
     at.switch_page("views/noise.py").run()
-    at.selectbox(key="ggm_grid").set_value("50 × 100 (as in 003)").run()
+    at.selectbox(key="ggm_grid").set_value("50 × 100 (fine, as in the paper)").run()
     at.slider(key="ggm_pmax").set_value(20.0).run()
 
     start = timed(at, lambda a: a.toggle(key="ggm_heatmap").set_value(True))

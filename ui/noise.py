@@ -44,7 +44,7 @@ __all__ = [
 #: The second moment's label wherever the page shows its value (query units: those of the released answer).
 SECOND_MOMENT_LABEL = "E|Z|² (query units²)"
 #: Heatmap grid options: label -> (number of delta values, number of eps values).
-GRID_SIZES = {"20 × 40 (quick)": (20, 40), "50 × 100 (as in 003)": (50, 100)}
+GRID_SIZES = {"20 × 40 (quick)": (20, 40), "50 × 100 (fine, as in the paper)": (50, 100)}
 _CLASSICAL = {
     1.0: ("Laplace (p = 1)", "#1f77b4"),
     2.0: ("Gaussian (p = 2)", "#2ca02c"),
