@@ -257,8 +257,8 @@ def _group_profile(
             opt_channels.append(P)
         curves["OPT"] = opt
         message = "OPT computed" + (
-            f" ({failures} of {grid.size} LPs failed or ran out of their share of opt_seconds = "
-            f"{config.opt_seconds:g} s: EM (+ remap) kept there)"
+            f" ({failures} of {grid.size} LPs failed or ran out of their share of the group's LP time "
+            f"({config.opt_seconds:g} s): EM (+ remap) kept there)"
             if failures
             else ""
         )

@@ -228,7 +228,7 @@ def test_opt_profiles_are_time_bounded(fit: core.Encoded) -> None:
     res = run_dephdp(fit, replace(cfg, opt_seconds=1e-4))
     assert time.perf_counter() - t0 < 60.0
     starved_lp = [pr for pr in res.profiles if "OPT" in pr.curves and "LPs failed" in pr.opt_message]
-    assert starved_lp and any("ran out of their share of opt_seconds" in n for n in res.notes)
+    assert starved_lp and any("ran out of their share of the group's LP time" in n for n in res.notes)
     for pr in starved_lp:
         np.testing.assert_array_less(pr.curves["OPT"] - 1e-12, pr.curves["CAL"] + 1e-12)
     for pr, P, e in zip(res.profiles, res.mechanism.channels, res.mechanism.eps, strict=True):
