@@ -254,7 +254,7 @@ def record_budget_text(eps: float, p: float) -> str:
 def auto_scenario_name(session: Any, name: str, key: str = "rel_scenario_name") -> None:
     """Let the scenario name box follow the settings (``name``) until the user types a name of their own:
     a keyed text box keeps its first value, so a second save overwrote the first under a stale name."""
-    last = f"{key}_auto"
+    last = f"_{key}_auto"  # not a page prefix: kept out of a scenario's page settings
     if session.get(key) in (None, session.get(last)):
         session[key] = name
     session[last] = name

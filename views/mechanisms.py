@@ -27,9 +27,9 @@ if encoded is None:
 columns = list(encoded.columns)
 sizes = encoded.domain_sizes
 default = next((c for c in columns if sizes[c] >= 4), columns[0])
-if st.session_state.get("mech_attrs_table") != encoded.fingerprint or "mech_attrs" not in st.session_state:
+if st.session_state.get("_mech_attrs_table") != encoded.fingerprint or "mech_attrs" not in st.session_state:
     st.session_state["mech_attrs"] = [default]  # another table: its default (the old choice is not in it)
-    st.session_state["mech_attrs_table"] = encoded.fingerprint
+    st.session_state["_mech_attrs_table"] = encoded.fingerprint
 c1, c2, c3 = st.columns([2, 1, 2])
 with c1:
     chosen = st.multiselect(

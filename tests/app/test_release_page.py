@@ -121,6 +121,7 @@ def test_the_scenario_name_follows_the_settings_until_typed_and_a_save_says_it_r
     saved = app.session_state["rel_saved_scenarios"]
     assert sorted(saved) == ["ε = 1, prediction", "ε = 4, prediction"]
     assert saved["ε = 4, prediction"].config.eps == 4.0 and saved["ε = 1, prediction"].config.eps == 1.0
+    assert not any("_auto" in key for _, page in saved["ε = 4, prediction"].pages for key in json.loads(page))
     app.text_input(key="rel_scenario_name").input("mine").run()
     app.select_slider(key="rel_eps").set_value(2.0).run()
     assert app.text_input(key="rel_scenario_name").value == "mine"  # a typed name stays
