@@ -1,10 +1,13 @@
-"""Shared figure settings of the report and the pages (plotly axis dictionaries; no plotly import needed)."""
+"""Shared figure settings of the report and the pages (plotly axis dictionaries and a labelled line; no plotly
+import needed)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-__all__ = ["log_axis"]
+__all__ = ["labelled_vline", "log_axis"]
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -42,3 +45,22 @@ def log_axis(lo: float, hi: float, *, max_ticks: int = 8) -> dict[str, object]:
         ticks = sorted({float(f"{lo:.2g}"), *ticks, float(f"{hi:.2g}")})
     scientific = min(ticks) < 1e-3 or max(ticks) >= 1e5
     return {"type": "log", "tickvals": ticks, "ticktext": [_round_label(t, scientific) for t in ticks]}
+
+
+def labelled_vline(
+    fig: Any, x: float, text: str, *, log: bool, line: dict | None = None, **label: Any
+) -> None:
+    """A vertical line at ``x`` on plotly figure ``fig`` (``line``: its style) with ``text`` at the plot's top
+    edge (``label``: annotation settings over left / bottom anchors). Shapes take data coordinates but
+    annotations on a log axis take log10 ones (plotly.py #2580): ``add_vline``'s own label at x = 48 landed at
+    10^48 and stretched the axis to it, hence the label placed here (``log``: the x axis is logarithmic)."""
+    fig.add_vline(x=x, line=line or {})
+    fig.add_annotation(
+        **{"xanchor": "left", "yanchor": "bottom", **label},
+        x=float(np.log10(x)) if log else x,
+        xref="x",
+        y=1.0,
+        yref="paper",
+        text=text,
+        showarrow=False,
+    )

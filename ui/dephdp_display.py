@@ -11,7 +11,7 @@ import streamlit as st
 
 import mdp_core as core
 from mdp_core import BASELINES, DepHDPResult
-from mdp_core._figures import log_axis
+from mdp_core._figures import labelled_vline, log_axis
 from ui.dephdp import DEGENERATE_CAVEAT, Degeneracy
 
 __all__ = [
@@ -179,7 +179,7 @@ def scatter_figure(result: DepHDPResult) -> go.Figure:
             )
         )
     tau_dim = min(cfg.tau_dim, cfg.opt_max_domain)
-    _vline(fig, tau_dim, f"τ_dim = {tau_dim}", log=True, line_dash="dash")
+    labelled_vline(fig, tau_dim, f"τ_dim = {tau_dim}", log=True, line={"dash": "dash"})
     fig.add_hline(y=cfg.tau_dpn, line_dash="dot", annotation_text=f"τ_dpn = {cfg.tau_dpn:g}")
     fig.update_layout(
         xaxis_title="joint domain size |X_k|",
@@ -200,21 +200,6 @@ def scatter_x_range(largest_domain: int, tau_dim: float) -> list[float]:
     tau_dim (plotly takes log-axis ranges in log10 units)."""
     hi = max(float(largest_domain), float(tau_dim), 2.0)
     return [math.log10(0.8), math.log10(hi * 1.6)]
-
-
-def _vline(fig: go.Figure, x: float, text: str, *, log: bool, **line: object) -> None:
-    """A vertical line with a label at the top. Shapes take data coordinates, but annotations on a log axis
-    take log10 units (an annotation at x = 48 would stretch the axis to 1e48), hence the explicit label."""
-    fig.add_vline(x=x, **line)
-    fig.add_annotation(
-        x=math.log10(x) if log else x,
-        y=1.0,
-        yref="paper",
-        text=text,
-        showarrow=False,
-        xanchor="left",
-        yanchor="bottom",
-    )
 
 
 #: Legend names of the allocation chart's bars, by the group's mechanism (the bar colours of _COLORS).
@@ -284,7 +269,7 @@ def curves_figure(result: DepHDPResult, k: int) -> go.Figure:
     fig.add_trace(go.Scatter(x=grid, y=lo, name="lower convex envelope", line={"dash": "dot"}))
     fig.add_trace(go.Scatter(x=grid, y=up, name="upper concave envelope", line={"dash": "dash"}))
     eps_k = float(result.eps_used[k])
-    _vline(fig, eps_k, f"ε_k = {eps_k:.3g}", log=True, line_color="black")
+    labelled_vline(fig, eps_k, f"ε_k = {eps_k:.3g}", log=True, line={"color": "black"})
     fig.update_layout(
         xaxis_type="log",
         xaxis_title="group budget ε_k",

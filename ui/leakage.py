@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import mdp_core as core
-from mdp_core._figures import log_axis
+from mdp_core._figures import labelled_vline, log_axis
 from mdp_core._validation import Progress
 from ui.data import HASH_FUNCS
 from ui.store import store as result_store
@@ -357,21 +357,17 @@ def cpl_figure(curves: PairCurves, eps: float) -> go.Figure:
             )
         )
     lo, hi = float(EPS_GRID[0]), float(EPS_GRID[-1])
-    fig.add_vline(x=eps, line={"color": "red", "width": 1})
-    # Annotations on a log axis take log10 coordinates (plotly.py #2580): add_vline's own label landed at
-    # 10^eps, far right of its line, and stretched the axis to it. Placed by hand, beside the line.
-    right_half = np.log10(eps) > 0.5 * (np.log10(lo) + np.log10(hi))
-    fig.add_annotation(
-        x=float(np.log10(eps)),
-        xref="x",
-        y=1.0,
-        yref="paper",
-        yanchor="top",
+    right_half = np.log10(eps) > 0.5 * (np.log10(lo) + np.log10(hi))  # the label beside its line, inward
+    labelled_vline(
+        fig,
+        eps,
+        f"ε = {eps:g}",
+        log=True,
         xanchor="right" if right_half else "left",
+        yanchor="top",
         xshift=-4 if right_half else 4,
-        text=f"ε = {eps:g}",
-        showarrow=False,
         font={"color": "red"},
+        line={"color": "red", "width": 1},
     )
     top = float(np.max(curves.dt_unc if curves.dt_unc is not None else curves.agd))
     fig.update_layout(
