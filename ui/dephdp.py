@@ -443,9 +443,9 @@ def grouping_caption(result: DepHDPResult, fit: core.Encoded, encoded: core.Enco
     )
 
 
-#: Beginnings of the core's notes that the page says in its own words (:func:`grouping_caption`, the
-#: tau_dim note of :func:`page_notes`); every other note (an LP that kept EM + remap) is shown as it is.
-_RESTATED_NOTES = ("tau_dim capped at", "The NMI graph at tau_group")
+#: Kinds of the core's notes that the page says in its own words (:func:`grouping_caption`, the tau_dim
+#: note of :func:`page_notes`); every other note (an LP that kept EM + remap) is shown as it is.
+_RESTATED_NOTES = frozenset({"tau_dim_cap", "grouping"})
 
 
 def page_notes(result: DepHDPResult) -> list[str]:
@@ -459,7 +459,7 @@ def page_notes(result: DepHDPResult) -> list[str]:
             f"are computed only for groups of at most {cfg.opt_max_domain} joint values, so larger groups "
             "always get distance-based noise (DPN)."
         )
-    return notes + [n for n in result.notes if not n.startswith(_RESTATED_NOTES)]
+    return notes + [n for n in result.notes if n.kind not in _RESTATED_NOTES]
 
 
 def suggested_floor(result: DepHDPResult) -> float:

@@ -13,7 +13,7 @@ from mdp_core.dephdp._grouploss import Surrogate
 from mdp_core.dephdp._profiles import GroupProfile
 from mdp_core.dephdp.adequacy import select_mechanism
 from mdp_core.dephdp.allocation import BudgetAllocation, allocate_budget
-from mdp_core.dephdp.config import BASELINES, DepHDPConfig
+from mdp_core.dephdp.config import BASELINES, DepHDPConfig, Note
 from mdp_core.errors import DataError
 from mdp_core.metrics import budget_norm, dual_exponent
 
@@ -57,7 +57,7 @@ class Selection:
 
     selection: tuple[str, ...]
     kinds: tuple[str, ...]
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,9 +88,14 @@ class Allocated:
 
 def select(config: DepHDPConfig, profiles: Sequence[GroupProfile]) -> Selection:
     tau_dim = min(config.tau_dim, config.opt_max_domain)
-    notes = []
+    notes: list[Note] = []
     if config.tau_dim > config.opt_max_domain:
-        notes.append(f"tau_dim capped at {config.opt_max_domain} (largest group with an OPT profile)")
+        notes.append(
+            Note(
+                f"tau_dim capped at {config.opt_max_domain} (largest group with an OPT profile)",
+                "tau_dim_cap",
+            )
+        )
     selection = tuple(
         select_mechanism(
             pr.domain_size,

@@ -10,11 +10,31 @@ import numpy as np
 from mdp_core._validation import check_eps
 from mdp_core.errors import DataError
 
-__all__ = ["BASELINES", "DepHDPConfig"]
+__all__ = ["BASELINES", "DepHDPConfig", "Note"]
 from mdp_core.dephdp.tasks import TASKS
 from mdp_core.metrics import dual_exponent
 
 BASELINES = ("SPL+DPN", "SPL+RMP", "ALC+DPN", "ALC+RMP")
+NoteKind = Literal["tau_dim_cap", "grouping", "lp_time"]
+
+
+class Note(str):
+    """A note of a DepHDP result: its text, plus what it is about (``kind``), so that a page that says a
+    fact in its own words can leave out the core's sentence without matching its wording.
+
+    Kinds: ``"tau_dim_cap"`` (tau_dim acts as ``opt_max_domain``), ``"grouping"`` (components split at
+    ``max_group_domain``), ``"lp_time"`` (a group's LPs kept EM (+ remap) at some budgets).
+    """
+
+    kind: NoteKind
+
+    def __new__(cls, text: str, kind: NoteKind) -> Note:
+        note = super().__new__(cls, text)
+        note.kind = kind
+        return note
+
+    def __getnewargs__(self) -> tuple[str, NoteKind]:  # type: ignore[override]  # pickling keeps the kind
+        return str(self), self.kind
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ from mdp_core.dephdp._profiles import (
     task_for,
 )
 from mdp_core.dephdp.allocation import BudgetAllocation
-from mdp_core.dephdp.config import DepHDPConfig
+from mdp_core.dephdp.config import DepHDPConfig, Note
 from mdp_core.dephdp.tasks import Task, release_attributes
 from mdp_core.errors import DataError
 from mdp_core.mechanisms import sample
@@ -129,7 +129,7 @@ class DepHDPResult:
     value: float
     baselines: dict[str, BaselineResult]
     mechanism: ComposedMechanism
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]  # each a str with a kind (Note)
     seconds: dict[str, float]
 
     components: int = 0  # NMI components of the released attributes before the max_group_domain split
@@ -269,21 +269,24 @@ def _score_frame(stage: DepHDPProfiles, sel: Selection, mechanism: ComposedMecha
     )
 
 
-def _grouping_note(stage: DepHDPProfiles, config: DepHDPConfig) -> tuple[str, ...]:
+def _grouping_note(stage: DepHDPProfiles, config: DepHDPConfig) -> tuple[Note, ...]:
     if len(stage.groups) == stage.components:
         return ()
     return (
-        f"The NMI graph at tau_group = {config.tau_group:g} has {stage.components} components on the "
-        f"{len(stage.attributes)} released attributes; components whose joint domain exceeds "
-        f"max_group_domain = {config.max_group_domain} were split (weakest edge first) into "
-        f"{len(stage.groups)} groups.",
+        Note(
+            f"The NMI graph at tau_group = {config.tau_group:g} has {stage.components} components on the "
+            f"{len(stage.attributes)} released attributes; components whose joint domain exceeds "
+            f"max_group_domain = {config.max_group_domain} were split (weakest edge first) into "
+            f"{len(stage.groups)} groups.",
+            "grouping",
+        ),
     )
 
 
-def _lp_notes(stage: DepHDPProfiles) -> tuple[str, ...]:
+def _lp_notes(stage: DepHDPProfiles) -> tuple[Note, ...]:
     """Groups whose OPT profile kept EM (+ remap) at some grid points (LP failure or time limit)."""
     return tuple(
-        f"{' + '.join(pr.attributes)}: {pr.opt_message}"
+        Note(f"{' + '.join(pr.attributes)}: {pr.opt_message}", "lp_time")
         for pr in stage.profiles
         if "LPs failed" in pr.opt_message
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import pickle
 import time
 from dataclasses import replace
 
@@ -10,6 +12,7 @@ import pytest
 
 import mdp_core as core
 from mdp_core import DataError, DepHDPConfig, budget_norm, dual_exponent, mdp_violation, run_dephdp
+from mdp_core.dephdp.config import Note
 
 
 @pytest.fixture(scope="module")
@@ -229,6 +232,7 @@ def test_opt_profiles_are_time_bounded(fit: core.Encoded) -> None:
     assert time.perf_counter() - t0 < 60.0
     starved_lp = [pr for pr in res.profiles if "OPT" in pr.curves and "LPs failed" in pr.opt_message]
     assert starved_lp and any("ran out of their share of the group's LP time" in n for n in res.notes)
+    assert {n.kind for n in res.notes if "LPs failed" in n} == {"lp_time"}
     for pr in starved_lp:
         np.testing.assert_array_less(pr.curves["OPT"] - 1e-12, pr.curves["CAL"] + 1e-12)
     for pr, P, e in zip(res.profiles, res.mechanism.channels, res.mechanism.eps, strict=True):
@@ -236,3 +240,19 @@ def test_opt_profiles_are_time_bounded(fit: core.Encoded) -> None:
     assert run_dephdp(fit, cfg).notes == tuple(n for n in run_dephdp(fit, cfg).notes if "LPs failed" not in n)
     with pytest.raises(DataError, match="opt_seconds must be > 0"):
         DepHDPConfig(opt_seconds=0)
+
+
+def test_notes_say_what_they_are_about_and_keep_it_through_pickling(
+    result: core.DepHDPResult, fit: core.Encoded, cache: dict
+) -> None:
+    """A page leaves out the notes it says in its own words by their kind, never by their wording."""
+    cfg = DepHDPConfig(eps=2.0, tau_dim=300)  # above opt_max_domain (48): the cap is noted
+    notes = run_dephdp(fit, cfg, cache=cache).notes
+    assert cfg.tau_dim > cfg.opt_max_domain and len(result.groups) > result.components  # heart splits
+    assert [n.kind for n in notes] == ["tau_dim_cap", "grouping"]
+    assert notes[0] == f"tau_dim capped at {cfg.opt_max_domain} (largest group with an OPT profile)"
+    assert notes[1].startswith("The NMI graph at tau_group = 0.1 has")
+    for note in notes:  # results are pickled into the page's store and profile caches
+        back = pickle.loads(pickle.dumps(note))
+        assert (back, back.kind, type(back)) == (note, note.kind, Note)
+    assert json.loads(json.dumps(list(notes))) == [str(n) for n in notes]  # the audit record's JSON
