@@ -149,7 +149,9 @@ def exclusion_reason(col: pd.Series, name: str) -> str | None:
         return "empty: the column has no values"
     n_distinct = int(values.nunique())
     if n_distinct == 1:
-        return f"constant: every row has the same value ({values.iloc[0]!r}), so it carries no information"
+        value = values.iloc[0]  # a numpy scalar's repr is code ("np.int64(5)"); its Python value reads "5"
+        value = value.item() if isinstance(value, np.generic) else value
+        return f"constant: every row has the same value ({value!r}), so it carries no information"
     if pd.api.types.is_numeric_dtype(values):
         if n < _MOSTLY * len(col):
             return (

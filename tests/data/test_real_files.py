@@ -422,3 +422,11 @@ def test_released_part_of_a_table_never_has_an_excluded_column() -> None:
     assert list(enc.decode(enc.codes).columns) == list(released.columns)
     with pytest.raises(DataError, match="cannot be both included and excluded"):
         core.Schema(kinds=(("a", "nominal"),), excluded=(("a", "free text"),))
+
+
+def test_a_constant_column_names_its_value_in_plain_words_not_as_numpy_code() -> None:
+    """Audit of uploads: every numeric column constant read "(np.int64(5))" in the exclusion reason."""
+    df, _ = _load(b"a,b,group\n5,1.5,x\n5,1.5,y\n5,1.5,x\n")
+    reasons = core.infer_schema(df).excluded_reasons
+    assert reasons["a"] == "constant: every row has the same value (5), so it carries no information"
+    assert reasons["b"].startswith("constant: every row has the same value (1.5),")
