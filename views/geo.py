@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from mdp_core.errors import DataError
-from ui import geo, sweep
+from ui import geo, geo_bound, geo_curve, geo_map, geo_results, sweep
 from ui.state import get_state
 from ui.widgets import eps_slider
 
@@ -163,19 +163,22 @@ except DataError as exc:
     progress_slot.empty()
     st.error(str(exc))
     st.stop()
-optimum_offered = geo.optimal_offered(config, eps)
-search = geo.optimum_search(config, eps)  # above one block: the longest bound may solve the optimum
+optimum_offered = geo_bound.optimal_offered(config, eps)
+search = geo_bound.optimum_search(config, eps)  # above one block: the longest bound may solve the optimum
 if method == "optimal" and not optimum_offered:  # the selectbox offers it on every map
-    st.info(geo.optimal_too_large(problem, search == "offer") + f" The map shows {labels['tree']} meanwhile.")
+    st.info(
+        geo_bound.optimal_too_large(problem, search == "offer")
+        + f" The map shows {labels['tree']} meanwhile."
+    )
     method, method_label = "tree", labels["tree"]
 cand = cand_labels.index(true_label)
 true_index = geo.nearest_target(problem, cand_xy[cand])
-view = geo.GeoView(colour_by=views[view_label], true_index=true_index, candidate=cand)
+view = geo_map.GeoView(colour_by=views[view_label], true_index=true_index, candidate=cand)
 left = geo.time_left(geo.WAIT_SECONDS)  # one waiting budget for the whole run
 job = geo.request_mechanism(config, eps, method)
 if not job.done():  # first picture now: the roads and the true location while the mechanism is built
-    preview, _ = geo.deck(config, None, view, None)
-    map_slot.pydeck_chart(preview, height=geo.MAP_HEIGHT)
+    preview, _ = geo_map.deck(config, None, view, None)
+    map_slot.pydeck_chart(preview, height=geo_map.MAP_HEIGHT)
     key_ = geo.mechanism_key(config, eps, method)
     bar = progress_slot.progress(0.0, text=f"Building {method_label}…")
 
@@ -205,18 +208,18 @@ if comp is None:
     st.caption(f"{method_label} at ε = {eps:.3g}/km is being built; the map colours itself when it is done.")
 else:
     mech = comp.mechanisms[method]
-    reports = geo.sample_reports(mech, true_index, geo.N_REPORTS, get_state().seed)
-    chart, vmax = geo.deck(config, mech, view, reports)
+    reports = geo_map.sample_reports(mech, true_index, geo_map.N_REPORTS, get_state().seed)
+    chart, vmax = geo_map.deck(config, mech, view, reports)
     if view.colour_by == "error":
-        legend.html(geo.legend_html("Expected travel error if you are here (km)", vmax, " km", "{:.2f}"))
+        legend.html(geo_map.legend_html("Expected travel error if you are here (km)", vmax, " km", "{:.2f}"))
     else:
-        legend.html(geo.legend_html("Probability of reporting each cell (%)", 100 * vmax, " %", "{:.2g}"))
+        legend.html(geo_map.legend_html("Probability of reporting each cell (%)", 100 * vmax, " %", "{:.2g}"))
     map_slot.pydeck_chart(
         chart,
         on_select="rerun",
         selection_mode="single-object",
         key=deck_key,
-        height=geo.MAP_HEIGHT,
+        height=geo_map.MAP_HEIGHT,
     )
     st.caption(
         f"{method_label} at ε = {eps:.3g}/km. "
@@ -225,10 +228,10 @@ else:
             if view.colour_by == "error"
             else f"Colour: probability of each reported cell for the true location {true_label}. "
         )
-        + f"Black: the true location; blue discs: {geo.N_REPORTS} sampled reports (a disc's size: how many "
-        "fell in that cell); white dots: candidate true locations (click one). "
+        + f"Black: the true location; blue discs: {geo_map.N_REPORTS} sampled reports (a disc's size: how "
+        "many fell in that cell); white dots: candidate true locations (click one). "
         f"{problem.grid.n_targets:,} target vertices, {len(problem.grid.outputs)} outputs, seed spacing "
-        f"{problem.grid.h0 * 1000:.0f} m; utility {comp.utility_km[method]:.3f} km. {geo.ATTRIBUTION}"
+        f"{problem.grid.h0 * 1000:.0f} m; utility {comp.utility_km[method]:.3f} km. {geo_map.ATTRIBUTION}"
     )
 
 # ---- comparison -----------------------------------------------------------------------------------------
@@ -264,7 +267,7 @@ extras = {  # toggle name -> (label, help): optional rows of the table (short la
         "Exact optimum",
         "The best ε-mDP mechanism with these outputs: the LP over every pair of targets, solved exactly by "
         "row generation and checked on all pairs. Its row is the yardstick: the bound becomes exact. Maps "
-        f"up to {geo.OPTIMAL_MAX_TARGETS:,} targets (depth 1); 10-90 s in the background.",
+        f"up to {geo_bound.OPTIMAL_MAX_TARGETS:,} targets (depth 1); 10-90 s in the background.",
     ),
 }
 included: dict[str, bool] = {}
@@ -277,21 +280,21 @@ for column, (name, (label, help_text)) in zip(st.columns(len(extras)), extras.it
             label, value=value, key=key, help=help_text, on_change=stop, args=(key, config, eps, name, method)
         )
 if included["optimal"] and not optimum_offered:  # asked for where it is not built: say why, in the page
-    st.info(geo.optimal_too_large(problem, search == "offer"))
-    longest = max(geo.BOUND_TIMES)
+    st.info(geo_bound.optimal_too_large(problem, search == "offer"))
+    longest = max(geo_bound.BOUND_TIMES)
     if search == "running":
         st.caption("Finding the exact optimum: the lower bound below is solving it.")
     elif search == "missed":
         st.caption(
-            f"The {geo.seconds_label(longest)} bound found no optimum it could check on this map; the table "
-            "shows its certified bound."
+            f"The {geo_bound.seconds_label(longest)} bound found no optimum it could check on this map; the "
+            "table shows its certified bound."
         )
     elif search == "offer" and st.button(
-        f"Find the exact optimum ({geo.seconds_label(longest)} bound, in the background)",
+        f"Find the exact optimum ({geo_bound.seconds_label(longest)} bound, in the background)",
         key="geo_find_optimum",
     ):
         st.session_state[f"geo_bound_time_{mk}"] = longest  # the bound's progress and stop button show
-        geo.request_bound(config, eps, longest)
+        geo_bound.request_bound(config, eps, longest)
         st.rerun()
 optional = {
     "tree_m": included["variants"],
@@ -333,17 +336,19 @@ if pending:
     with slot.container():
         poll_table()
 geo.remember(**included)
-bound = geo.best_bound(geo.cached_bound(config, eps), comps) if geo.bound_available() else None
-if geo.bound_available():
+bound = (
+    geo_bound.best_bound(geo_bound.cached_bound(config, eps), comps) if geo_bound.bound_available() else None
+)
+if geo_bound.bound_available():
     b1, b2 = st.columns([3, 2], vertical_alignment="bottom")
     seconds = b2.select_slider(
         "Time for the bound",
-        options=geo.BOUND_TIMES,
-        format_func=geo.seconds_label,
+        options=geo_bound.BOUND_TIMES,
+        format_func=geo_bound.seconds_label,
         key=f"geo_bound_time_{mk}",
-        help=geo.bound_time_help(),
+        help=geo_bound.bound_time_help(),
     )
-    bkey, first = geo.bound_key(config, eps, seconds), seconds <= geo.BOUND_SECONDS
+    bkey, first = geo_bound.bound_key(config, eps, seconds), seconds <= geo_bound.BOUND_SECONDS
     bound_job = geo.builder().job(bkey)
     if bound is not None and bound.exact:
         b1.caption("The bound is the exact optimum: more time cannot tighten it.")
@@ -354,12 +359,12 @@ if geo.bound_available():
         and b1.button(
             "How far from the best possible? (lower bound)"
             if first
-            else f"Tighter bound, in the background (up to {geo.seconds_label(seconds)})",
+            else f"Tighter bound, in the background (up to {geo_bound.seconds_label(seconds)})",
             key=f"geo_bound_{mk}" if first else "geo_bound_run",
         )
     ):
         # on the builder, even for 20 s: touching a widget meanwhile no longer throws the bound away
-        geo.request_bound(config, eps, seconds)
+        geo_bound.request_bound(config, eps, seconds)
         st.rerun()  # draw the page with the job running (and no start button)
     if bound_job is not None and not bound_job.done():
         with b1:  # cosets stop within a second; HiGHS's PDLP takes no interrupt: a stop waits for its round
@@ -374,12 +379,15 @@ if geo.bound_available():
             b1.info("The bound was stopped; start it again to finish it.")
         else:
             b1.warning(f"The bound could not be computed: {error}")
-    bound = geo.cached_bound(config, eps)  # a job may have landed since the top of this run
-bound = geo.best_bound(bound, comps)
+    bound = geo_bound.cached_bound(config, eps)  # a job may have landed since the top of this run
+bound = geo_bound.best_bound(bound, comps)
 st.dataframe(
-    geo.comparison_table(comps, bound), hide_index=True, width="stretch", column_config=geo.TABLE_COLUMNS
+    geo_results.comparison_table(comps, bound),
+    hide_index=True,
+    width="stretch",
+    column_config=geo_results.TABLE_COLUMNS,
 )
-if said := geo.verdict(comps, bound):
+if said := geo_results.verdict(comps, bound):
     st.markdown(said)
 notes = [
     "Violation ratio: share of checked (x, x′, y) triples over the bound, on all nearest-neighbour pairs "
@@ -399,14 +407,14 @@ if comp is not None:
     with d1:
         st.download_button(
             "Download the shown mechanism (.npz, with CRS, origin and metadata)",
-            lambda: geo.mechanism_npz(mech, config),  # built on the click (0.1 s), not every rerun
+            lambda: geo_results.mechanism_npz(mech, config),  # built on the click (0.1 s), not every rerun
             file_name=f"geo_{method}_eps{eps:.3g}.npz",
             key=f"geo_download_{mk}",
         )
     with d2:
         st.download_button(
             "Download targets and outputs (GeoJSON, WGS84 lon/lat)",
-            lambda: geo.geojson_bytes(mech, config),
+            lambda: geo_results.geojson_bytes(mech, config),
             file_name=f"geo_{method}_eps{eps:.3g}.geojson",
             mime="application/geo+json",
             key=f"geo_geojson_{mk}",
@@ -431,7 +439,7 @@ if st.toggle(
     private = [m for m in shown if m not in ("lp_coarse", *geo.PAGE_LP_SECONDS)]  # one LP per ε: not swept
     # on the background builder, like the table (the points here, or one sweep on the cluster): a page
     # run never waits for the sweep
-    points = geo.request_curve(
+    points = geo_curve.request_curve(
         config, private, client=False if kind == "serial" else client, connect=sweep.engine_getter()
     )
     geo.wait(points, left())
@@ -444,7 +452,7 @@ if st.toggle(
             if kind == "serial":
                 st.progress(now / len(points), text=f"Sweeping ε: {now} of {len(points)} points built")
             else:
-                fraction, message = geo.builder().progress(geo.curve_key(config, private))
+                fraction, message = geo.builder().progress(geo_curve.curve_key(config, private))
                 st.progress(fraction, text=f"Sweeping ε on the cluster: {message}")
             if now > built:  # more points: redraw the curve with them
                 st.rerun()
@@ -459,5 +467,5 @@ if st.toggle(
         )
     elif failed:
         st.warning(f"{len(failed)} point(s) of the curve could not be built; the curve leaves them out.")
-    curve = geo.stored_curve(config, private)
-    st.plotly_chart(geo.fig_loss_curve(curve), key="geo_curve_chart")
+    curve = geo_curve.stored_curve(config, private)
+    st.plotly_chart(geo_curve.fig_loss_curve(curve), key="geo_curve_chart")

@@ -24,7 +24,7 @@ import mdp_core.errors as cgeo_errors
 import mdp_core.geo as cgeo
 from mdp_core.mechanisms import mdp_violation
 from mdp_core.sweep.cluster import local_cluster
-from ui import geo
+from ui import geo, geo_bound, geo_curve, geo_map, geo_results
 from ui.store import store
 
 HELSINKI = Path(__file__).resolve().parents[2] / "data" / "helsinki.osm.bz2"
@@ -148,7 +148,7 @@ def test_geo_page_default_city(app: AppTest) -> None:
     deck = json.loads(_deck_text(at))
     ids = {layer["id"] for layer in deck["layers"]}
     assert {"geo_heat", "geo_roads", "geo_targets", "geo_reports", "geo_true", "geo_scale_bar"} <= ids
-    assert deck["mapStyle"] == geo.NO_BASE_MAP  # Streamlit would fill null with a CARTO tile style
+    assert deck["mapStyle"] == geo_map.NO_BASE_MAP  # Streamlit would fill null with a CARTO tile style
     assert len(_layer(at, "geo_roads")["data"]) > 1000  # the Helsinki road polylines
     # candidates and reports were both blue dots (UX audit): the caption names each by its colour
     assert _layer(at, "geo_targets")["getFillColor"][:3] == [255, 255, 255]
@@ -353,7 +353,7 @@ def test_bound_column(app: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
     table = at.dataframe[0].value
     config = geo.GeoConfig(city="default", seed_n=6, depth=1, seed=0)
-    bound = geo.cached_bound(config, geo.level_eps("Medium"))
+    bound = geo_bound.cached_bound(config, geo.level_eps("Medium"))
     assert bound is not None and bound.value > 0
     u = table["expected travel error (km)"].to_numpy()
     assert (bound.value <= u * (1 + 1e-9)).all()  # no eps-mDP mechanism beats the bound
@@ -454,13 +454,13 @@ def test_downloads_carry_the_map(app: AppTest) -> None:
     config = _config()
     eps = geo.level_eps("Medium")
     mech = geo.stored_mechanism(config, eps, "tree").mechanisms["tree"]
-    doc = json.loads(geo.geojson_bytes(mech, config))
+    doc = json.loads(geo_results.geojson_bytes(mech, config))
     lonlat = np.array([f["geometry"]["coordinates"] for f in doc["features"]])
     box = geo.cached_network("default").lonlat
     pad = 0.01  # degrees: targets lie within ~50 m of a road node
     assert (lonlat >= box.min(axis=0) - pad).all() and (lonlat <= box.max(axis=0) + pad).all()
     assert sum(f["properties"]["kind"] == "target" for f in doc["features"]) == mech.matrix.shape[0]
-    with np.load(io.BytesIO(geo.mechanism_npz(mech, config))) as data:
+    with np.load(io.BytesIO(geo_results.mechanism_npz(mech, config))) as data:
         assert float(data["eps"]) == pytest.approx(eps)
         np.testing.assert_array_equal(data["matrix"], mech.matrix)
         assert "crs" in data and "metadata" in data
@@ -477,11 +477,11 @@ def test_loss_curve(app: AppTest) -> None:
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     traces = {trace["name"]: trace for trace in spec["data"]}
     assert set(traces) == {"Tree extension (MLaEt-A)", "Exponential mechanism", "EM + Bayesian remap"}
-    assert _array(traces["Exponential mechanism"]["x"]).tolist() == list(geo.CURVE_EPS)
+    assert _array(traces["Exponential mechanism"]["x"]).tolist() == list(geo_curve.CURVE_EPS)
     em = _array(traces["Exponential mechanism"]["y"])
     assert (np.diff(em) < 0).all()
     config = geo.GeoConfig(city="default", seed_n=6, depth=1, seed=0)
-    stored = geo.stored_mechanism(config, geo.CURVE_EPS[0], "em")
+    stored = geo.stored_mechanism(config, geo_curve.CURVE_EPS[0], "em")
     assert em[0] == pytest.approx(stored.utility_km["em"], rel=1e-12)
     _assert_agreement(at)
 
@@ -523,7 +523,7 @@ def test_choosing_the_dask_engine_never_waits_for_its_start(
         _run(at, limit=240.0)
         assert connected.is_set() and not at.warning
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
-    assert {len(_array(trace["x"])) for trace in spec["data"]} == {len(geo.CURVE_EPS)}
+    assert {len(_array(trace["x"])) for trace in spec["data"]} == {len(geo_curve.CURVE_EPS)}
 
 
 def test_deck_accessors_are_plain_fields(app: AppTest) -> None:
@@ -572,21 +572,21 @@ def test_loss_curve_on_the_sweep_engine_equals_the_page_own() -> None:
     config = geo.GeoConfig(city="default", seed_n=5, depth=1, seed=3)
     methods = ["tree", "em"]
     store().clear()
-    own = geo.curve_frame(config, methods)
+    own = geo_curve.curve_frame(config, methods)
     store().clear()
     with (
         local_cluster(2, processes=False) as cluster,
         Client(cluster, set_as_default=False) as client,
     ):
-        on_engine = geo.curve_frame(config, methods, client=client)
+        on_engine = geo_curve.curve_frame(config, methods, client=client)
         store().clear()
         # the page's way: one background job for the whole sweep, so a page run never waits for it
-        (job,) = geo.request_curve(config, methods, client=client)
+        (job,) = geo_curve.request_curve(config, methods, client=client)
         in_background = job.result(timeout=300)
     pd.testing.assert_frame_equal(own, on_engine)
     pd.testing.assert_frame_equal(own, in_background)
-    pd.testing.assert_frame_equal(own, geo.stored_curve(config, methods))
-    assert all(geo.stored_mechanism(config, e, m) is not None for e in geo.CURVE_EPS for m in methods)
+    pd.testing.assert_frame_equal(own, geo_curve.stored_curve(config, methods))
+    assert all(geo.stored_mechanism(config, e, m) is not None for e in geo_curve.CURVE_EPS for m in methods)
 
 
 def test_builder_stops_a_job_on_request() -> None:
@@ -639,9 +639,9 @@ def test_a_longer_bound_runs_in_the_background_and_fills_the_table(app: AppTest)
     _run(at)  # re-runs while the page shows the bound's progress
     assert not at.exception, [e.value for e in at.exception]
     eps = geo.level_eps("Medium")
-    longer = store().get(geo.bound_key(SMALL, eps, 60.0))
+    longer = store().get(geo_bound.bound_key(SMALL, eps, 60.0))
     assert longer is not None and longer.value > 0
-    shown = geo.cached_bound(SMALL, eps)  # the tightest stored bound of any time
+    shown = geo_bound.cached_bound(SMALL, eps)  # the tightest stored bound of any time
     assert shown.value >= longer.value
     table = at.dataframe[0].value
     u = table["expected travel error (km)"].to_numpy()
@@ -669,7 +669,7 @@ def test_the_background_bound_can_be_stopped(app: AppTest, monkeypatch: pytest.M
             time.sleep(0.01)
         raise AssertionError("the stop did not reach the bound")
 
-    monkeypatch.setattr(geo, "_bound", slow_bound)
+    monkeypatch.setattr(geo_bound, "_bound", slow_bound)
     at = _small_map(app, UNBOUNDED)
     _widget(at, "select_slider", "Time for the bound").set_value(300.0)
     at.run()
@@ -680,7 +680,7 @@ def test_the_background_bound_can_be_stopped(app: AppTest, monkeypatch: pytest.M
     assert any("stand-in step" in p.proto.text for p in at.get("progress"))
     at.button(key="geo_bound_stop").click()
     at.run()
-    job = geo.builder().job(geo.bound_key(UNBOUNDED, geo.level_eps("Medium"), 300.0))
+    job = geo.builder().job(geo_bound.bound_key(UNBOUNDED, geo.level_eps("Medium"), 300.0))
     assert job is not None
     with pytest.raises(geo.BuildStoppedError):
         job.result(10)
@@ -732,9 +732,11 @@ def test_exact_optimum_on_request_is_the_tables_yardstick(app: AppTest) -> None:
     assert said in [m.value for m in at.markdown]
     comps = {m: geo.stored_mechanism(OPTIMUM_MAP, eps, m) for m in ("tree", "em", "em_remap", "optimal")}
     short = dataclasses.replace(bound, value=0.9 * bound.value, exact=False)  # a bound below the optimum
-    assert f"at most {100 * (1 - short.value / u_best):.1f} % less is possible" in geo.verdict(comps, short)
-    assert f"errs less than {short.value:.3f} km" in geo.verdict(comps, short)
-    assert geo.verdict(comps, None) == "" and geo.verdict({"optimal": comp}, bound) == ""
+    assert f"at most {100 * (1 - short.value / u_best):.1f} % less is possible" in geo_results.verdict(
+        comps, short
+    )
+    assert f"errs less than {short.value:.3f} km" in geo_results.verdict(comps, short)
+    assert geo_results.verdict(comps, None) == "" and geo_results.verdict({"optimal": comp}, bound) == ""
     _widget(at, "selectbox", "Mechanism shown").set_value(EXACT)
     _run(at)
     x, heat = _true_target_and_heat(at, problem)
@@ -745,9 +747,11 @@ def test_exact_optimum_on_request_is_the_tables_yardstick(app: AppTest) -> None:
     assert _widget(at, "toggle", "Exact optimum").value  # still on: no row, and the page says why
     assert EXACT not in list(at.dataframe[0].value["method"])
     above = dataclasses.replace(OPTIMUM_MAP, depth=2)
-    too_large = geo.optimal_too_large(geo.cached_problem(above), geo.optimum_search(above, eps) == "offer")
+    too_large = geo_bound.optimal_too_large(
+        geo.cached_problem(above), geo_bound.optimum_search(above, eps) == "offer"
+    )
     assert too_large in [i.value for i in at.info]  # for the toggle (the map's note adds to the same text)
-    assert any(f"up to {geo.OPTIMAL_MAX_TARGETS:,} target vertices" in i.value for i in at.info)
+    assert any(f"up to {geo_bound.OPTIMAL_MAX_TARGETS:,} target vertices" in i.value for i in at.info)
     assert any(c.value.startswith(f"{geo.method_labels()['tree']} at ε") for c in at.caption)
 
 
@@ -755,12 +759,12 @@ def test_a_bound_on_one_block_leaves_its_exact_optimum_for_the_table() -> None:
     """The bound of a one-block map is the exact optimum's: its mechanism is stored as the page's "optimal"
     build, and a stored optimum answers a later bound without solving again."""
     config, eps = geo.GeoConfig(city="default", seed_n=4, depth=1, seed=0), geo.level_eps("High")
-    bound = geo.request_bound(config, eps, geo.BOUND_SECONDS).result(120)
+    bound = geo_bound.request_bound(config, eps, geo_bound.BOUND_SECONDS).result(120)
     comp = geo.stored_mechanism(config, eps, "optimal")
     assert bound.exact and comp is not None
     assert comp.mechanisms["optimal"].info["lower_bound"] is bound
     assert comp.max_excess["optimal"] <= 1e-9  # verified like every row of the table
-    assert geo.request_bound(config, eps, 60.0).result(5) is bound
+    assert geo_bound.request_bound(config, eps, 60.0).result(5) is bound
 
 
 def test_an_optimum_out_of_time_is_not_called_exact_in_the_table() -> None:
@@ -769,14 +773,14 @@ def test_an_optimum_out_of_time_is_not_called_exact_in_the_table() -> None:
     exact = cgeo.compare_methods(problem, 1.0, methods=("optimal",))
     mech, u = exact.mechanisms["optimal"], exact.utility_km["optimal"]
     assert mech.info["lower_bound"].exact
-    assert geo.comparison_table({"optimal": exact})["note"].item() == ""
+    assert geo_results.comparison_table({"optimal": exact})["note"].item() == ""
 
     def with_certificate(value: float) -> cgeo.GeoComparison:
         bound = dataclasses.replace(mech.info["lower_bound"], value=value, exact=False)
         rushed = dataclasses.replace(mech, info={**mech.info, "lower_bound": bound})
         return dataclasses.replace(exact, mechanisms={"optimal": rushed})
 
-    table = geo.comparison_table({"optimal": with_certificate(u / 1.0234)})
+    table = geo_results.comparison_table({"optimal": with_certificate(u / 1.0234)})
     assert table["note"].item() == "not closed in time: at most 2.34 % above the optimum"
     assert list(table.columns) == [  # the note before the checks, visible without scrolling the table
         "method",
@@ -787,7 +791,7 @@ def test_an_optimum_out_of_time_is_not_called_exact_in_the_table() -> None:
         "violation ratio",
         "construction (s)",
     ]
-    note = geo.comparison_table({"optimal": with_certificate(0.0)})["note"].item()
+    note = geo_results.comparison_table({"optimal": with_certificate(0.0)})["note"].item()
     assert note == "not closed in time: no certificate yet"
 
 
@@ -796,13 +800,13 @@ def test_an_optimum_found_by_a_bound_is_offered_above_one_block(monkeypatch: pyt
     that reached the exact optimum (one block of the core's rule here; depth 2 from 5 minutes on) stores it
     verified, and the page then offers it."""
     config, eps = geo.GeoConfig(city="default", seed_n=5, depth=1, seed=0), geo.level_eps("Low")
-    monkeypatch.setattr(geo, "OPTIMAL_MAX_TARGETS", geo.cached_problem(config).grid.n_targets - 1)
-    assert not geo.optimal_offered(config, eps)
-    bound = geo.request_bound(config, eps, geo.BOUND_SECONDS).result(120)
-    assert bound.exact and geo.optimal_offered(config, eps)
+    monkeypatch.setattr(geo_bound, "OPTIMAL_MAX_TARGETS", geo.cached_problem(config).grid.n_targets - 1)
+    assert not geo_bound.optimal_offered(config, eps)
+    bound = geo_bound.request_bound(config, eps, geo_bound.BOUND_SECONDS).result(120)
+    assert bound.exact and geo_bound.optimal_offered(config, eps)
     comp = geo.stored_mechanism(config, eps, "optimal")
     assert comp.mechanisms["optimal"].info["lower_bound"] is bound and comp.max_excess["optimal"] <= 1e-9
-    assert not geo.optimal_offered(config, geo.level_eps("High"))  # per eps: nothing found there
+    assert not geo_bound.optimal_offered(config, geo.level_eps("High"))  # per eps: nothing found there
 
 
 def test_an_optimum_a_bound_did_not_close_is_shown_only_where_nothing_else_shows_it(
@@ -829,21 +833,21 @@ def test_an_optimum_a_bound_did_not_close_is_shown_only_where_nothing_else_shows
         return found[0].info["lower_bound"]
 
     monkeypatch.setattr(cgeo, "auto_lower_bound", stand_in)
-    geo.request_bound(config, eps, 60.0).result(60)
+    geo_bound.request_bound(config, eps, 60.0).result(60)
     assert geo.stored_mechanism(config, eps, "optimal") is None  # the row's own build would do better
-    monkeypatch.setattr(geo, "OPTIMAL_MAX_TARGETS", problem.grid.n_targets - 1)
-    geo.request_bound(config, eps, 120.0).result(60)
+    monkeypatch.setattr(geo_bound, "OPTIMAL_MAX_TARGETS", problem.grid.n_targets - 1)
+    geo_bound.request_bound(config, eps, 120.0).result(60)
     kept = geo.stored_mechanism(config, eps, "optimal")
     assert kept.mechanisms["optimal"] is rushed and kept.max_excess["optimal"] <= 1e-9  # verified
-    assert geo.optimal_offered(config, eps)
+    assert geo_bound.optimal_offered(config, eps)
     u = kept.utility_km["optimal"]
-    note = geo.comparison_table({"optimal": kept})["note"].item()
+    note = geo_results.comparison_table({"optimal": kept})["note"].item()
     assert (
         note
         == f"not closed in time: at most {100 * (u / (0.95 * certificate.value) - 1):.2f} % above the optimum"
     )
     found[0] = exact
-    geo.request_bound(config, eps, 300.0).result(60)
+    geo_bound.request_bound(config, eps, 300.0).result(60)
     assert geo.stored_mechanism(config, eps, "optimal").mechanisms["optimal"] is exact
 
 
@@ -939,7 +943,7 @@ def test_the_optimum_is_solved_once_when_its_row_and_a_bound_run_together(
     def request(what: str) -> Any:
         if what == "optimal":
             return geo.request_mechanism(config, eps, "optimal")
-        return geo.request_bound(config, eps, geo.BOUND_SECONDS)
+        return geo_bound.request_bound(config, eps, geo_bound.BOUND_SECONDS)
 
     jobs = {first: request(first)}
     time.sleep(0.3)
@@ -965,29 +969,33 @@ def test_above_one_block_one_click_starts_the_bound_that_finds_the_optimum(
 
     monkeypatch.setattr(cgeo, "auto_lower_bound", stand_in)
     config, eps = geo.GeoConfig(city="default", seed_n=10, depth=2, seed=0), geo.level_eps("Medium")
-    longest = max(geo.BOUND_TIMES)
+    longest = max(geo_bound.BOUND_TIMES)
     at = _small_map(app, config)
-    assert config.depth == 2 and geo.cached_problem(config).grid.n_targets > geo.OPTIMAL_MAX_TARGETS
-    assert geo.optimum_search(config, eps) == "offer"  # the core's rule: 10 minutes reach the optimum here
+    assert config.depth == 2 and geo.cached_problem(config).grid.n_targets > geo_bound.OPTIMAL_MAX_TARGETS
+    # the core's rule: 10 minutes reach the optimum here
+    assert geo_bound.optimum_search(config, eps) == "offer"
     _widget(at, "toggle", "Exact optimum").set_value(True)
     _run(at)
-    promise = f"Or let the {geo.seconds_label(longest)} lower bound find it"
+    promise = f"Or let the {geo_bound.seconds_label(longest)} lower bound find it"
     assert any(promise in i.value for i in at.info)
     button = at.button(key="geo_find_optimum")
-    assert button.label == f"Find the exact optimum ({geo.seconds_label(longest)} bound, in the background)"
+    assert (
+        button.label
+        == f"Find the exact optimum ({geo_bound.seconds_label(longest)} bound, in the background)"
+    )
     button.click()
     _run(at)
     assert not at.exception, [e.value for e in at.exception]
     assert runs == [longest]
     assert _widget(at, "select_slider", "Time for the bound").value == longest
-    assert geo.store().get(geo.bound_key(config, eps, longest)).method == "stand-in"
+    assert geo.store().get(geo_bound.bound_key(config, eps, longest)).method == "stand-in"
     assert not [b for b in at.button if b.key == "geo_find_optimum"]  # it ran: nothing more to start
     assert not any(promise in i.value for i in at.info)
-    assert geo.optimum_search(config, eps) == "missed"
+    assert geo_bound.optimum_search(config, eps) == "missed"
     assert any("bound found no optimum it could check on this map" in c.value for c in at.caption)
-    monkeypatch.setattr(geo.cosets, "tries_optimum", lambda problem, time_limit: False)
+    monkeypatch.setattr(geo_bound.cosets, "tries_optimum", lambda problem, time_limit: False)
     _widget(at, "radio", "Privacy level").set_value(geo.level_label("Low"))  # another eps, not run there
     _run(at)
-    assert geo.optimum_search(config, geo.level_eps("Low")) == ""
+    assert geo_bound.optimum_search(config, geo.level_eps("Low")) == ""
     assert not [b for b in at.button if b.key == "geo_find_optimum"] and runs == [longest]
     assert not any(promise in i.value for i in at.info)

@@ -1,0 +1,178 @@
+"""Geo page's lower bound and exact optimum: the bound's background jobs and keys, what more time buys it,
+and whether (and why not) the page offers the exact optimum on a map.
+
+An optimum that a bound runs is kept as the page's "optimal" row (built like the rows of :mod:`ui.geo`), and
+the optimum's row and a bound on one block solve it once between them (``_optimum_claim``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from concurrent.futures import Future
+from typing import Any
+
+import mdp_core.geo as cgeo
+from mdp_core._validation import Progress
+from mdp_core.errors import DataError
+from mdp_core.geo import GeoComparison, GeoMechanism, GeoProblem, cosets
+from ui.geo import (
+    SPANNER_MAX_TARGETS,
+    GeoConfig,
+    _build,
+    _optimum_claim,
+    cached_problem,
+    mechanism_key,
+    stored_mechanism,
+)
+from ui.jobs import builder
+from ui.store import store
+
+__all__ = [
+    "BOUND_SECONDS",
+    "BOUND_TIMES",
+    "OPTIMAL_MAX_TARGETS",
+    "best_bound",
+    "bound_available",
+    "bound_key",
+    "bound_time_help",
+    "cached_bound",
+    "optimal_offered",
+    "optimal_too_large",
+    "optimum_search",
+    "request_bound",
+    "seconds_label",
+]
+
+#: Time budget (s) of the lower bound on the page (behind a button, with a progress bar).
+BOUND_SECONDS = 20.0
+#: Times (s) a user can give the bound (on the background builder): more time takes larger cosets
+#: (``mdp_core.geo.fitting_step``). The 15 km city at depth 4, eps 1.5 / km: 60 s certify
+#: 0.91 km, 300 s (6 x 6 cosets) 0.93, 600 s (4 x 4) 0.95 (the spanner LP's mechanism: 0.99).
+BOUND_TIMES = (BOUND_SECONDS, 60.0, 120.0, 300.0, 600.0)
+#: Largest map (targets) the exact optimum takes: one LP block (depth 1; depth 0 is not offered).
+OPTIMAL_MAX_TARGETS = cgeo.OPTIMAL_MAX_TARGETS
+
+
+def bound_available() -> bool:
+    """Whether the core offers ``geo_lower_bound`` (DESIGN.md "Geo optimality and export")."""
+    return hasattr(cgeo, "geo_lower_bound")
+
+
+def bound_key(config: GeoConfig, eps: float, seconds: float = BOUND_SECONDS) -> tuple[object, ...]:
+    """Store and builder key of the bound of (config, eps) computed within ``seconds``."""
+    return ("bound", config, round(float(eps), 12), float(seconds))
+
+
+def cached_bound(config: GeoConfig, eps: float) -> Any | None:
+    """The tightest stored ``GeoBound`` for (config, eps) over the bound times, or None when none is."""
+    stored = (store().get(bound_key(config, eps, seconds)) for seconds in BOUND_TIMES)
+    return max((b for b in stored if b is not None), key=lambda b: b.value, default=None)
+
+
+def request_bound(config: GeoConfig, eps: float, seconds: float) -> Future[Any]:
+    """Queue (or find) ``mdp_core.geo.auto_lower_bound`` on ``config`` at ``eps`` within ``seconds`` on the
+    background builder, so the page stays usable: the coset bound where the cosets get their time (more
+    time, larger cosets, a tighter bound: ``fitting_step``), else ``geo_lower_bound``; on a grid of one block,
+    and from ``OPTIMUM_SECONDS`` on within ``OPTIMUM_BLOCK_BYTES``, the exact optimum's row generation, exact
+    when it closes in time, otherwise a certified bound."""
+    key = bound_key(config, eps, seconds)
+    return builder().request(key, lambda progress: _bound(config, eps, seconds, progress), slow=True)
+
+
+def bound_time_help() -> str:
+    """What more time buys the bound, from the core's thresholds (``mdp_core.geo.cosets``)."""
+    return (
+        "More time, a tighter bound: larger cosets on fine grids; the exact optimum, when it closes in the "
+        f"time, on grids of up to {cosets.BLOCK_TARGETS:,} targets (depth 0 or 1) and, from "
+        f"{seconds_label(cosets.OPTIMUM_SECONDS)} on, on larger grids whose LP blocks fit "
+        f"{cosets.OPTIMUM_BLOCK_BYTES / 1e9:g} GB (depth 2). "
+        "It runs in the background: the page stays usable, and the bound can be stopped."
+    )
+
+
+def seconds_label(seconds: float) -> str:
+    """``20 s``, ``1 min``, ``10 min``: a bound's time as the page shows it."""
+    return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
+
+
+def _bound(config: GeoConfig, eps: float, seconds: float, progress: Progress) -> Any:
+    """``auto_lower_bound``; an optimum that it ran (one block; from ``OPTIMUM_SECONDS`` on depth 2) is
+    verified like the page's other builds and kept as its "optimal" row (:func:`_kept_as_row`), for the table
+    and the map. Where the row builds the optimum too, one solves it at a time (``_optimum_claim``)."""
+    with _optimum_claim(config, eps, progress) if _row_builds_optimum(config) else contextlib.nullcontext():
+        return _bound_once(config, eps, seconds, progress)
+
+
+def _bound_once(config: GeoConfig, eps: float, seconds: float, progress: Progress) -> Any:
+    key = mechanism_key(config, eps, "optimal")
+    stored = store().get(key)
+    if stored is not None and _certificate(stored.mechanisms["optimal"]).exact:
+        return _certificate(stored.mechanisms["optimal"])  # nothing tighter to find
+    found: list[GeoMechanism] = []
+    bound = cgeo.auto_lower_bound(
+        cached_problem(config), eps, time_limit=seconds, progress=progress, on_optimum=found.append
+    )
+    if found and _kept_as_row(config, eps, found[0]):  # (it runs the optimum once)
+        with contextlib.suppress(DataError):  # a row the page cannot check is left out, never the bound
+            store()[key] = _build(config, eps, "optimal", progress, prebuilt=found[0])
+    return bound
+
+
+def _kept_as_row(config: GeoConfig, eps: float, optimum: GeoMechanism) -> bool:
+    """Whether an optimum that a bound ran becomes the page's "optimal" row: when exact (unless an exact one
+    is kept); not closed in time, only on maps above the row's own limit, where nothing else would show it
+    (the table then says how far above the optimum it may be)."""
+    kept = stored_mechanism(config, eps, "optimal")
+    if _certificate(optimum).exact:
+        return kept is None or not _certificate(kept.mechanisms["optimal"]).exact
+    return kept is None and not _row_builds_optimum(config)
+
+
+def _certificate(mech: GeoMechanism) -> Any:
+    """The ``GeoBound`` an LP mechanism carries (the exact optimum's: exact when its bracket closed)."""
+    return mech.info["lower_bound"]
+
+
+def optimal_offered(config: GeoConfig, eps: float) -> bool:
+    """Whether the page offers the exact optimum on ``config`` at ``eps``: it builds it on one LP block, and
+    shows it on larger maps where a bound of :data:`~mdp_core.geo.cosets.OPTIMUM_SECONDS` or more found it."""
+    return _row_builds_optimum(config) or stored_mechanism(config, eps, "optimal") is not None
+
+
+def _row_builds_optimum(config: GeoConfig) -> bool:
+    """Whether the optimum's row builds it itself on this map (one LP block, ``OPTIMAL_MAX_TARGETS``)."""
+    return cached_problem(config).grid.n_targets <= OPTIMAL_MAX_TARGETS
+
+
+def optimal_too_large(problem: GeoProblem, reachable: bool) -> str:
+    """Why the exact optimum is not offered on ``problem``, and what to pick instead (``reachable``: the
+    longest bound would solve it here, :func:`optimum_search`)."""
+    text = (
+        f"The exact optimum is built on maps of up to {OPTIMAL_MAX_TARGETS:,} target vertices; this one "
+        f"has {problem.grid.n_targets:,}. Pick depth 1 (or fewer seed cells) to see it, or the spanner LP, "
+        f"which is near-optimal on maps of up to {SPANNER_MAX_TARGETS:,} targets."
+    )
+    if reachable:
+        longest = seconds_label(max(BOUND_TIMES))
+        text += f" Or let the {longest} lower bound find it: on this map it solves the exact optimum."
+    return text
+
+
+def optimum_search(config: GeoConfig, eps: float) -> str:
+    """Where the page's longest bound stands in finding the exact optimum of (config, eps) that the page does
+    not offer yet: ``"offer"`` (it would solve it and has not run), ``"running"``, ``"missed"`` (it ran and
+    did not find it), or ``""`` (offered already, or no bound reaches it on this map)."""
+    longest = max(BOUND_TIMES)
+    if optimal_offered(config, eps) or not cosets.tries_optimum(cached_problem(config), longest):
+        return ""
+    job = builder().job(bound_key(config, eps, longest))
+    if job is not None and not job.done():
+        return "running"
+    return "missed" if store().get(bound_key(config, eps, longest)) is not None else "offer"
+
+
+def best_bound(bound: Any | None, comps: dict[str, GeoComparison]) -> Any | None:
+    """The tightest of the page's bound (or none) and the certificates of the spanner LP and the exact
+    optimum, when built."""
+    certified = [comps[m].mechanisms[m] for m in ("spanner", "optimal") if m in comps]
+    return cgeo.tighter_bound(bound, *certified)

@@ -1,0 +1,325 @@
+"""Geo page's map: a pydeck deck (no base map, no outside request) of the mechanism's cells coloured by
+P(report | true location) or expected error, the roads, the candidate and true locations, sampled reports
+and a scale bar, with its colour scale and legend."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pydeck as pdk
+
+from mdp_core.geo import GeoMechanism, RoadNetwork
+from ui.geo import GeoConfig, cached_network, cached_problem, candidates
+from ui.store import store
+
+__all__ = [
+    "ATTRIBUTION",
+    "MAP_HEIGHT",
+    "NO_BASE_MAP",
+    "N_REPORTS",
+    "GeoView",
+    "colour_scale",
+    "deck",
+    "legend_html",
+    "sample_reports",
+]
+
+ATTRIBUTION = "Map data © OpenStreetMap contributors (ODbL)"
+#: Map height in pixels (issue 15: at least 640).
+MAP_HEIGHT = 680
+#: Width (px) assumed when fitting the view to the network's bounds (the wide layout is wider).
+FIT_WIDTH = 900
+#: Streamlit's deck.gl frontend (1.67) fills a missing/null ``mapStyle`` with a CARTO basemap from
+#: basemaps.cartocdn.com; this sentinel value is the one it treats as "no base map" (checked in its bundle).
+NO_BASE_MAP = "__MAP_STYLE__"
+#: Sampled reports drawn from the shown row.
+N_REPORTS = 40
+#: Sequential colour scale (low -> high), light yellow to dark red (ColorBrewer YlOrRd, 7 classes).
+_SCALE = ("#ffffb2", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#b10026")
+
+
+def sample_reports(mech: GeoMechanism, true_index: int, count: int, seed: int) -> np.ndarray:
+    """Output indices of ``count`` reports drawn from the row of ``true_index`` (seeded by seed and row)."""
+    row = mech.matrix[true_index]
+    rng = np.random.default_rng([seed, true_index])
+    return rng.choice(len(row), size=count, p=row / row.sum())
+
+
+# --------------------------------------------------------------------------------------------------- drawing
+
+
+def colour_scale(values: np.ndarray, vmax: float, alpha: int = 170) -> np.ndarray:
+    """RGBA (uint8, shape (n, 4)) of ``values`` on the sequential scale from 0 to ``vmax`` (linear)."""
+    stops = np.array([[int(c[i : i + 2], 16) for i in (1, 3, 5)] for c in _SCALE], dtype=np.float64)
+    t = np.clip(np.asarray(values, dtype=np.float64) / vmax if vmax > 0 else 0.0, 0.0, 1.0)
+    pos = t * (len(stops) - 1)
+    lo = np.minimum(np.floor(pos).astype(int), len(stops) - 2)
+    frac = (pos - lo)[:, None]
+    rgb = (1 - frac) * stops[lo] + frac * stops[lo + 1]
+    out = np.empty((len(t), 4), dtype=np.uint8)
+    out[:, :3] = np.round(rgb)
+    out[:, 3] = alpha
+    return out
+
+
+def legend_html(title: str, vmax: float, unit: str, fmt: str = "{:.3g}") -> str:
+    """A horizontal colour bar (inline CSS, no outside request) from 0 to ``vmax`` with five ticks."""
+    gradient = ", ".join(_SCALE)
+    ticks = "".join(
+        f"<span>{html.escape(fmt.format(vmax * k / 4))}{html.escape(unit)}</span>" for k in range(5)
+    )
+    return (
+        f"<div style='font-size:0.85rem'>{html.escape(title)}"
+        f"<div style='height:14px;border:1px solid #888;background:linear-gradient(to right, {gradient})'>"
+        "</div><div style='display:flex;justify-content:space-between'>"
+        f"{ticks}</div></div>"
+    )
+
+
+def _squares(network: RoadNetwork, centres_km: np.ndarray, side_km: float) -> list[list[list[float]]]:
+    """Lon/lat polygons of axis-aligned squares (side ``side_km``) centred at ``centres_km``."""
+    half = side_km / 2
+    corners = np.array([[-half, -half], [half, -half], [half, half], [-half, half]])
+    pts = (centres_km[:, None, :] + corners[None, :, :]).reshape(-1, 2)
+    ll = np.round(network.to_lonlat(pts), 6).reshape(len(centres_km), 4, 2)
+    return ll.tolist()
+
+
+def _cells(config: GeoConfig) -> tuple[list, list, list]:
+    """Polygons of output cells (side h0) and target cells (side h_fine), candidate lon/lat (per config)."""
+
+    def build() -> tuple[list, list, list]:
+        problem = cached_problem(config)
+        net, grid = problem.network, problem.grid
+        cand_xy, _ = candidates(config.city)
+        return (
+            _squares(net, problem.outputs_km, grid.h0),
+            _squares(net, problem.targets_km, grid.h_fine),
+            np.round(net.to_lonlat(cand_xy), 6).tolist(),
+        )
+
+    return store().get_or_compute(("cells", config), build)
+
+
+def _roads_json(city: str) -> str:
+    """Compact JSON of the road polylines (cached per map: the big, constant part of every deck)."""
+    return store().get_or_compute(
+        ("roads", city),
+        lambda: json.dumps([{"path": p} for p in cached_network(city).paths_lonlat], separators=(",", ":")),
+    )
+
+
+def _fit_view(network: RoadNetwork, height: int) -> dict[str, float]:
+    """Centre and zoom (Web Mercator, deck.gl's 512 px world) that fit the network's bounds."""
+    lon0, lat0 = network.lonlat.min(axis=0)
+    lon1, lat1 = network.lonlat.max(axis=0)
+
+    def merc(lat: float) -> float:
+        return math.log(math.tan(math.pi / 4 + math.radians(lat) / 2))
+
+    z_lon = math.log2(FIT_WIDTH * 360 / (512 * max(lon1 - lon0, 1e-9)))
+    z_lat = math.log2(height * 2 * math.pi / (512 * max(merc(lat1) - merc(lat0), 1e-12)))
+    return {
+        "longitude": float((lon0 + lon1) / 2),
+        "latitude": float((lat0 + lat1) / 2),
+        "zoom": round(min(z_lon, z_lat) - 0.15, 3),
+        "pitch": 0,
+        "bearing": 0,
+    }
+
+
+def _scale_bar(network: RoadNetwork) -> tuple[list, list, float]:
+    """A round-length scale bar (path + label) in the bottom-left corner of the map."""
+    width, height = network.extent_km
+    length = next((v for v in (5.0, 2.0, 1.0, 0.5, 0.2, 0.1) if v <= width / 4), 0.05)
+    x0, y0 = 0.03 * width, 0.03 * height
+    ll = np.round(network.to_lonlat(np.array([[x0, y0], [x0 + length, y0]])), 6).tolist()
+    label_at = network.to_lonlat(np.array([[x0 + length / 2, y0 + 0.025 * height]]))[0]
+    label = f"{length:g} km" if length >= 1 else f"{length * 1000:.0f} m"
+    return ll, [{"position": np.round(label_at, 6).tolist(), "text": label}], length
+
+
+@dataclass(frozen=True)
+class GeoView:
+    """What the map shows: 'report' (P(report | true location)) or 'error' (expected error per location)."""
+
+    colour_by: str
+    true_index: int
+    candidate: int
+
+
+class _JsonDeck(pdk.Deck):
+    """A pydeck Deck whose JSON is given (compact, with the cached road layer spliced in)."""
+
+    def __init__(self, spec: str, tooltip: dict[str, object]) -> None:
+        super().__init__(layers=[], map_style=None, tooltip=tooltip)
+        self._spec = spec
+
+    def to_json(self) -> str:
+        return self._spec
+
+
+def deck(
+    config: GeoConfig,
+    mech: GeoMechanism | None,
+    view: GeoView,
+    reports: np.ndarray | None,
+    height: int = MAP_HEIGHT,
+) -> tuple[pdk.Deck, float]:
+    """The map: coloured cells (P(report | x) on output cells, or expected error on target cells), roads,
+    candidate locations (clickable), sampled reports, the true location and a scale bar.
+
+    No base map (``mapStyle`` = ``NO_BASE_MAP``): roads are drawn from the data, so the page makes no
+    outside request.
+    With ``mech`` None: a preview (roads, candidates, true location) while the mechanism is built.
+    Returns the deck and the colour scale's maximum (for the legend; 0 for a preview).
+    """
+    problem = cached_problem(config)
+    net = problem.network
+    out_cells, target_cells, cand_ll = _cells(config)
+    layers: list[dict[str, object]] = []
+    vmax = 0.0
+    if mech is None:
+        pass
+    elif view.colour_by == "error":
+        values = mech.error_by_target_km(problem)
+        vmax = float(values.max())
+        colours = colour_scale(values, vmax).tolist()
+        data = [
+            {"polygon": poly, "color": c, "e": float(v), "tip": f"expected error {v:.3f} km"}
+            for poly, c, v in zip(target_cells, colours, values, strict=True)
+        ]
+        layers.append(_polygon_layer("geo_error", data))
+    else:
+        values = mech.matrix[view.true_index]
+        vmax = float(values.max())
+        colours = colour_scale(values, vmax).tolist()
+        data = [
+            {"polygon": poly, "color": c, "p": float(v), "tip": f"P(report here) = {100 * v:.2f} %"}
+            for poly, c, v in zip(out_cells, colours, values, strict=True)
+        ]
+        layers.append(_polygon_layer("geo_heat", data))
+    layers.append(
+        {
+            "@@type": "PathLayer",
+            "id": "geo_roads",
+            "data": "__ROADS__",
+            "getPath": "@@=path",
+            "getColor": [60, 60, 60, 150],
+            "getWidth": 1,
+            "widthMinPixels": 1,
+            "widthUnits": "pixels",
+        }
+    )
+    out_ll = np.round(net.to_lonlat(problem.outputs_km), 6)
+    drawn = np.asarray([] if reports is None else reports, dtype=np.int64)
+    counts = np.bincount(drawn, minlength=len(out_ll))
+    hit = np.flatnonzero(counts)
+    layers.append(
+        {
+            "@@type": "ScatterplotLayer",
+            "id": "geo_targets",
+            "data": [
+                {"position": p, "cand": k, "tip": f"candidate #{k}: click to make it the true location"}
+                for k, p in enumerate(cand_ll)
+            ],
+            "getPosition": "@@=position",
+            "getRadius": 4,
+            "radiusUnits": "pixels",
+            "getFillColor": [255, 255, 255, 230],  # white rings: not the blue reports
+            "getLineColor": [40, 40, 40, 200],
+            "stroked": True,
+            "lineWidthMinPixels": 1,
+            "pickable": True,
+            "autoHighlight": True,
+        }
+    )
+    layers.append(
+        {
+            "@@type": "ScatterplotLayer",
+            "id": "geo_reports",
+            "data": [
+                {
+                    "position": out_ll[y].tolist(),
+                    "n": int(counts[y]),
+                    "r": round(3 + 2 * math.sqrt(counts[y]), 2),
+                    "tip": f"{counts[y]} sampled reports",
+                }
+                for y in hit
+            ],
+            "getPosition": "@@=position",
+            "getRadius": "@@=r",
+            "radiusUnits": "pixels",
+            "getFillColor": [0, 90, 255, 230],
+            "getLineColor": [255, 255, 255, 255],
+            "stroked": True,
+            "lineWidthMinPixels": 1,
+            "pickable": True,
+        }
+    )
+    true_ll = np.round(net.to_lonlat(problem.targets_km[[view.true_index]]), 6)[0].tolist()
+    layers.append(
+        {
+            "@@type": "ScatterplotLayer",
+            "id": "geo_true",
+            "data": [{"position": true_ll, "tip": "true location"}],
+            "getPosition": "@@=position",
+            "getRadius": 8,
+            "radiusUnits": "pixels",
+            "getFillColor": [0, 0, 0, 255],
+            "getLineColor": [255, 255, 255, 255],
+            "stroked": True,
+            "lineWidthMinPixels": 2,
+            "pickable": True,
+        }
+    )
+    bar, label, _ = _scale_bar(net)
+    layers.append(
+        {
+            "@@type": "PathLayer",
+            "id": "geo_scale_bar",
+            "data": [{"path": bar}],
+            "getPath": "@@=path",
+            "getColor": [0, 0, 0, 255],
+            "getWidth": 4,
+            "widthUnits": "pixels",
+        }
+    )
+    layers.append(
+        {
+            "@@type": "TextLayer",
+            "id": "geo_scale_label",
+            "data": label,
+            "getPosition": "@@=position",
+            "getText": "@@=text",
+            "getSize": 14,
+            "getColor": [0, 0, 0, 255],
+            "getTextAnchor": "middle",
+            "getAlignmentBaseline": "bottom",
+        }
+    )
+    spec = {
+        "initialViewState": _fit_view(net, height),
+        "layers": layers,
+        "mapStyle": NO_BASE_MAP,
+        "views": [{"@@type": "MapView", "controller": True}],
+    }
+    text = json.dumps(spec, separators=(",", ":")).replace('"__ROADS__"', _roads_json(config.city), 1)
+    return _JsonDeck(text, tooltip={"text": "{tip}"}), vmax
+
+
+def _polygon_layer(layer_id: str, data: list[dict[str, object]]) -> dict[str, object]:
+    return {
+        "@@type": "PolygonLayer",
+        "id": layer_id,
+        "data": data,
+        "getPolygon": "@@=polygon",
+        "getFillColor": "@@=color",
+        "stroked": False,
+        "filled": True,
+        "pickable": True,
+    }
