@@ -38,6 +38,14 @@ with c2:
     eps = eps_slider("Global privacy budget ε", key="rel_eps", default=1.0, lo=0.1, hi=20.0)
 p_text = c3.select_slider("Record metric ℓ_p", ["1", "2", "inf"], value="2", key="rel_p")
 p = math.inf if p_text == "inf" else float(p_text)
+method = st.radio(
+    "Release by",
+    list(view.RELEASE_CHOICES),
+    format_func=view.RELEASE_CHOICES.get,
+    horizontal=True,
+    key="rel_method",
+    help=view.RELEASE_CHOICE_HELP,
+)
 
 # ------------------------------------------------------------------------------------------ plain words
 st.subheader("What ε means")
@@ -81,6 +89,7 @@ scenario = view.current_scenario(
     include_target=include_target,
     target_eps=None,
     target=target,
+    method=method,
 )
 
 which_key = view.decision_key(state, scenario)
@@ -136,6 +145,8 @@ else:
     )
     for message in done.check.messages:
         st.warning(message)
+    if done.check.constant_columns and method == "DepHDP":
+        st.info(view.CONSTANT_COLUMNS_HINT)
     if not done.check.messages:
         st.success("No degenerate output found.")
     st.dataframe(done.released.head(20), key="rel_preview")
@@ -166,7 +177,7 @@ else:
 st.subheader("Scenarios")
 saved = view.saved_scenarios()
 s1, s2 = st.columns([3, 1])
-view.auto_scenario_name(st.session_state, f"ε = {eps:g}, {task}")
+view.auto_scenario_name(st.session_state, view.scenario_title(eps, task, method))
 name = s1.text_input("Scenario name", key="rel_scenario_name").strip()
 unnamed = "Give the scenario a name to save it" if not name else None  # a blank name cannot be saved
 replaces = name in saved

@@ -22,6 +22,7 @@ from mdp_core.dephdp.pipeline import (
     DepHDPResult,
     compose_mechanism,
     dephdp_profiles,
+    released_by,
     run_dephdp,
 )
 from mdp_core.dephdp.tasks import (
@@ -73,6 +74,7 @@ __all__ = [
     "prediction_labels",
     "radial_fit",
     "release_attributes",
+    "released_by",
     "run_dephdp",
     "select_mechanism",
     "shifted_envelopes",

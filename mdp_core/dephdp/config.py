@@ -15,7 +15,7 @@ from mdp_core.dephdp.tasks import TASKS
 from mdp_core.metrics import dual_exponent
 
 BASELINES = ("SPL+DPN", "SPL+RMP", "ALC+DPN", "ALC+RMP")
-NoteKind = Literal["tau_dim_cap", "grouping", "lp_time"]
+NoteKind = Literal["tau_dim_cap", "grouping", "lp_time", "method"]
 
 
 class Note(str):
@@ -23,7 +23,8 @@ class Note(str):
     fact in its own words can leave out the core's sentence without matching its wording.
 
     Kinds: ``"tau_dim_cap"`` (tau_dim acts as ``opt_max_domain``), ``"grouping"`` (components split at
-    ``max_group_domain``), ``"lp_time"`` (a group's LPs kept EM (+ remap) at some budgets).
+    ``max_group_domain``), ``"lp_time"`` (a group's LPs kept EM (+ remap) at some budgets), ``"method"``
+    (a baseline is released instead of DepHDP: :func:`~mdp_core.dephdp.pipeline.released_by`).
     """
 
     kind: NoteKind

@@ -9,11 +9,19 @@ from .outcome import ScenarioOutcome, compare_scenarios, encode_for, evaluate_sc
 from .posterior import budget_sentence, odds_factor, posterior_bound, posterior_table
 from .privatise import ReleaseCheck, privatise, release_report, target_channel
 from .report import METHOD_COLORS, build_report, frontier_figure, report_figures
-from .scenarios import SCENARIO_SCHEMA, Scenario, UtilityTarget, load_scenarios, save_scenarios
+from .scenarios import (
+    RELEASE_METHODS,
+    SCENARIO_SCHEMA,
+    Scenario,
+    UtilityTarget,
+    load_scenarios,
+    save_scenarios,
+)
 
 __all__ = [
     "AUDIT_FIELDS",
     "METHOD_COLORS",
+    "RELEASE_METHODS",
     "SCENARIO_SCHEMA",
     "WHICH_EPS_GRID",
     "Decision",

@@ -3,8 +3,10 @@
 Writes one self-contained HTML report (see :func:`mdp_core.release.build_report`). Without a scenario file
 the report uses the default settings of every page on that dataset (an embedded sample's documented
 target, or ``--target``). ``--scenario NAME`` picks one scenario of a file holding several (default: the
-first). ``--which-eps SHARE`` adds the "which eps" answer for "utility >= SHARE of non-private" (a sweep
-of DepHDP and the four baselines; ``--serial`` runs it in-process instead of on the embedded Dask cluster).
+first). ``--method`` overrides what releases the features (DepHDP, or a baseline such as ALC+DPN, which
+keeps every column informative). ``--which-eps SHARE`` adds the "which eps" answer for "utility >= SHARE
+of non-private" (a sweep of DepHDP and the four baselines; ``--serial`` runs it in-process instead of on
+the embedded Dask cluster).
 The last line printed is one JSON object: ``out``, ``bytes``, ``scenario``, ``seconds`` (and ``eps``,
 ``met`` with ``--which-eps``).
 """
@@ -15,12 +17,14 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mdp_core.data import load_dataset_report
 from mdp_core.dephdp import DepHDPConfig
 from mdp_core.errors import DataError
+from mdp_core.release.scenarios import RELEASE_METHODS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="SHARE",
         help="add the smallest eps with utility >= SHARE of non-private (e.g. 0.95)",
+    )
+    rep.add_argument(
+        "--method",
+        choices=RELEASE_METHODS,
+        help="what releases the features (default: the scenario's, else DepHDP); ALC+DPN keeps every column "
+        "informative",
     )
     rep.add_argument("--repetitions", type=int, default=10, help="utility repetitions (default 10)")
     rep.add_argument("--serial", action="store_true", help="run the which-eps sweep in-process")
@@ -78,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         name = args.dataset if args.dataset is not None else args.data.name
         target = args.target or load.target
         scenario = _scenario(args, df, name, target)
+        if args.method is not None:
+            scenario = replace(scenario, method=args.method)
         decision = None
         if args.which_eps is not None:
             enc = encode_for(scenario, df)
@@ -86,8 +98,10 @@ def main(argv: list[str] | None = None) -> int:
                 UtilityTarget("relative", args.which_eps),
                 encoded=enc,
                 task=scenario.config.task,
+                p=scenario.config.p,
                 seed=scenario.seed,
                 client=False if args.serial else None,
+                method=scenario.method,
             )
         page = build_report(scenario, data=df, decision=decision, repetitions=args.repetitions)
     except (DataError, OSError) as exc:

@@ -43,6 +43,7 @@ AUDIT_FIELDS: tuple[str, ...] = (
     "schema",
     "target",
     "target_released",
+    "method",
     "groups",
     "composition",
     "verification",
@@ -195,6 +196,7 @@ def audit_record(
         "schema": [{"column": c, "kind": k} for c, k in encoded.schema.kinds],
         "target": target,
         "target_released": target_released,
+        "method": result.method,
         "groups": groups,
         "composition": composition,
         "verification": verification,
@@ -216,7 +218,7 @@ def _composition_statement(budgets: list[float], q: float, norm: float, eps: flo
     if with_target:
         return (
             f"{head}: the record budget of this release, the target's own channel included "
-            f"(the {len(budgets) - 1} DepHDP groups use at most ε = {eps:g})."
+            f"(the {len(budgets) - 1} feature groups use at most ε = {eps:g})."
         )
     return f"{head} ≤ ε = {eps:g}"
 

@@ -96,6 +96,7 @@ def which_eps(
     client: Any = None,
     progress: Progress = None,
     options: tuple[tuple[str, Any], ...] = (),
+    method: str = "DepHDP",
 ) -> Decision:
     """Smallest eps meeting ``target`` for ``task`` on ``dataset`` (an embedded sample name, or any name
     with ``encoded`` = the discretised table), DepHDP and the four baselines on one budget grid.
@@ -114,6 +115,8 @@ def which_eps(
         Bisection steps between grid budgets (each runs one more one-budget sweep).
     client : distributed.Client, None or False
         Engine (``None``: embedded LocalCluster or ``DASK_SCHEDULER_ADDRESS``; ``False``: in-process).
+    method : str
+        Whose smallest eps: ``"DepHDP"`` or a baseline (the method a scenario releases with).
     """
     from mdp_core.sweep import SweepSpec, frontier, run_sweep, smallest_eps
 
@@ -131,7 +134,7 @@ def which_eps(
     if relative and not higher:
         raise DataError(f"a relative target needs a higher-is-better metric; {task} is judged by a distance")
     choice = smallest_eps(
-        results, target.value, relative=relative, method="DepHDP", refine=refine, client=client
+        results, target.value, relative=relative, method=method, refine=refine, client=client
     )
     seconds = time.perf_counter() - t0
     reference = float(results["reference"].mean()) if "reference" in results else math.nan

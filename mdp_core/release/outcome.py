@@ -23,7 +23,7 @@ import pandas as pd
 
 from mdp_core._validation import Progress, report
 from mdp_core.data import Encoded, discretize, infer_schema
-from mdp_core.dephdp import DepHDPResult, run_dephdp, split_encoded
+from mdp_core.dephdp import DepHDPResult, released_by, run_dephdp, split_encoded
 from mdp_core.errors import DataError
 from mdp_core.leakage import pairwise_leakage
 
@@ -152,7 +152,7 @@ def evaluate_scenario(
     fit, test = split_encoded(encoded, FIT_FRACTION, np.random.default_rng(scenario.seed))
     config = replace(scenario.config, seed=scenario.seed)
     sub = None if progress is None else (lambda f, m: report(progress, 0.05 + 0.75 * f, m))
-    result = run_dephdp(fit, config, progress=sub)
+    result = released_by(run_dephdp(fit, config, progress=sub), scenario.method)
     report(progress, 0.85, "measuring utility on the held-out split")
     utility = _utility(result, fit, test, repetitions, scenario.seed)
     report(progress, 0.92, "releasing the whole table")
@@ -203,6 +203,7 @@ def compare_scenarios(
             "scenario": o.scenario.name,
             "eps": float(o.result.config.eps),
             "task": o.result.task.name,
+            "method": o.result.method,
             "groups": " | ".join(" + ".join(g) for g in mech.groups),
             "mechanisms": " | ".join(mech.kinds),
             "eps_k": " | ".join(f"{e:.3g}" for e in mech.eps),

@@ -144,7 +144,7 @@ def _utility_figure(o: ScenarioOutcome) -> Any:
     u = o.utility
     fig = go.Figure(
         go.Bar(
-            x=["non-private", f"DepHDP ε = {o.result.config.eps:g}"],
+            x=["non-private", f"{o.result.method} ε = {o.result.config.eps:g}"],
             y=[u["reference"], u["mean"]],
             error_y={
                 "type": "data",
@@ -335,6 +335,7 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any]) -
         "<h2>Dependency graph</h2>",
         _figure_html("dependencies", figs["dependencies"]),
         "<h2>Groups and mechanisms</h2>",
+        _method_paragraph(res.method),
         _table(res.scores.drop(columns=["has_opt"], errors="ignore")),
         "<h2>Budget split</h2>",
         _figure_html("budget", figs["budget"]),
@@ -386,6 +387,17 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any]) -
         ),
     ]
     return "".join(out)
+
+
+def _method_paragraph(method: str) -> str:
+    """Which channels release the features, when they are not DepHDP's own choice."""
+    if method == "DepHDP":
+        return ""
+    return (
+        f"<p>Released by the baseline <b>{_esc(method)}</b> instead of DepHDP's choice: the same groups, "
+        "each through the baseline's channel at the baseline's budget (the table's mechanism and ε_k). "
+        "The surrogate loss below is the baseline's; the lower bound is DepHDP's, below every baseline.</p>"
+    )
 
 
 def _never_released(audit: dict) -> str:

@@ -3,7 +3,8 @@
 A file holds ``{"schema_version": "mdp-lab/scenarios/1", "scenarios": [ {...}, ... ]}``; every scenario
 carries the dataset it was made on (name and SHA-256 fingerprint of the canonical CSV, see
 :func:`mdp_core.release.dataset_fingerprint`), the data settings (target, excluded columns, kind overrides,
-bins, seed), the DepHDP configuration, the release settings (target released or not, its budget), the
+bins, seed), the DepHDP configuration, the release settings (what releases the features: DepHDP or a
+baseline; target released or not, its budget), the
 utility target of "which eps", and the other pages' widget settings as JSON objects keyed by page.
 :func:`load_scenarios` validates everything and says which scenario and which field is wrong.
 """
@@ -17,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mdp_core.dephdp import DepHDPConfig
+from mdp_core.dephdp import BASELINES, DepHDPConfig
 from mdp_core.errors import DataError
 
 __all__ = [
+    "RELEASE_METHODS",
     "SCENARIO_SCHEMA",
     "Scenario",
     "UtilityTarget",
@@ -31,6 +33,8 @@ __all__ = [
 ]
 
 SCENARIO_SCHEMA = "mdp-lab/scenarios/1"
+#: What may release the features: DepHDP, or one of its baselines (:func:`mdp_core.released_by`).
+RELEASE_METHODS = ("DepHDP", *BASELINES)
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,10 @@ class Scenario:
         Seed of splits and releases.
     config : DepHDPConfig
         Every DepHDP knob (the page's settings).
+    method : str
+        What releases the features (:data:`RELEASE_METHODS`): ``"DepHDP"`` (default), or a baseline such as
+        ``"ALC+DPN"``, EM on every group, which keeps every column informative (see
+        :func:`mdp_core.released_by`).
     exclude : tuple of str
         Columns never used nor released (identifiers, free text).
     kind_overrides, bins : tuple of (column, value)
@@ -98,6 +106,7 @@ class Scenario:
     target_eps: float | None = None
     utility_target: UtilityTarget = field(default_factory=UtilityTarget)
     pages: tuple[tuple[str, str], ...] = ()
+    method: str = "DepHDP"
 
     def __post_init__(self) -> None:
 
@@ -105,6 +114,8 @@ class Scenario:
             raise DataError("name must be a non-empty string")
         if not isinstance(self.config, DepHDPConfig):
             raise TypeError(f"config must be a DepHDPConfig, got {type(self.config).__name__}")
+        if self.method not in RELEASE_METHODS:
+            raise DataError(f"method must be one of {list(RELEASE_METHODS)}, got {self.method!r}")
         if self.target_eps is not None and not (math.isfinite(self.target_eps) and self.target_eps > 0):
             raise DataError(f"target_eps must be a positive finite number, got {self.target_eps!r}")
         pages = []
@@ -142,6 +153,7 @@ def scenario_to_dict(s: Scenario) -> dict:
         "target_eps": s.target_eps,
         "utility_target": {"kind": s.utility_target.kind, "value": s.utility_target.value},
         "config": _jsonable_config(s.config),
+        "method": s.method,
         "pages": {page: json.loads(text) for page, text in s.pages},
     }
 
@@ -159,6 +171,7 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "target_eps": (int, float, type(None)),
     "utility_target": dict,
     "config": dict,
+    "method": str,
     "pages": dict,
 }
 _REQUIRED = ("name", "dataset", "config")
@@ -221,6 +234,7 @@ def scenario_from_dict(data: object) -> Scenario:
             kind=str(ut.get("kind", "relative")), value=float(ut.get("value", 0.95))
         ),
         pages=tuple(sorted((str(k), json.dumps(v, sort_keys=True)) for k, v in pages.items())),
+        method=data.get("method", "DepHDP"),  # files written before the field release by DepHDP
     )
 
 

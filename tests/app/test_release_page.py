@@ -130,6 +130,32 @@ def test_the_scenario_name_follows_the_settings_until_typed_and_a_save_says_it_r
     assert any("saving replaces it" in c.value for c in app.caption)
 
 
+def test_em_on_every_group_releases_no_constant_column_where_dephdp_did(
+    app: AppTest, small_engine: None
+) -> None:
+    """Heart at eps 1: DepHDP's task-optimal channels leave columns constant; the page says why and offers
+    EM on every group (ALC+DPN), whose release keeps every column informative."""
+    app.switch_page("views/release.py").run()
+    assert app.radio(key="rel_method").value == "DepHDP"
+    app.button(key="rel_prepare").click().run(timeout=600)
+    _until_landed(app, "rel_prepare_stop")
+    assert any("became constant" in w.value for w in app.warning)
+    assert any(i.value == view.CONSTANT_COLUMNS_HINT for i in app.info)
+    app.radio(key="rel_method").set_value("ALC+DPN").run()
+    assert app.text_input(key="rel_scenario_name").value == "ε = 1, prediction, ALC+DPN"
+    app.button(key="rel_prepare").click().run(timeout=600)
+    _until_landed(app, "rel_prepare_stop")
+    assert not app.exception
+    assert not any("became constant" in w.value for w in app.warning)
+    assert not any(i.value == view.CONSTANT_COLUMNS_HINT for i in app.info)
+    preview = app.dataframe[1].value
+    assert all(preview[c].nunique() > 1 for c in preview.columns if c != "target")
+    key = next(k for k in view.store()._items if k[0] == "outcome" and k[2].method == "ALC+DPN")
+    outcome = view.store().get(key)
+    assert outcome.audit["method"] == "ALC+DPN" and set(outcome.result.mechanism.kinds) == {"DPN"}
+    assert all(v["verified"] for v in outcome.audit["verification"])
+
+
 @pytest.mark.parametrize(("p", "total"), [(2.0, math.sqrt(2.0)), (math.inf, 2.0), (1.0, None)])
 def test_releasing_the_target_says_the_records_whole_budget(p: float, total: float | None) -> None:
     """The target's own channel at eps composes with the groups' budgets by the l_q norm (q conjugate to

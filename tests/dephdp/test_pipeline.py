@@ -256,3 +256,26 @@ def test_notes_say_what_they_are_about_and_keep_it_through_pickling(
         back = pickle.loads(pickle.dumps(note))
         assert (back, back.kind, type(back)) == (note, note.kind, Note)
     assert json.loads(json.dumps(list(notes))) == [str(n) for n in notes]  # the audit record's JSON
+
+
+@pytest.mark.parametrize("method", ["ALC+DPN", "SPL+RMP"])
+def test_released_by_a_baseline_releases_its_channels_at_its_budgets(
+    result: core.DepHDPResult, method: str
+) -> None:
+    base, kind = result.baselines[method], method.split("+")[1]
+    out = core.released_by(result, method)
+    assert out.method == method and out.mechanism.kinds == (kind,) * len(result.groups)
+    np.testing.assert_array_equal(out.eps_used, base.eps)
+    np.testing.assert_array_equal(out.scores["eps_k"], base.eps)
+    assert out.value == base.value and result.lower_bound <= out.value  # DepHDP's bound holds for it too
+    assert budget_norm(out.eps_used, dual_exponent(result.config.p)) <= result.config.eps * (1 + 1e-12)
+    for pr, P, e in zip(result.profiles, out.mechanism.channels, out.eps_used, strict=True):
+        em = core.exponential_mechanism(pr.dist, float(e))  # recomputed here, not taken from the profile
+        if kind == "DPN":
+            np.testing.assert_allclose(P, em, rtol=0, atol=1e-15)
+            assert np.abs(P - P[0]).max() > 0  # EM at eps > 0 never releases one value for every input
+        assert mdp_violation(P, pr.dist, float(e)) <= core.VIOLATION_TOL
+    assert out.notes[-1].kind == "method" and method in out.notes[-1]
+    assert result.method == "DepHDP" and core.released_by(result, "DepHDP") is result
+    with pytest.raises(DataError, match=r"method must be 'DepHDP' or one of \['ALC\+DPN'"):
+        core.released_by(result, "EM")

@@ -106,3 +106,10 @@ def test_cli_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "<h2>Audit record</h2>" in out.read_text()
     assert main(["report", str(spec), "--data", str(data), "--out", str(out), "--scenario", "nope"]) == 2
     assert "no scenario named 'nope'" in capsys.readouterr().err
+    args = ["report", str(spec), "--data", str(data), "--out", str(out), "--repetitions", "2"]
+    assert main([*args, "--method", "ALC+DPN"]) == 0  # overrides the scenario's DepHDP
+    page = out.read_text()
+    assert "Released by the baseline <b>ALC+DPN</b>" in page and '"method": "ALC+DPN"' in page
+    with pytest.raises(SystemExit):
+        main([*args, "--method", "OPT"])
+    assert "invalid choice: 'OPT'" in capsys.readouterr().err

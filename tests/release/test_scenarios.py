@@ -48,6 +48,7 @@ def test_round_trip(tmp_path: Path) -> None:
         target_eps=0.7,
         utility_target=UtilityTarget("absolute", 0.8),
         kind_overrides=(("a", "nominal"),),
+        method="ALC+DPN",
     )
     path = tmp_path / "s.json"
     text = save_scenarios([a, b], path)
@@ -55,6 +56,14 @@ def test_round_trip(tmp_path: Path) -> None:
     assert load_scenarios(path) == [a, b]
     assert load_scenarios(text.encode()) == [a, b]
     assert json.loads(text)["scenarios"][1]["config"]["p"] == "inf"
+    assert [s["method"] for s in json.loads(text)["scenarios"]] == ["DepHDP", "ALC+DPN"]
+
+
+def test_a_file_written_before_the_method_field_releases_by_dephdp() -> None:
+    doc = good_dict()
+    del doc["method"]
+    (loaded,) = load_scenarios(bad({"schema_version": SCENARIO_SCHEMA, "scenarios": [doc]}))
+    assert loaded == scenario() and loaded.method == "DepHDP"
 
 
 def bad(doc: object) -> bytes:
@@ -97,6 +106,11 @@ def test_bad_files_are_refused_with_a_message(raw: bytes, message: str) -> None:
         ({"bins": {"dose": 1}}, "bins must map columns to integers >= 2"),
         ({"target_eps": -0.5}, "target_eps must be a positive"),
         ({"name": "  "}, "name must be a non-empty string"),
+        (
+            {"method": "OPT"},
+            r"method must be one of \['DepHDP', 'SPL\+DPN', 'SPL\+RMP', 'ALC\+DPN', 'ALC\+RMP'\]",
+        ),
+        ({"method": 3}, "field 'method' must be str, got int"),
     ],
 )
 def test_bad_fields_name_the_scenario_and_the_field(change: dict, message: str) -> None:
@@ -148,6 +162,25 @@ def test_outcome_numbers_are_what_they_claim() -> None:
     assert (out.leakage["leakage_nats"] >= out.leakage["eps_group"] - 1e-12).all()
     assert len(out.released) == len(df) and "patient_id" not in out.released.columns
     assert out.audit["fingerprint"]["value"] == dataset_fingerprint(df)
+
+
+def test_a_scenario_released_by_em_on_every_group_keeps_every_column_informative() -> None:
+    """The ALC+DPN release: EM channels at the baseline's budgets, said in the audit and the comparison."""
+    df = make_table()
+    dephdp, em = scenario("DepHDP"), scenario("EM", method="ALC+DPN")
+    outs = [evaluate_scenario(s, df, repetitions=2) for s in (dephdp, em)]
+    out = outs[1]
+    assert out.result.method == out.audit["method"] == "ALC+DPN" and outs[0].audit["method"] == "DepHDP"
+    assert set(out.result.mechanism.kinds) == {"DPN"}
+    assert [g["mechanism"] for g in out.audit["groups"] if g["beta"] is not None] == ["DPN"] * len(
+        out.result.groups
+    )
+    np.testing.assert_array_equal(out.result.eps_used, out.result.baselines["ALC+DPN"].eps)
+    assert all(v["verified"] for v in out.audit["verification"])
+    assert not out.check.constant_columns  # an EM channel is never constant
+    assert len(out.released) == len(df)
+    table = compare_scenarios(outs)
+    assert list(table["method"]) == ["DepHDP", "ALC+DPN"]
 
 
 def test_fingerprint_and_columns_are_checked() -> None:
