@@ -100,7 +100,11 @@ config = replace(
     seed=state.seed,
 )
 
-fit, test = view.fit_test_split(encoded, state.seed)
+try:
+    fit, test = view.fit_test_split(encoded, state.seed)
+except core.DataError as exc:  # e.g. a 2-row upload: too few rows to hold some out
+    st.error(f"DepHDP cannot run on this table: {exc}.")
+    st.stop()
 stage = view.ready_profiles(fit, config)
 if stage is None:
     pkey = view.profiles_key(fit, config)

@@ -85,7 +85,12 @@ results = sweep.stored(spec, encoded)
 if st.button("Run sweep", type="primary", key="sweep_run"):
     bar = st.progress(0.0, text="starting…")
     client, where, workers = sweep.engine(kind, start=True)
-    results = sweep.run(spec, encoded, client, lambda f, m: bar.progress(f, text=m))
+    try:
+        results = sweep.run(spec, encoded, client, lambda f, m: bar.progress(f, text=m))
+    except core.DataError as exc:  # e.g. a 2-row upload: too few rows to hold some out
+        bar.empty()
+        st.error(f"The sweep cannot run on this table: {exc}.")
+        st.stop()
     bar.empty()
 if results is None:
     st.info("Press **Run sweep** to compute the frontier.")

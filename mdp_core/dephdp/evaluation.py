@@ -50,7 +50,14 @@ def split_encoded(encoded: Encoded, fit_fraction: float, rng: np.random.Generato
     n = len(encoded.codes)
     n_fit = round(fit_fraction * n)
     if n_fit < 2 or n - n_fit < 1:
-        raise DataError(f"{n} rows are too few for a {fit_fraction:.1%} fitting split")
+        need = next(
+            m for m in range(3, 10**6) if round(fit_fraction * m) >= 2 and m - round(fit_fraction * m)
+        )
+        raise DataError(
+            f"the table has {n:,} row{'s' if n != 1 else ''}; at least {need} are needed, as "
+            f"{fit_fraction:.1%} of the rows fit the mechanisms and the rest are held out to measure "
+            "the utility of the release"
+        )
     perm = rng.permutation(n)
     fit = encoded.codes.iloc[np.sort(perm[:n_fit])].reset_index(drop=True)
     test = encoded.codes.iloc[np.sort(perm[n_fit:])].reset_index(drop=True)

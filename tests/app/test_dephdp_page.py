@@ -507,3 +507,17 @@ def test_degenerate_release_download_is_labelled_for_inspection_only(app: AppTes
     (button,) = _csv_download(app)  # no caveat on a release that is fine
     assert button.proto.label == "Privatised test split (CSV)"
     assert not _captions(app, "inspection only")
+
+
+def test_a_two_row_upload_says_why_dephdp_cannot_run_instead_of_a_traceback(app: AppTest) -> None:
+    """Audit of uploads: a 2-row table (the loader's minimum) raised a DataError out of the page."""
+    app.selectbox(key="side_dataset").set_value("Upload CSV/TSV…").run()
+    raw = b"age,sex,income,city\n34,M,42000,Paris\n51,F,58000,Lyon\n"
+    app.file_uploader(key="side_upload").set_value(("two.csv", raw, "text/csv")).run()
+    app.switch_page("views/dephdp.py").run()
+    assert not app.exception
+    assert [e.value for e in app.error] == [
+        "DepHDP cannot run on this table: the table has 2 rows; at least 3 are needed, as 62.5% of the rows "
+        "fit the mechanisms and the rest are held out to measure the utility of the release."
+    ]
+    assert not app.button  # nothing to start

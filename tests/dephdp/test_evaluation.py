@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import mdp_core as core
@@ -23,6 +24,20 @@ def test_split_is_a_partition(heart: core.Encoded) -> None:
     assert fit.fingerprint != heart.fingerprint
     with pytest.raises(DataError, match="fit_fraction"):
         split_encoded(heart, 1.5, np.random.default_rng(0))
+
+
+def test_a_split_of_too_few_rows_says_how_many_are_needed_and_why() -> None:
+    """Audit of uploads: a 2-row table (the loader's minimum) said "2 rows are too few for a 62.5% fitting
+    split", and the DepHDP and sweep pages showed it as a traceback."""
+    two = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
+    schema = core.infer_schema(two)
+    with pytest.raises(
+        DataError, match=r"^the table has 2 rows; at least 3 are needed, as 62\.5% of the rows"
+    ):
+        split_encoded(core.discretize(two, schema), 0.625, np.random.default_rng(0))
+    three = core.discretize(pd.concat([two, two.iloc[:1]]), schema)
+    fit, test = split_encoded(three, 0.625, np.random.default_rng(0))
+    assert (len(fit.codes), len(test.codes)) == (2, 1)
 
 
 def test_evaluation_table(heart: core.Encoded) -> None:

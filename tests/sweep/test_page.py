@@ -64,3 +64,20 @@ def test_the_page_guards_an_empty_choice(page: AppTest) -> None:
     at.multiselect(key="sweep_tasks").set_value([]).run()
     assert not at.exception
     assert any("Choose at least one task" in i.value for i in at.info)
+
+
+def test_a_two_row_upload_says_why_the_sweep_cannot_run_instead_of_a_traceback(page: AppTest) -> None:
+    """Audit of uploads: a 2-row table (the loader's minimum) raised a DataError out of the page."""
+    at = page
+    at.selectbox(key="side_dataset").set_value("Upload CSV/TSV…").run()
+    raw = b"age,sex,income,city\n34,M,42000,Paris\n51,F,58000,Lyon\n"
+    at.file_uploader(key="side_upload").set_value(("two.csv", raw, "text/csv")).run()
+    at.multiselect(key="sweep_tasks").set_value(["record"]).run()
+    at.radio(key="sweep_engine").set_value("serial").run()
+    at.button(key="sweep_run").click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "The sweep cannot run on this table: the table has 2 rows; at least 3 are needed, as 62.5% of the "
+        "rows fit the mechanisms and the rest are held out to measure the utility of the release."
+    ]
+    assert not at.get("progress")
