@@ -24,12 +24,16 @@ if encoded is None:
 
 has_target = encoded.schema.target is not None
 task_options = [t for t in core.TASKS if has_target or t != "prediction"]
+if st.session_state.get("_sweep_task_options") != task_options or "sweep_tasks" not in st.session_state:
+    # another table: keep the chosen tasks it offers, else its default (a stale "prediction" emptied the box)
+    kept = [t for t in st.session_state.get("sweep_tasks", []) if t in task_options]
+    st.session_state["sweep_tasks"] = kept or [task_options[0]]
+    st.session_state["_sweep_task_options"] = task_options
 c1, c2, c3 = st.columns(3)
 with c1:
     tasks = st.multiselect(
         "Tasks",
         task_options,
-        default=[task_options[0]],
         key="sweep_tasks",
         help="What the released table is for (its utility is measured on that task): "
         + "; ".join(f"{k}: {v}" for k, v in core.TASKS.items() if k in task_options),

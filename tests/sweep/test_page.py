@@ -81,3 +81,25 @@ def test_a_two_row_upload_says_why_the_sweep_cannot_run_instead_of_a_traceback(p
         "rows fit the mechanisms and the rest are held out to measure the utility of the release."
     ]
     assert not at.get("progress")
+
+
+def test_an_upload_without_target_keeps_a_task_chosen(page: AppTest) -> None:
+    """Audit of uploads: on heart the default task is prediction; after uploading a table (no target yet)
+    the Tasks box was empty and the page asked to "Choose at least one task"."""
+    at = page
+    assert at.multiselect(key="sweep_tasks").value == ["prediction"]
+    at.selectbox(key="side_dataset").set_value("Upload CSV/TSV…").run()
+    raw = (
+        "age,sex,city\n" + "".join(f"{20 + i},{'MF'[i % 2]},{'ab'[i % 3 % 2]}\n" for i in range(12))
+    ).encode()
+    at.file_uploader(key="side_upload").set_value(("t.csv", raw, "text/csv")).run()
+    assert not at.exception
+    assert at.multiselect(key="sweep_tasks").value == ["record"]  # the upload's default, not an empty box
+    at.multiselect(key="sweep_tasks").set_value(["record", "mismatch"]).run()
+    at.selectbox(key="side_dataset").set_value("heart").run()
+    assert at.multiselect(key="sweep_tasks").value == ["record", "mismatch"]  # still offered: kept
+    at.multiselect(key="sweep_tasks").set_value(["prediction"]).run()
+    at.selectbox(key="side_dataset").set_value("Upload CSV/TSV…").run()
+    assert at.multiselect(key="sweep_tasks").value == ["record"]
+    at.multiselect(key="sweep_tasks").set_value([]).run()
+    assert any("Choose at least one task" in i.value for i in at.info)  # an emptied box stays empty
