@@ -21,7 +21,7 @@ import pandas as pd
 from mdp_core._validation import Progress, check_positive, report
 from mdp_core.errors import DataError
 from mdp_core.leakage._checks import _check_codes
-from mdp_core.leakage.cpl import _log_ratio, conditional, cpl_hull
+from mdp_core.leakage.cpl import _conditional, _log_ratio, cpl_hull
 from mdp_core.leakage.triad import DependencyTriad, _dt_eval, _dt_kink, dependency_triad
 
 __all__ = [
@@ -153,11 +153,12 @@ def pairwise_leakage(
     alpha, phi, delta, beta = (np.zeros((n, n)) for _ in range(4))
     hull_parts: list[list[tuple[int, np.ndarray, np.ndarray]]] = [[] for _ in range(n)]
     done = 0
+    arrays = [codes[c].to_numpy(dtype=np.int64) for c in cols]  # once: per pair, pandas took 3/4 of the time
     for k, target in enumerate(cols):
         for j, other in enumerate(cols):
             if j == k:
                 continue
-            cond = conditional(codes, target, other)
+            cond = _conditional(arrays[k], arrays[j], target)
             t = dependency_triad(cond, uncertainty=uncertainty)
             alpha[j, k], phi[j, k], delta[j, k], beta[j, k] = t.alpha, t.phi, t.delta, t.beta
             if method == "exact":

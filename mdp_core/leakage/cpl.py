@@ -52,8 +52,11 @@ def conditional(codes: pd.DataFrame, target: str, other: str) -> np.ndarray:
     _check_codes(codes, target, other)
     if target == other:
         raise DataError("target and other must be different attributes")
-    t = codes[target].to_numpy(dtype=np.int64)
-    o = codes[other].to_numpy(dtype=np.int64)
+    return _conditional(codes[target].to_numpy(dtype=np.int64), codes[other].to_numpy(dtype=np.int64), target)
+
+
+def _conditional(t: np.ndarray, o: np.ndarray, target: str) -> np.ndarray:
+    """:func:`conditional` of checked code arrays (all pairs check the table once, not once a pair)."""
     counts = _counts(t, o, (int(t.max()) + 1, int(o.max()) + 1))
     totals = counts.sum(axis=1, keepdims=True)
     empty = np.flatnonzero(totals[:, 0] == 0)
