@@ -6,6 +6,7 @@ by the table's fingerprint, so moving the eps slider only re-evaluates O(1) form
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,24 +18,30 @@ import mdp_core as core
 from mdp_core._figures import labelled_vline, log_axis
 from mdp_core._validation import Progress
 from ui.data import HASH_FUNCS
+from ui.jobs import builder
 from ui.store import store as result_store
 
 __all__ = [
     "EPS_GRID",
     "TPL_HEADER",
+    "WAIT_SECONDS",
     "PairCurves",
     "calibration",
     "calibration_figure",
+    "calibration_key",
     "calibration_table",
     "coincidence_note",
     "column_config",
     "conditional_figure",
     "cpl_figure",
     "leakage_figure",
+    "model_key",
     "odds_sentence",
     "pair_curves",
     "pairwise_model",
     "point_values",
+    "request_calibration",
+    "request_model",
     "stored_calibration",
     "stored_model",
     "triad_meanings",
@@ -131,14 +138,50 @@ def pairwise_model(
     (a page's progress bar) is called only when the model is actually built.
     """
     return result_store().get_or_compute(
-        _model_key(encoded, method, e),
-        lambda: core.pairwise_leakage(
-            encoded.codes,
-            method=method,  # type: ignore[arg-type]
-            uncertainty=e or None,
-            progress=progress,
-        ),
+        _model_key(encoded, method, e), lambda: _build_model(encoded, method, e, progress)
     )
+
+
+def _build_model(encoded: core.Encoded, method: str, e: float, progress: Progress) -> core.PairwiseLeakage:
+    return core.pairwise_leakage(
+        encoded.codes,
+        method=method,  # type: ignore[arg-type]
+        uncertainty=e or None,
+        progress=progress,
+    )
+
+
+#: Seconds a click waits for the all-pairs model or the calibration before the page polls it (heart: < 1 s).
+WAIT_SECONDS = 3.0
+
+
+def model_key(encoded: core.Encoded, method: str) -> tuple:
+    """The key of :func:`request_model`'s job (and of its result in the store)."""
+    return _model_key(encoded, method, 0.0)
+
+
+def request_model(encoded: core.Encoded, method: str) -> Future[core.PairwiseLeakage]:
+    """:func:`pairwise_model` on the builder's long-job threads (a 300-column upload held one page run for
+    281 s): the page polls :func:`model_key`'s job and can stop it between two pairs."""
+    return builder().request(
+        model_key(encoded, method), lambda progress: _build_model(encoded, method, 0.0, progress), slow=True
+    )
+
+
+def calibration_key(encoded: core.Encoded, method: str, eps_bar: float) -> tuple:
+    """The key of :func:`request_calibration`'s job (and of its result in the store)."""
+    return _calibration_key(encoded, method, 0.0, eps_bar)
+
+
+def request_calibration(encoded: core.Encoded, method: str, eps_bar: float) -> Future[core.BudgetCalibration]:
+    """:func:`calibration` on the builder's long-job threads (300 attributes: 80 s), stoppable between two
+    polish rounds."""
+
+    def compute(progress: Progress) -> core.BudgetCalibration:
+        model = pairwise_model(encoded, method, 0.0, progress=progress)
+        return core.calibrate_budgets(model, eps_bar, progress=progress)
+
+    return builder().request(calibration_key(encoded, method, eps_bar), compute, slow=True)
 
 
 def _calibration_key(encoded: core.Encoded, method: str, e: float, eps_bar: float) -> tuple:

@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 import ui.leakage as leak
+from ui import jobs
 from ui.data import current_encoded
 from ui.state import get_state
 from ui.widgets import eps_slider
@@ -86,15 +87,20 @@ method = st.radio(
 model = leak.stored_model(encoded, method)
 if model is None:
     st.caption(
-        f"Leakage for all {len(columns) * (len(columns) - 1)} ordered pairs takes a few seconds on large "
-        "tables; it is computed once per table and method, then every ε is instant."
+        f"Leakage for all {len(columns) * (len(columns) - 1):,} ordered pairs takes seconds, or minutes on "
+        "tables with hundreds of attributes; it is computed once per table and method, in the background, "
+        "then every ε is instant."
     )
-    if st.button("Compute leakage for every pair", key="leak_pairs_go"):
-        bar = st.progress(0.0, text="Leakage for every pair of attributes…")
-        model = leak.pairwise_model(
-            encoded, method, progress=lambda f, msg: bar.progress(f, text=f"Pairwise leakage: {msg}")
-        )
-        bar.empty()
+    jobs.start_button(
+        leak.model_key(encoded, method),
+        lambda: leak.request_model(encoded, method),
+        label="Compute leakage for every pair",
+        button_key="leak_pairs_go",
+        name="Pairwise leakage",
+        stop_label="Stop the pairwise leakage",
+        stop_key="leak_pairs_stop",
+        wait=leak.WAIT_SECONDS,
+    )
 if model is not None:
     fig, table = leak.leakage_figure(model, eps)
     col_h, col_t = st.columns([3, 1])
@@ -114,9 +120,17 @@ if model is None:
     st.caption("Compute the leakage for every pair first: the budgets depend on all of them.")
 else:
     cal = leak.stored_calibration(encoded, method, 0.0, float(eps_bar))
-    if cal is None and st.button("Calibrate budgets", key="leak_cal_go"):
-        with st.spinner("Calibrating budgets…"):
-            cal = leak.calibration(encoded, method, 0.0, float(eps_bar))
+    if cal is None:
+        jobs.start_button(
+            leak.calibration_key(encoded, method, float(eps_bar)),
+            lambda: leak.request_calibration(encoded, method, float(eps_bar)),
+            label="Calibrate budgets",
+            button_key="leak_cal_go",
+            name="Calibrating budgets",
+            stop_label="Stop calibrating",
+            stop_key="leak_cal_stop",
+            wait=leak.WAIT_SECONDS,
+        )
     if cal is not None:
         if not cal.success:
             st.error(cal.message)

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 import streamlit as st
+from pagewait import rerun_until, until_button  # tests/app is on sys.path (rootdir conftest layout)
 from streamlit.testing.v1 import AppTest
+
+import mdp_core as core
+import ui.leakage as leak
+
+Stalled = Callable[[str], Callable[..., None]]  # the stalled fixture (conftest.py)
 
 
 @pytest.fixture(autouse=True)
@@ -193,3 +201,31 @@ def test_tables_have_readable_headers_in_nats_with_three_decimals(app: AppTest) 
     )  # the formula: a tooltip
     at_eps = next(c.value for c in app.caption if c.value.startswith("At ε ="))
     assert at_eps.endswith("(nats)") and re.search(r"CPL\* = \d+\.\d{3},", at_eps)
+
+
+def test_pairwise_leakage_and_calibration_run_in_the_background_and_can_be_stopped(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch, stalled: Stalled
+) -> None:
+    """Audit of uploads: on a 300-column table "Compute leakage for every pair" held one page run for 281 s
+    and "Calibrate budgets" 82 s more, under a spinner; both are now jobs with progress and a stop."""
+    real = core.pairwise_leakage
+    monkeypatch.setattr(leak, "WAIT_SECONDS", 0.5)
+    monkeypatch.setattr(core, "pairwise_leakage", stalled("pair {}"))
+    app.switch_page("views/leakage.py").run()
+    started = time.monotonic()
+    app.button(key="leak_pairs_go").click().run()
+    assert time.monotonic() - started < 10 and not app.exception
+    assert re.match(r"Pairwise leakage: pair \d+$", app.get("progress")[0].proto.text)
+    assert "leak_pairs_go" not in [b.key for b in app.button]  # no second start while it runs
+    app.button(key="leak_pairs_stop").click().run()
+    until_button(app, "leak_pairs_go")
+    assert "Pairwise leakage was stopped; start it again to finish it." in [i.value for i in app.info]
+    monkeypatch.setattr(core, "pairwise_leakage", real)
+    monkeypatch.setattr(core, "calibrate_budgets", stalled("polish round {}"))
+    app.button(key="leak_pairs_go").click().run()
+    rerun_until(app, lambda: len(app.get("plotly_chart")) == 3, 30, "the pairwise leakage")  # its heatmap
+    app.button(key="leak_cal_go").click().run()
+    assert re.match(r"Calibrating budgets: polish round \d+$", app.get("progress")[0].proto.text)
+    app.button(key="leak_cal_stop").click().run()
+    until_button(app, "leak_cal_go")
+    assert "Calibrating budgets was stopped; start it again to finish it." in [i.value for i in app.info]
