@@ -32,7 +32,7 @@ import mdp_core.geo as cgeo
 from mdp_core._validation import Progress
 from mdp_core.errors import DataError
 from mdp_core.geo import GeoComparison, GeoMechanism, GeoProblem, RoadNetwork
-from ui.jobs import POLL_SECONDS, Builder, BuildStoppedError, builder, poll, time_left, wait
+from ui.jobs import builder
 from ui.store import store
 
 __all__ = [
@@ -43,14 +43,11 @@ __all__ = [
     "PAGE_FINE_SPANNER_SECONDS",
     "PAGE_LP_SECONDS",
     "PAGE_METHODS",
-    "POLL_SECONDS",
     "SPANNER_MAX_TARGETS",
     "UPLOAD_TYPES",
     "WAIT_SECONDS",
-    "BuildStoppedError",
-    "Builder",
     "GeoConfig",
-    "builder",
+    "build_row",
     "cached_network",
     "cached_problem",
     "candidates",
@@ -62,16 +59,13 @@ __all__ = [
     "mechanism_key",
     "method_labels",
     "nearest_target",
-    "poll",
+    "optimum_claim",
     "remember",
     "remembered",
     "request_mechanism",
     "stop_when_off",
-    "store",
     "store_upload",
     "stored_mechanism",
-    "time_left",
-    "wait",
 ]
 
 #: File types the uploader accepts (Streamlit checks the last suffix: .osm.pbf -> pbf, .osm.bz2 -> bz2).
@@ -277,7 +271,7 @@ def mechanism(config: GeoConfig, eps: float, method: str, progress: Progress = N
     re-colours the map from the store without recomputing.
     """
     return store().get_or_compute(
-        mechanism_key(config, eps, method), lambda: _build(config, eps, method, progress)
+        mechanism_key(config, eps, method), lambda: build_row(config, eps, method, progress)
     )
 
 
@@ -288,7 +282,7 @@ def page_lp_seconds(method: str, n_targets: int) -> float | None:
     return PAGE_LP_SECONDS.get(method)
 
 
-def _build(
+def build_row(
     config: GeoConfig, eps: float, method: str, progress: Progress, prebuilt: GeoMechanism | None = None
 ) -> GeoComparison:
     """One method on ``config`` at ``eps``; the tree variants share one seed LP through the store.
@@ -333,15 +327,15 @@ def request_mechanism(config: GeoConfig, eps: float, method: str) -> Future[GeoC
     """Queue (or find) the build of one method; the future's result is a one-method ``GeoComparison``."""
 
     key, slow = mechanism_key(config, eps, method), method in PAGE_LP_SECONDS  # the reference LPs: long
-    build = _optimal_row if method == "optimal" else _build
+    build = _optimal_row if method == "optimal" else build_row
     return builder().request(key, lambda progress: build(config, eps, method, progress), slow=slow)
 
 
 def _optimal_row(config: GeoConfig, eps: float, method: str, progress: Progress) -> GeoComparison:
     """The exact optimum's row, unless a bound that ran the same optimum left it in the store meanwhile."""
-    with _optimum_claim(config, eps, progress):
+    with optimum_claim(config, eps, progress):
         stored = stored_mechanism(config, eps, method)
-        return stored if stored is not None else _build(config, eps, method, progress)
+        return stored if stored is not None else build_row(config, eps, method, progress)
 
 
 _claims: dict[tuple[object, ...], threading.Event] = {}
@@ -349,7 +343,7 @@ _claims_lock = threading.Lock()
 
 
 @contextlib.contextmanager
-def _optimum_claim(config: GeoConfig, eps: float, progress: Progress) -> Iterator[None]:
+def optimum_claim(config: GeoConfig, eps: float, progress: Progress) -> Iterator[None]:
     """Hold the right to build the exact optimum of (config, eps): the optimum's row and a bound on one block
     both run it (20-90 s at depth 1), so one started while the other runs waits for it (reporting progress, so
     a stop reaches it) and then finds the optimum in the store instead of solving it again on shared cores."""

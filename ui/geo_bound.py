@@ -2,7 +2,7 @@
 and whether (and why not) the page offers the exact optimum on a map.
 
 An optimum that a bound runs is kept as the page's "optimal" row (built like the rows of :mod:`ui.geo`), and
-the optimum's row and a bound on one block solve it once between them (``_optimum_claim``).
+the optimum's row and a bound on one block solve it once between them (``optimum_claim``).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from mdp_core.geo import GeoComparison, GeoMechanism, GeoProblem, cosets
 from ui.geo import (
     SPANNER_MAX_TARGETS,
     GeoConfig,
-    _build,
-    _optimum_claim,
+    build_row,
     cached_problem,
     mechanism_key,
+    optimum_claim,
     stored_mechanism,
 )
 from ui.jobs import builder
@@ -38,6 +38,7 @@ __all__ = [
     "cached_bound",
     "optimal_offered",
     "optimal_too_large",
+    "optimum_certificate",
     "optimum_search",
     "request_bound",
     "seconds_label",
@@ -98,23 +99,23 @@ def seconds_label(seconds: float) -> str:
 def _bound(config: GeoConfig, eps: float, seconds: float, progress: Progress) -> Any:
     """``auto_lower_bound``; an optimum that it ran (one block; from ``OPTIMUM_SECONDS`` on depth 2) is
     verified like the page's other builds and kept as its "optimal" row (:func:`_kept_as_row`), for the table
-    and the map. Where the row builds the optimum too, one solves it at a time (``_optimum_claim``)."""
-    with _optimum_claim(config, eps, progress) if _row_builds_optimum(config) else contextlib.nullcontext():
+    and the map. Where the row builds the optimum too, one solves it at a time (``optimum_claim``)."""
+    with optimum_claim(config, eps, progress) if _row_builds_optimum(config) else contextlib.nullcontext():
         return _bound_once(config, eps, seconds, progress)
 
 
 def _bound_once(config: GeoConfig, eps: float, seconds: float, progress: Progress) -> Any:
     key = mechanism_key(config, eps, "optimal")
     stored = store().get(key)
-    if stored is not None and _certificate(stored.mechanisms["optimal"]).exact:
-        return _certificate(stored.mechanisms["optimal"])  # nothing tighter to find
+    if stored is not None and optimum_certificate(stored.mechanisms["optimal"]).exact:
+        return optimum_certificate(stored.mechanisms["optimal"])  # nothing tighter to find
     found: list[GeoMechanism] = []
     bound = cgeo.auto_lower_bound(
         cached_problem(config), eps, time_limit=seconds, progress=progress, on_optimum=found.append
     )
     if found and _kept_as_row(config, eps, found[0]):  # (it runs the optimum once)
         with contextlib.suppress(DataError):  # a row the page cannot check is left out, never the bound
-            store()[key] = _build(config, eps, "optimal", progress, prebuilt=found[0])
+            store()[key] = build_row(config, eps, "optimal", progress, prebuilt=found[0])
     return bound
 
 
@@ -123,12 +124,12 @@ def _kept_as_row(config: GeoConfig, eps: float, optimum: GeoMechanism) -> bool:
     is kept); not closed in time, only on maps above the row's own limit, where nothing else would show it
     (the table then says how far above the optimum it may be)."""
     kept = stored_mechanism(config, eps, "optimal")
-    if _certificate(optimum).exact:
-        return kept is None or not _certificate(kept.mechanisms["optimal"]).exact
+    if optimum_certificate(optimum).exact:
+        return kept is None or not optimum_certificate(kept.mechanisms["optimal"]).exact
     return kept is None and not _row_builds_optimum(config)
 
 
-def _certificate(mech: GeoMechanism) -> Any:
+def optimum_certificate(mech: GeoMechanism) -> Any:
     """The ``GeoBound`` an LP mechanism carries (the exact optimum's: exact when its bracket closed)."""
     return mech.info["lower_bound"]
 

@@ -15,7 +15,7 @@ import streamlit as st
 import mdp_core.geo as cgeo
 from mdp_core.geo import GeoComparison, GeoMechanism
 from ui.geo import GeoConfig, cached_problem, method_labels
-from ui.geo_bound import _certificate
+from ui.geo_bound import optimum_certificate
 from ui.store import store
 
 __all__ = [
@@ -116,7 +116,7 @@ def verdict(comps: dict[str, GeoComparison], bound: Any | None) -> str:
 
 def _optimum_note(optimum: GeoMechanism, utility: float) -> str:
     """Nothing when the optimum is exact, else how far above the optimum its mechanism may be."""
-    certificate = _certificate(optimum)
+    certificate = optimum_certificate(optimum)
     if certificate.exact:
         return ""
     if certificate.value <= 0:

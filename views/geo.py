@@ -5,8 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from mdp_core.errors import DataError
-from ui import geo, geo_bound, geo_curve, geo_map, geo_results, sweep
+from ui import geo, geo_bound, geo_curve, geo_map, geo_results, jobs, sweep
 from ui.state import get_state
+from ui.store import store
 from ui.widgets import eps_slider
 
 st.title("Geo mechanisms on a city map")
@@ -174,7 +175,7 @@ if method == "optimal" and not optimum_offered:  # the selectbox offers it on ev
 cand = cand_labels.index(true_label)
 true_index = geo.nearest_target(problem, cand_xy[cand])
 view = geo_map.GeoView(colour_by=views[view_label], true_index=true_index, candidate=cand)
-left = geo.time_left(geo.WAIT_SECONDS)  # one waiting budget for the whole run
+left = jobs.time_left(geo.WAIT_SECONDS)  # one waiting budget for the whole run
 job = geo.request_mechanism(config, eps, method)
 if not job.done():  # first picture now: the roads and the true location while the mechanism is built
     preview, _ = geo_map.deck(config, None, view, None)
@@ -183,14 +184,14 @@ if not job.done():  # first picture now: the roads and the true location while t
     bar = progress_slot.progress(0.0, text=f"Building {method_label}…")
 
     def tick() -> None:
-        fraction, message = geo.builder().progress(key_)
+        fraction, message = jobs.builder().progress(key_)
         bar.progress(fraction, text=f"Building {method_label}: {message}")
 
-    if not geo.wait([job], left(), tick):
+    if not jobs.wait([job], left(), tick):
 
-        @st.fragment(run_every=geo.POLL_SECONDS)
+        @st.fragment(run_every=jobs.POLL_SECONDS)
         def poll() -> None:
-            fraction, message = geo.builder().progress(key_)
+            fraction, message = jobs.builder().progress(key_)
             st.progress(fraction, text=f"Building {method_label}: {message} (the page stays usable)")
             if job.done():
                 st.rerun()
@@ -306,29 +307,29 @@ optional = {
 }
 shown = [m for m in labels if optional.get(m, True) or m == method]
 slot = st.empty()
-jobs = {m: geo.request_mechanism(config, eps, m) for m in shown}
+builds = {m: geo.request_mechanism(config, eps, m) for m in shown}
 bar = slot.progress(0.0, text="Building the other mechanisms…")
-geo.wait(
-    list(jobs.values()),
+jobs.wait(
+    list(builds.values()),
     left(),
     lambda: bar.progress(
-        sum(j.done() for j in jobs.values()) / len(jobs), text="Building the other mechanisms…"
+        sum(j.done() for j in builds.values()) / len(builds), text="Building the other mechanisms…"
     ),
 )
 slot.empty()
-comps = {m: j.result() for m, j in jobs.items() if j.done() and j.exception() is None}
-for m, j in jobs.items():
+comps = {m: j.result() for m, j in builds.items() if j.done() and j.exception() is None}
+for m, j in builds.items():
     if j.done() and j.exception() is not None:
         st.warning(f"{labels[m]} could not be built: {j.exception()}")
-pending = [labels[m] for m, j in jobs.items() if not j.done()]
+pending = [labels[m] for m, j in builds.items() if not j.done()]
 if pending:
-    ready = len(jobs) - len(pending)
+    ready = len(builds) - len(pending)
 
-    @st.fragment(run_every=geo.POLL_SECONDS)
+    @st.fragment(run_every=jobs.POLL_SECONDS)
     def poll_table() -> None:
-        done = sum(j.done() for j in jobs.values())
+        done = sum(j.done() for j in builds.values())
         st.progress(
-            done / len(jobs), text=f"Still building: {', '.join(pending)} (the table fills in by itself)"
+            done / len(builds), text=f"Still building: {', '.join(pending)} (the table fills in by itself)"
         )
         if done > ready:  # a row is ready: redraw the page with it
             st.rerun()
@@ -349,11 +350,11 @@ if geo_bound.bound_available():
         help=geo_bound.bound_time_help(),
     )
     bkey, first = geo_bound.bound_key(config, eps, seconds), seconds <= geo_bound.BOUND_SECONDS
-    bound_job = geo.builder().job(bkey)
+    bound_job = jobs.builder().job(bkey)
     if bound is not None and bound.exact:
         b1.caption("The bound is the exact optimum: more time cannot tighten it.")
     elif (
-        geo.store().get(bkey) is None
+        store().get(bkey) is None
         and (bound is None or not first)  # 20 s would add nothing to a stored bound
         and (bound_job is None or bound_job.done())
         and b1.button(
@@ -368,14 +369,14 @@ if geo_bound.bound_available():
         st.rerun()  # draw the page with the job running (and no start button)
     if bound_job is not None and not bound_job.done():
         with b1:  # cosets stop within a second; HiGHS's PDLP takes no interrupt: a stop waits for its round
-            geo.poll(
+            jobs.poll(
                 bkey,
                 "Stop the bound",
                 "geo_bound_stop",
                 stopping="Stopping (an LP round runs to its end, at most the time chosen)…",
             )
     elif bound_job is not None and (error := bound_job.exception()) is not None:
-        if isinstance(error, geo.BuildStoppedError):
+        if isinstance(error, jobs.BuildStoppedError):
             b1.info("The bound was stopped; start it again to finish it.")
         else:
             b1.warning(f"The bound could not be computed: {error}")
@@ -442,17 +443,17 @@ if st.toggle(
     points = geo_curve.request_curve(
         config, private, client=False if kind == "serial" else client, connect=sweep.engine_getter()
     )
-    geo.wait(points, left())
+    jobs.wait(points, left())
     built = sum(p.done() for p in points)
     if built < len(points):
 
-        @st.fragment(run_every=geo.POLL_SECONDS)
+        @st.fragment(run_every=jobs.POLL_SECONDS)
         def poll_curve() -> None:
             now = sum(p.done() for p in points)
             if kind == "serial":
                 st.progress(now / len(points), text=f"Sweeping ε: {now} of {len(points)} points built")
             else:
-                fraction, message = geo.builder().progress(geo_curve.curve_key(config, private))
+                fraction, message = jobs.builder().progress(geo_curve.curve_key(config, private))
                 st.progress(fraction, text=f"Sweeping ε on the cluster: {message}")
             if now > built:  # more points: redraw the curve with them
                 st.rerun()

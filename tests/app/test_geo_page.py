@@ -24,7 +24,7 @@ import mdp_core.errors as cgeo_errors
 import mdp_core.geo as cgeo
 from mdp_core.mechanisms import mdp_violation
 from mdp_core.sweep.cluster import local_cluster
-from ui import geo, geo_bound, geo_curve, geo_map, geo_results
+from ui import geo, geo_bound, geo_curve, geo_map, geo_results, jobs
 from ui.store import store
 
 HELSINKI = Path(__file__).resolve().parents[2] / "data" / "helsinki.osm.bz2"
@@ -210,11 +210,11 @@ def test_heatmap_is_the_mechanism_row(app: AppTest) -> None:
 
 def test_switching_method_recolours_from_the_cache(app: AppTest) -> None:
     at = _run(app.switch_page("views/geo.py"))
-    before = geo.store().get(("mech", _config(), round(geo.level_eps("Medium"), 12), "em"))
+    before = store().get(("mech", _config(), round(geo.level_eps("Medium"), 12), "em"))
     assert before is not None  # the table built it
     _widget(at, "selectbox", "Mechanism shown").set_value("Exponential mechanism")
     _run(at)
-    after = geo.store().get(("mech", _config(), round(geo.level_eps("Medium"), 12), "em"))
+    after = store().get(("mech", _config(), round(geo.level_eps("Medium"), 12), "em"))
     assert after is before  # no recompute: the very same object
     heat = np.array([cell["p"] for cell in _layer(at, "geo_heat")["data"]])
     x = int(np.flatnonzero((after.mechanisms["em"].matrix == heat).all(axis=1))[0])
@@ -536,7 +536,7 @@ def test_deck_accessors_are_plain_fields(app: AppTest) -> None:
 
 
 def test_builder_shares_a_job_and_retries_a_failure() -> None:
-    builder = geo.Builder(workers=1)
+    builder = jobs.Builder(workers=1)
     gate = threading.Event()
     runs: list[str] = []
 
@@ -591,7 +591,7 @@ def test_loss_curve_on_the_sweep_engine_equals_the_page_own() -> None:
 
 def test_builder_stops_a_job_on_request() -> None:
     """A running job stops at its next progress report, a queued one never starts; both can start again."""
-    builder = geo.Builder(workers=1)
+    builder = jobs.Builder(workers=1)
     started = threading.Event()
 
     def long(progress: Any) -> str:
@@ -609,7 +609,7 @@ def test_builder_stops_a_job_on_request() -> None:
     assert queued.cancelled() and builder.job(queued_key) is None
     builder.cancel(key)
     assert builder.stopping(key)
-    with pytest.raises(geo.BuildStoppedError, match="stopped at your request"):
+    with pytest.raises(jobs.BuildStoppedError, match="stopped at your request"):
         job.result(5)
     assert not builder.stopping(key) and store().get(key) is None
     assert builder.request(key, lambda progress: "again").result(5) == "again"
@@ -680,9 +680,9 @@ def test_the_background_bound_can_be_stopped(app: AppTest, monkeypatch: pytest.M
     assert any("stand-in step" in p.proto.text for p in at.get("progress"))
     at.button(key="geo_bound_stop").click()
     at.run()
-    job = geo.builder().job(geo_bound.bound_key(UNBOUNDED, geo.level_eps("Medium"), 300.0))
+    job = jobs.builder().job(geo_bound.bound_key(UNBOUNDED, geo.level_eps("Medium"), 300.0))
     assert job is not None
-    with pytest.raises(geo.BuildStoppedError):
+    with pytest.raises(jobs.BuildStoppedError):
         job.result(10)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
@@ -856,7 +856,7 @@ def test_a_process_exits_without_running_the_queued_builds() -> None:
     build): three 60 s builds, one running per worker and one queued, end with the process in seconds."""
     script = """
 import time
-from ui.geo import Builder
+from ui.jobs import Builder
 
 def slow(progress):
     for i in range(600):
@@ -877,7 +877,7 @@ assert [job.running() for job in jobs] == [True, True, False]
 
 def test_a_quick_build_never_queues_behind_long_jobs() -> None:
     """With more long jobs (reference LPs, bounds) than threads, a quick build still starts at once."""
-    builder, release = geo.Builder(), threading.Event()
+    builder, release = jobs.Builder(), threading.Event()
 
     def long_job(progress: Any) -> str:
         release.wait(60)
@@ -911,11 +911,11 @@ def test_turning_a_reference_lp_off_stops_its_build(app: AppTest, monkeypatch: p
     _widget(at, "toggle", "Exact optimum").set_value(True)
     at.run()
     assert started.wait(10)
-    job = geo.builder().job(geo.mechanism_key(config, geo.level_eps("Medium"), "optimal"))
+    job = jobs.builder().job(geo.mechanism_key(config, geo.level_eps("Medium"), "optimal"))
     assert job is not None and not job.done()
     _widget(at, "toggle", "Exact optimum").set_value(False)
     at.run()
-    with pytest.raises(geo.BuildStoppedError, match="stopped at your request"):
+    with pytest.raises(jobs.BuildStoppedError, match="stopped at your request"):
         job.result(10)
     assert 0 < len(reports) < 3000
     assert not at.exception and EXACT not in list(at.dataframe[0].value["method"])
@@ -988,7 +988,7 @@ def test_above_one_block_one_click_starts_the_bound_that_finds_the_optimum(
     assert not at.exception, [e.value for e in at.exception]
     assert runs == [longest]
     assert _widget(at, "select_slider", "Time for the bound").value == longest
-    assert geo.store().get(geo_bound.bound_key(config, eps, longest)).method == "stand-in"
+    assert store().get(geo_bound.bound_key(config, eps, longest)).method == "stand-in"
     assert not [b for b in at.button if b.key == "geo_find_optimum"]  # it ran: nothing more to start
     assert not any(promise in i.value for i in at.info)
     assert geo_bound.optimum_search(config, eps) == "missed"
