@@ -378,7 +378,10 @@ def dephdp_groups_caption(
             + (" (the target linked attributes that are otherwise apart)." if plain > shown else ".")
         )
     else:
-        parts.append(f"The DepHDP page groups the same {len(released)} attributes: {plain} groups.")
+        parts.append(
+            f"The DepHDP page groups the same {len(released)} attributes: "
+            f"{plain} group{'s' if plain != 1 else ''}."
+        )
     parts.append(
         f"It then splits every group whose joint domain exceeds {max_group_domain:,} values at its weakest "
         f"edge: {split} group{'s' if split != 1 else ''}."

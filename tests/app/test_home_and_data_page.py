@@ -13,7 +13,15 @@ import numpy as np
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from ui.dependency import PAD_PIXELS, PLOT_HEIGHT, PLOT_WIDTH, label_box, label_extent, sparse_pairs_warning
+from ui.dependency import (
+    PAD_PIXELS,
+    PLOT_HEIGHT,
+    PLOT_WIDTH,
+    dephdp_groups_caption,
+    label_box,
+    label_extent,
+    sparse_pairs_warning,
+)
 
 STATE = "mdp_app_state"
 
@@ -401,3 +409,13 @@ def test_target_survives_option_changes_and_is_dropped_when_excluded(app: AppTes
     state = app.session_state[STATE]
     assert state.target is None and app.selectbox(key=f"side_target_{key}").value == "(none)"
     assert "Stufe" not in app.dataframe[2].value["attribute"].tolist()
+
+
+def test_the_groups_caption_counts_one_group_in_the_singular() -> None:
+    """Audit of uploads: a small table without target read "The DepHDP page groups the same 4 attributes:
+    1 groups."."""
+    nmi = pd.DataFrame(np.full((3, 3), 0.9), index=list("abc"), columns=list("abc"))
+    text = dephdp_groups_caption(nmi, 0.1, 1, {"a": 2, "b": 2, "c": 2}, target=None, max_group_domain=512)
+    assert "This page: 1 group over all 3 attributes." in text
+    assert "The DepHDP page groups the same 3 attributes: 1 group." in text
+    assert "exceeds 512 values at its weakest edge: 1 group." in text
