@@ -313,16 +313,28 @@ def _is_empty(col: pd.Series) -> bool:
 
 
 def _clean_cells(df: pd.DataFrame, name: str) -> tuple[pd.DataFrame, list[str]]:
-    out = {}
+    out, spelled = {}, {}
     for c in df.columns:
         s = df[c].astype("str").str.strip()
-        out[c] = s.where(~s.isin(MISSING_TOKENS) & df[c].notna())
+        token = s.isin(MISSING_TOKENS) & df[c].notna()
+        out[c] = s.where(~token & df[c].notna())
+        spelled[c] = s.where(token & (s != ""))  # a spelled-out token ("none", "?"), not a blank
     df = pd.DataFrame(out)
     empty_rows = df.isna().all(axis=1)
     notes = []
     if empty_rows.any():
         df = df.loc[~empty_rows].reset_index(drop=True)
         notes.append(f"Dropped {int(empty_rows.sum()):,} empty row(s).")
+    read = [  # a token can be a real category ("none" as education): say what became missing
+        f"{token!r} ({count:,} in {c})"
+        for c, values in spelled.items()
+        for token, count in values[~empty_rows.to_numpy()].value_counts().items()
+    ]
+    if read:
+        shown = ", ".join(read[:6]) + (f" and {len(read) - 6} more" if len(read) > 6 else "")
+        notes.append(
+            f"Values read as missing: {shown}. If one of them is a real value, rename it in the file."
+        )
     if len(df) < 2:
         raise DataError(f"{name} has {len(df)} data row(s); need at least 2 rows below the header")
     return df, notes
