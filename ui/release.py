@@ -64,22 +64,27 @@ OUTCOME_REPETITIONS = 10
 #: What the page offers to release the features with (:data:`mdp_core.release.RELEASE_METHODS`).
 RELEASE_CHOICES = {
     "DepHDP": "DepHDP: best for the task",
-    "ALC+DPN": "EM on every group: every column informative",
+    "ALC+DPN": "EM on every group: no column collapsed to one value",
 }
 RELEASE_CHOICE_HELP = (
     "DepHDP picks, per group, the channel with the least loss for the task: the LP optimum or EM with "
     "Bayesian remapping. Both may release one value for a column the task barely uses, whatever the true "
     "value (a constant column: private, but it carries nothing). EM on every group (the ALC+DPN baseline: "
     "the same groups and budget allocation, the exponential mechanism without remapping) releases a noisy "
-    "copy of every value, so every column stays informative, at a higher task loss: compare the utility "
-    "of both below. On heart at ε = 1 (prediction task), DepHDP leaves 9 of 13 columns constant and EM on "
-    "every group none."
+    "copy of every value instead, at a higher task loss: compare the utility of both below. A noisy copy "
+    "says something about the true value only where its group's budget allows: groups the task gives no "
+    "weight still get the smallest budget, and their values are close to random (the release check names "
+    "them). Measured on heart, record-fidelity task: at ε = 20 DepHDP leaves 4 of 13 columns constant, "
+    "while EM on every group releases all 13 with information about the true values (normalised mutual "
+    "information above 0.05); at ε ≤ 4 neither keeps more than 3 of 13 columns informative (a larger ε, or "
+    "fewer columns, is what helps)."
 )
 #: Said under a DepHDP release with constant columns.
 CONSTANT_COLUMNS_HINT = (
     "Constant columns are what DepHDP's task-optimal channels release for columns the task barely uses. "
-    "To release a noisy but informative value in every column, choose “EM on every group” under "
-    "“Release by” above and compare the utility."
+    "To release a noisy copy of every value instead, choose “EM on every group” under “Release by” above "
+    "and compare the utility; such a copy carries information only where its group's budget is large "
+    "enough (see the help of “Release by”)."
 )
 
 

@@ -165,10 +165,13 @@ def released_by(result: DepHDPResult, method: str) -> DepHDPResult:
     and its lower bound stay DepHDP's (that bound is below every baseline's value too: OPT and CAL curves
     are at most the DPN and RMP ones).
 
-    ALC+DPN is the release that keeps every column informative: Bayesian remapping and the LP optimum are
-    loss-optimal, and for attributes the task barely uses they release one value whatever the input
+    ALC+DPN is the release that collapses no column to one value: Bayesian remapping and the LP optimum
+    are loss-optimal, and for attributes the task barely uses they release one value whatever the input
     (heart, prediction task, eps 1: DepHDP leaves 9 of 13 columns constant, ALC+DPN none, at a surrogate
-    loss of 0.364 against 0.337).
+    loss of 0.364 against 0.337). Its noisy copies are informative only where the allocation gives
+    budget: groups of zero weight keep the grid's smallest budget (heart, record task: at eps 20 all 13
+    columns keep information about the true values, normalised mutual information > 0.05, against 9 of
+    13 for DepHDP; at eps <= 4 at most 3).
     """
     if method == "DepHDP":
         return result

@@ -4,7 +4,7 @@ Writes one self-contained HTML report (see :func:`mdp_core.release.build_report`
 the report uses the default settings of every page on that dataset (an embedded sample's documented
 target, or ``--target``). ``--scenario NAME`` picks one scenario of a file holding several (default: the
 first). ``--method`` overrides what releases the features (DepHDP, or a baseline such as ALC+DPN, which
-keeps every column informative). ``--which-eps SHARE`` adds the "which eps" answer for "utility >= SHARE
+collapses no column to one value). ``--which-eps SHARE`` adds the "which eps" answer for "utility >= SHARE
 of non-private" (a sweep of DepHDP and the four baselines; ``--serial`` runs it in-process instead of on
 the embedded Dask cluster).
 The last line printed is one JSON object: ``out``, ``bytes``, ``scenario``, ``seconds`` (and ``eps``,
@@ -53,8 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "--method",
         choices=RELEASE_METHODS,
-        help="what releases the features (default: the scenario's, else DepHDP); ALC+DPN keeps every column "
-        "informative",
+        help="what releases the features (default: the scenario's, else DepHDP); ALC+DPN collapses no "
+        "column to one value",
     )
     rep.add_argument("--repetitions", type=int, default=10, help="utility repetitions (default 10)")
     rep.add_argument("--serial", action="store_true", help="run the which-eps sweep in-process")

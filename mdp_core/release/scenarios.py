@@ -77,7 +77,7 @@ class Scenario:
         Every DepHDP knob (the page's settings).
     method : str
         What releases the features (:data:`RELEASE_METHODS`): ``"DepHDP"`` (default), or a baseline such as
-        ``"ALC+DPN"``, EM on every group, which keeps every column informative (see
+        ``"ALC+DPN"``, EM on every group, which collapses no column to one value (see
         :func:`mdp_core.released_by`).
     exclude : tuple of str
         Columns never used nor released (identifiers, free text).

@@ -134,7 +134,7 @@ def test_em_on_every_group_releases_no_constant_column_where_dephdp_did(
     app: AppTest, small_engine: None
 ) -> None:
     """Heart at eps 1: DepHDP's task-optimal channels leave columns constant; the page says why and offers
-    EM on every group (ALC+DPN), whose release keeps every column informative."""
+    EM on every group (ALC+DPN), whose release collapses no column to one value."""
     app.switch_page("views/release.py").run()
     assert app.radio(key="rel_method").value == "DepHDP"
     app.button(key="rel_prepare").click().run(timeout=600)

@@ -164,7 +164,7 @@ def test_outcome_numbers_are_what_they_claim() -> None:
     assert out.audit["fingerprint"]["value"] == dataset_fingerprint(df)
 
 
-def test_a_scenario_released_by_em_on_every_group_keeps_every_column_informative() -> None:
+def test_a_scenario_released_by_em_on_every_group_collapses_no_column() -> None:
     """The ALC+DPN release: EM channels at the baseline's budgets, said in the audit and the comparison."""
     df = make_table()
     dephdp, em = scenario("DepHDP"), scenario("EM", method="ALC+DPN")
