@@ -284,9 +284,15 @@ def _header(df: pd.DataFrame, name: str) -> tuple[pd.DataFrame, list[str]]:
         body = body.drop(columns=empty_blank)
         names = [c for i, c in enumerate(names) if i not in empty_blank]
         notes.append(f"Dropped {len(empty_blank)} empty column(s) without a header (a trailing separator?).")
-    still_blank = [i + 1 for i, c in enumerate(names) if not c]
+    if names and not names[0] and _is_row_number(body[body.columns[0]]):  # pandas' to_csv() writes its index
+        body, names = body.drop(columns=body.columns[0]), names[1:]
+        notes.append("Dropped the first column: it has no name and numbers the rows (a saved row index).")
+    still_blank = [str(i + 1) for i, c in enumerate(names) if not c]
     if still_blank:
-        raise DataError(f"{name}: column(s) {still_blank} have a blank name; give every column a header")
+        raise DataError(
+            f"{name}: column{'s' if len(still_blank) > 1 else ''} {', '.join(still_blank)} (counting from 1) "
+            f"{'have' if len(still_blank) > 1 else 'has'} a blank name; give every column a header"
+        )
     dups = sorted({c for c in names if names.count(c) > 1})
     if dups:
         raise DataError(f"{name}: duplicate column name(s) {dups}; make every header unique")
@@ -306,6 +312,15 @@ def _header(df: pd.DataFrame, name: str) -> tuple[pd.DataFrame, list[str]]:
 
 def _looks_numeric(text: str) -> bool:
     return max(number_conventions(pd.Series([text], dtype="str"))) == 1.0
+
+
+def _is_row_number(col: pd.Series) -> bool:
+    """Whether ``col`` holds whole numbers >= 0 in increasing order (a row index; sampled rows skip some)."""
+    text = col.astype(str).str.strip()
+    if not text.str.fullmatch(r"\d{1,18}").all():
+        return False
+    numbers = text.astype(np.int64).to_numpy()
+    return bool(np.all(np.diff(numbers) > 0))
 
 
 def _is_empty(col: pd.Series) -> bool:

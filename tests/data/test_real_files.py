@@ -258,7 +258,8 @@ def test_targets_documented_for_samples_never_guessed_for_files() -> None:
         (b"a;b;c\n1;2;3\n", "1 data row"),
         (b"only\n1\n2\n", "1 column"),
         (b"'a',a,b\n1,2,3\n4,5,6\n", r"duplicate column name\(s\) \['a'\]"),
-        (b"a, ,c\n1,2,3\n4,5,6\n", r"column\(s\) \[2\] have a blank name"),
+        (b"a, ,c\n1,2,3\n4,5,6\n", r"column 2 \(counting from 1\) has a blank name; give every column"),
+        (b"a,,,d\n1,x,y,2\n3,z,w,4\n", r"columns 2, 3 \(counting from 1\) have a blank name"),
         (b"a,b\n1,2\n3,4,5\n", "every row needs as many comma-separated fields as the header"),
     ],
 )
@@ -445,3 +446,16 @@ def test_spelled_out_missing_values_are_named_in_a_note() -> None:
     )
     _, plain = _load(b"a,b\n1,x\n,y\n3,z\n")  # blanks are missing without a note
     assert plain.notes == ()
+
+
+def test_a_saved_row_index_without_name_is_dropped_with_a_note() -> None:
+    """Audit of uploads: pandas' ``to_csv()`` (index on by default) writes a first column without a name
+    that numbers the rows; such a file was refused ("column(s) [1] have a blank name")."""
+    table = pd.DataFrame({"age": [30, 41, 52, 63], "sex": ["f", "m", "f", "m"]})
+    df, report = _load(table.to_csv().encode())
+    assert list(df.columns) == ["age", "sex"] and df["age"].tolist() == [30, 41, 52, 63]
+    assert report.notes == (
+        "Dropped the first column: it has no name and numbers the rows (a saved row index).",
+    )
+    with pytest.raises(DataError, match=r"column 1 .* has a blank name"):  # no row index: still refused
+        _load(b",age,sex\n7,30,f\n3,41,m\n")
