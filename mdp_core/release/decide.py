@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from mdp_core._validation import Progress
+from mdp_core.dephdp.utility import UTILITY_METRICS
 from mdp_core.errors import DataError
 
 from .posterior import budget_sentence, posterior_bound
@@ -65,7 +66,9 @@ class Decision:
     @property
     def sentence(self) -> str:
         c = self.choice
-        what = self.target.describe(self.metric)
+        column = self.frontier.get("higher_is_better")
+        higher = bool(column.iloc[0]) if column is not None and len(column) else True
+        what = self.target.describe(self.metric, higher=higher)
         if self.target.kind == "relative":
             what += f" ({self.target_value:.3f} of {self.reference:.3f})"
         if not c.met:
@@ -122,6 +125,13 @@ def which_eps(
 
     if not isinstance(target, UtilityTarget):
         raise TypeError(f"target must be a UtilityTarget, got {type(target).__name__}")
+    relative = target.kind == "relative"
+    name, _, higher = UTILITY_METRICS.get(task, ("", "", True))
+    if relative and not higher:  # before the sweep (minutes on a large table), not after it
+        raise DataError(
+            f"a share of the non-private utility needs the prediction task; the {task} task measures the "
+            f"{name.replace('_', ' ')} (lower is better): give an absolute target instead"
+        )
     spec = SweepSpec(
         dataset=dataset, task=task, p=p, eps=tuple(eps), repetitions=repetitions, seed=seed, options=options
     )
@@ -129,10 +139,6 @@ def which_eps(
     results = run_sweep(spec, client=client, progress=progress, encoded=encoded)
     if results.empty:
         raise DataError("the sweep returned no results")
-    relative = target.kind == "relative"
-    higher = bool(results["higher_is_better"].iloc[0])
-    if relative and not higher:
-        raise DataError(f"a relative target needs a higher-is-better metric; {task} is judged by a distance")
     choice = smallest_eps(
         results, target.value, relative=relative, method=method, refine=refine, client=client
     )

@@ -51,10 +51,11 @@ class UtilityTarget:
         if not math.isfinite(v) or v < 0 or (self.kind == "relative" and v > 1.5):
             raise DataError(f"utility target value must be a number >= 0 (relative <= 1.5), got {v!r}")
 
-    def describe(self, metric: str = "accuracy") -> str:
+    def describe(self, metric: str = "accuracy", *, higher: bool = True) -> str:
+        """The target in words; ``higher=False`` for a metric where lower is better (a distance: "≤")."""
         if self.kind == "relative":
             return f"{metric} ≥ {self.value:.0%} of non-private"
-        return f"{metric} ≥ {self.value:g}"
+        return f"{metric} {'≥' if higher else '≤'} {self.value:g}"
 
 
 @dataclass(frozen=True)

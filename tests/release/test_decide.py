@@ -3,11 +3,14 @@ scan of the frontier it returns), stated in words; unreachable targets say so.""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import pandas as pd
 import pytest
 from release_cases import FAST, Case
 
 import mdp_core as core
-from mdp_core.release import UtilityTarget, posterior_bound, which_eps
+from mdp_core.release import Decision, UtilityTarget, posterior_bound, which_eps
 
 GRID = (0.5, 2.0, 20.0)
 
@@ -43,11 +46,35 @@ def test_unreachable_target_is_said_plainly(case: Case) -> None:
     assert "not reachable below ε = 20" in d.sentence
 
 
-def test_relative_target_needs_a_reference(case: Case) -> None:
-    with pytest.raises(core.DataError, match="relative target needs a higher-is-better metric"):
+def test_relative_target_needs_a_reference(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Audit of uploads (no target, so the record task; the page's default target is a share): the sweep ran
+    for minutes (a 300-column table) before "a relative target needs a higher-is-better metric"."""
+    import mdp_core.sweep
+
+    def no_sweep(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the sweep ran before the target was checked")
+
+    monkeypatch.setattr(mdp_core.sweep, "run_sweep", no_sweep)
+    with pytest.raises(
+        core.DataError,
+        match=r"^a share of the non-private utility needs the prediction task; the record task measures the "
+        r"mean distance \(lower is better\): give an absolute target instead$",
+    ):
         which_eps(
             "constructed", UtilityTarget("relative", 0.9), encoded=case.encoded, task="record",
             eps=(1.0, 5.0), repetitions=2, client=False, options=tuple(sorted(FAST.items())),
         )  # fmt: skip
     with pytest.raises(TypeError, match="target must be a UtilityTarget"):
         which_eps("constructed", 0.9, encoded=case.encoded, client=False)  # type: ignore[arg-type]
+
+
+def test_a_target_on_a_distance_is_stated_as_at_most() -> None:
+    """A lower-is-better metric is met at or below the target (frontier._judge), but the answer read
+    "mean_distance ≥ 0.3"."""
+    choice = SimpleNamespace(eps=2.0, met=True, estimate=0.25, ci=(0.2, 0.28), settings={"method": "DepHDP"})
+    frontier = pd.DataFrame({"higher_is_better": [False]})
+    decision = Decision(choice, frontier, UtilityTarget("absolute", 0.3), "mean_distance", 0.0, 1.0, "t.csv")
+    assert decision.sentence.startswith(
+        "The smallest budget that keeps mean_distance ≤ 0.3 on t.csv is ε = 2"
+    )
+    assert UtilityTarget("absolute", 0.75).describe("accuracy") == "accuracy ≥ 0.75"
