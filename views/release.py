@@ -147,6 +147,8 @@ else:
         st.warning(message)
     if done.check.constant_columns and method == "DepHDP":
         st.info(view.CONSTANT_COLUMNS_HINT)
+    st.plotly_chart(rel.information_figure(done), key="rel_information")
+    st.caption(view.information_caption(done))
     if not done.check.messages:
         st.success("No degenerate output found.")
     st.dataframe(done.released.head(20), key="rel_preview")

@@ -5,10 +5,17 @@ from __future__ import annotations
 
 from .audit import AUDIT_FIELDS, audit_record, dataset_fingerprint, package_versions
 from .decide import WHICH_EPS_GRID, Decision, which_eps
-from .outcome import ScenarioOutcome, compare_scenarios, encode_for, evaluate_scenario, leakage_per_attribute
+from .outcome import (
+    ScenarioOutcome,
+    compare_scenarios,
+    encode_for,
+    evaluate_scenario,
+    information_kept,
+    leakage_per_attribute,
+)
 from .posterior import budget_sentence, odds_factor, posterior_bound, posterior_table
 from .privatise import ReleaseCheck, privatise, release_report, target_channel
-from .report import METHOD_COLORS, build_report, frontier_figure, report_figures
+from .report import METHOD_COLORS, build_report, frontier_figure, information_figure, report_figures
 from .scenarios import (
     RELEASE_METHODS,
     SCENARIO_SCHEMA,
@@ -37,6 +44,8 @@ __all__ = [
     "encode_for",
     "evaluate_scenario",
     "frontier_figure",
+    "information_figure",
+    "information_kept",
     "leakage_per_attribute",
     "load_scenarios",
     "odds_factor",

@@ -3,7 +3,8 @@
 :func:`evaluate_scenario` encodes the table as the scenario says, configures DepHDP on the 62.5 % fitting
 split (000 Sec. IV-A, seeded), measures utility in the task's own units on the held-out split over
 ``repetitions`` privatisations (mean and mean -+ 1.96 sd, the project's CI convention), privatises the whole
-table once for the degeneracy checks, bounds the leakage about every attribute, and writes the audit record.
+table once for the degeneracy checks, bounds the leakage about every attribute and measures how much of
+each attribute the release keeps (:func:`information_kept`), and writes the audit record.
 :func:`compare_scenarios` puts two to four outcomes side by side, one row per scenario.
 
 Leakage per attribute (001 Eq. 5, nats): ``TPL_a <= eps_g(a) + sum_{j not in g(a)} CPL_{j -> a}(eps_g(j))``:
@@ -20,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.special import entr
 
 from mdp_core._validation import Progress, report
 from mdp_core.data import Encoded, discretize, infer_schema
@@ -31,7 +33,14 @@ from .audit import audit_record, dataset_fingerprint
 from .privatise import ReleaseCheck, privatise, release_report
 from .scenarios import Scenario
 
-__all__ = ["ScenarioOutcome", "compare_scenarios", "encode_for", "evaluate_scenario", "leakage_per_attribute"]
+__all__ = [
+    "ScenarioOutcome",
+    "compare_scenarios",
+    "encode_for",
+    "evaluate_scenario",
+    "information_kept",
+    "leakage_per_attribute",
+]
 
 FIT_FRACTION = 0.625
 
@@ -95,6 +104,27 @@ def leakage_per_attribute(encoded: Encoded, result: DepHDPResult) -> pd.DataFram
             "odds_factor": np.exp(np.minimum(tpl, 700.0)),
         }
     )
+
+
+def information_kept(encoded: Encoded, result: DepHDPResult) -> pd.Series:
+    """Per released attribute, the share of its entropy that its released value keeps, ``I(X_a; Y_a) /
+    H(X_a)``: 0 when the release says nothing about the true value (a constant or uniformly random column),
+    1 when it determines it. Exact for the table's distribution of the attribute's group and the group's
+    channel (no sampling); an attribute with one value keeps 0."""
+
+    mech = result.mechanism
+    kept = {}
+    for group, sizes, P in zip(mech.groups, mech.sizes, mech.channels, strict=True):
+        x = np.ravel_multi_index(tuple(encoded.codes[list(group)].to_numpy().T), sizes)
+        prior = np.bincount(x, minlength=P.shape[0]) / len(x)
+        joint = (prior[:, None] * P).reshape(sizes + sizes)  # P(true joint value, released joint value)
+        k = len(sizes)
+        for j, a in enumerate(group):
+            pair = joint.sum(axis=tuple(i for i in range(2 * k) if i not in (j, k + j)))
+            h_true, h_released = entr(pair.sum(axis=1)).sum(), entr(pair.sum(axis=0)).sum()
+            mutual = max(h_true + h_released - entr(pair).sum(), 0.0)  # >= 0 up to rounding
+            kept[a] = float(min(mutual / h_true, 1.0)) if h_true > 0 else 0.0
+    return pd.Series(kept, name="information_kept")[list(mech.attributes)]
 
 
 def _utility(result: DepHDPResult, fit: Encoded, test: Encoded, reps: int, seed: int) -> dict:
@@ -161,6 +191,7 @@ def evaluate_scenario(
     released = privatise(df, result, encoded=encoded, rng=rng, include_target=include, target_eps=target_eps)
     check = release_report(df, released, result=result)
     leakage = leakage_per_attribute(encoded, result)
+    leakage["information_kept"] = information_kept(encoded, result).to_numpy()
     audit = audit_record(
         df,
         encoded,
@@ -181,7 +212,8 @@ def compare_scenarios(
     """One row per scenario, one column per decision metric.
 
     ``items`` are outcomes, or scenarios run here on ``data``. Columns: groups, mechanisms, per-group eps,
-    the composed budget, utility with its CI (and relative to non-private), leakage per attribute (the
+    the composed budget, utility with its CI (and relative to non-private), information kept per attribute
+    (``kept:<attribute>``), leakage per attribute (the
     largest, and one column per attribute), degeneracy flags.
     """
     outs: list[ScenarioOutcome] = []
@@ -221,5 +253,7 @@ def compare_scenarios(
         }
         leak = zip(o.leakage["attribute"], o.leakage["leakage_nats"], strict=True)
         row.update({f"leak:{a}": float(v) for a, v in leak})
+        kept = zip(o.leakage["attribute"], o.leakage["information_kept"], strict=True)
+        row.update({f"kept:{a}": float(v) for a, v in kept})
         rows.append(row)
     return pd.DataFrame(rows)

@@ -28,7 +28,7 @@ from .outcome import ScenarioOutcome, evaluate_scenario
 from .posterior import PRIORS, budget_sentence, posterior_bound
 from .scenarios import Scenario
 
-__all__ = ["METHOD_COLORS", "build_report", "frontier_figure", "report_figures"]
+__all__ = ["METHOD_COLORS", "build_report", "frontier_figure", "information_figure", "report_figures"]
 
 #: One colour per method (DepHDP and the four baselines), shared by the report and the pages.
 METHOD_COLORS = {
@@ -214,6 +214,29 @@ def _leakage_figure(o: ScenarioOutcome) -> Any:
     return fig
 
 
+def information_figure(o: ScenarioOutcome) -> Any:
+    """Per released column, the share of its information the release keeps (:func:`information_kept`)."""
+    import plotly.graph_objects as go
+
+    lk = o.leakage
+    fig = go.Figure(
+        go.Bar(
+            x=lk["attribute"].tolist(),
+            y=(100.0 * lk["information_kept"]).tolist(),  # plain numbers in the figure's JSON, not base64
+            customdata=np.column_stack([lk["group"], lk["eps_group"]]),
+            hovertemplate="%{x}: keeps %{y:.1f} % (group %{customdata[0]}, ε %{customdata[1]:.3g})"
+            "<extra></extra>",
+            marker_color="#1f77b4",
+        )
+    )
+    fig.update_layout(
+        title="What the release keeps of each column: I(true; released) / H(true), %",
+        yaxis={"title": "% of the column's information", "range": [0, 100]},
+        height=380,
+    )
+    return fig
+
+
 def report_figures(outcome: ScenarioOutcome, decision: Decision | None = None) -> dict[str, Any]:
     """The report's plotly figures by name (also used by the page)."""
     figs = {
@@ -221,6 +244,7 @@ def report_figures(outcome: ScenarioOutcome, decision: Decision | None = None) -
         "budget": _budget_figure(outcome),
         "utility": _utility_figure(outcome),
         "leakage": _leakage_figure(outcome),
+        "information": information_figure(outcome),
     }
     if decision is not None:
         figs["frontier"] = frontier_figure(decision)
@@ -363,6 +387,11 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any]) -
         + (f", i.e. {u['relative']:.1%} of non-private" if not math.isnan(u["relative"]) else "")
         + ".</p>",
         _figure_html("utility", figs["utility"]),
+        "<h2>What the release keeps of each column</h2>",
+        "<p>The share of each column's information (entropy) that its released value keeps about the true "
+        "value, for this table: 0 % when the released column says nothing about it (one constant value, or "
+        "values close to random), 100 % when it determines it.</p>",
+        _figure_html("information", figs["information"]),
         "<h2>Leakage per attribute</h2>",
         "<p>Upper bound on what the release reveals about each attribute, counting what correlated "
         "attributes released through other channels give away (001 Eq. 5, Dependency Triads), in nats; "

@@ -141,6 +141,16 @@ def test_em_on_every_group_releases_no_constant_column_where_dephdp_did(
     _until_landed(app, "rel_prepare_stop")
     assert any("became constant" in w.value for w in app.warning)
     assert any(i.value == view.CONSTANT_COLUMNS_HINT for i in app.info)
+    key = next(k for k in view.store()._items if k[0] == "outcome" and k[2].method == "DepHDP")
+    dephdp = view.store().get(key)
+    spec = json.loads(
+        next(c for c in app.get("plotly_chart") if "keeps of each column" in c.proto.spec).proto.spec
+    )
+    kept = dephdp.leakage.set_index("attribute")["information_kept"]
+    assert spec["data"][0]["x"] == list(kept.index)
+    assert spec["data"][0]["y"] == pytest.approx(list(100 * kept), abs=1e-9)
+    (said,) = [c.value for c in app.caption if "released columns keep less than 1 %" in c.value]
+    assert all(c in said for c in dephdp.check.constant_columns)  # a constant column keeps nothing
     app.radio(key="rel_method").set_value("ALC+DPN").run()
     assert app.text_input(key="rel_scenario_name").value == "ε = 1, prediction, ALC+DPN"
     app.button(key="rel_prepare").click().run(timeout=600)

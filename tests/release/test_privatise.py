@@ -117,3 +117,38 @@ def test_mismatched_inputs_are_refused(case: Case) -> None:
         privatise(case.df, case.result, encoded=other, rng=np.random.default_rng(0))
     with pytest.raises(core.DataError, match="columns the original lacks"):
         release_report(case.df[["a"]], pd.DataFrame({"zz": [1]}))
+
+
+def _kept_by_loops(encoded: core.Encoded, mech: core.ComposedMechanism, attribute: str) -> float:
+    """I(X_a; Y_a) / H(X_a) from explicit sums over every (true, released) pair of joint values."""
+    k = next(i for i, g in enumerate(mech.groups) if attribute in g)
+    group, sizes, P = mech.groups[k], mech.sizes[k], mech.channels[k]
+    j = group.index(attribute)
+    counts: dict[tuple[int, ...], int] = {}
+    for row in encoded.codes[list(group)].itertuples(index=False):
+        counts[tuple(row)] = counts.get(tuple(row), 0) + 1
+    n = len(encoded.codes)
+    pair = np.zeros((sizes[j], sizes[j]))
+    for x, c in counts.items():
+        xi = int(np.ravel_multi_index(x, sizes))
+        for yi in range(P.shape[1]):
+            pair[x[j], np.unravel_index(yi, sizes)[j]] += c / n * P[xi, yi]
+    pa, pb = pair.sum(axis=1), pair.sum(axis=0)
+    mi = sum(
+        pair[u, v] * np.log(pair[u, v] / (pa[u] * pb[v])) for u, v in zip(*np.nonzero(pair), strict=True)
+    )
+    h = -sum(p * np.log(p) for p in pa if p > 0)
+    return mi / h
+
+
+def test_information_kept_is_the_mutual_information_over_the_entropy(case: Case) -> None:
+    mech = case.result.mechanism
+    kept = core.information_kept(case.encoded, case.result)
+    assert list(kept.index) == list(mech.attributes)
+    for a in mech.attributes:
+        assert kept[a] == pytest.approx(_kept_by_loops(case.encoded, mech, a), abs=1e-12)
+    exact = [np.eye(P.shape[0]) for P in mech.channels]  # identity: keeps everything
+    constant = [np.tile(np.eye(P.shape[0])[0], (P.shape[0], 1)) for P in mech.channels]  # one value
+    for channels, expected in ((exact, 1.0), (constant, 0.0)):
+        result = replace(case.result, mechanism=replace(mech, channels=tuple(channels)))
+        np.testing.assert_allclose(core.information_kept(case.encoded, result), expected, atol=1e-12)

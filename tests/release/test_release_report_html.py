@@ -58,11 +58,12 @@ def test_one_self_contained_file_with_every_section() -> None:
     assert "cdn.plot.ly/plotly" not in page.split("</script>", 1)[1]
     for heading in ("What is protected, in plain words", "Which ε?", "Data", "Dependency graph",
                     "Groups and mechanisms", "Budget split", "Verification of every channel",
-                    "Utility versus non-private", "Leakage per attribute", "Release checks", "Audit record",
+                    "Utility versus non-private", "What the release keeps of each column",
+                    "Leakage per attribute", "Release checks", "Audit record",
                     "Versions"):  # fmt: skip
         assert f"<h2>{heading}</h2>" in page, heading
     figures = re.findall(r'data-figure="([a-z]+)"', page)
-    assert figures == ["frontier", "dependencies", "budget", "utility", "leakage"]
+    assert figures == ["frontier", "dependencies", "budget", "utility", "information", "leakage"]
     assert "sandwich bound" in page and "odds" in page
 
 

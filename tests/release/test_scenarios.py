@@ -137,7 +137,8 @@ def test_compare_two_scenarios_side_by_side() -> None:
     assert list(table["scenario"]) == ["low", "high"]
     assert list(table["eps"]) == [0.5, 2.0]
     for col in ("groups", "mechanisms", "eps_k", "utility", "utility_lo", "utility_hi", "non_private",
-                "max_leakage_nats", "degenerate", "leak:a", "leak:colour"):  # fmt: skip
+                "max_leakage_nats", "degenerate", "leak:a", "leak:colour", "kept:a",
+                "kept:colour"):  # fmt: skip
         assert col in table.columns, col
     assert (table["utility_lo"] <= table["utility"]).all() and (table["utility"] <= table["utility_hi"]).all()
     assert "patient_id" not in " ".join(table.columns)
