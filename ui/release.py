@@ -94,9 +94,9 @@ def information_caption(outcome: rel.ScenarioOutcome) -> str:
     kept = outcome.leakage.set_index("attribute")["information_kept"]
     empty = [str(a) for a, v in kept.items() if v < 0.01]
     said = (
-        f"{len(empty)} of {len(kept)} released columns keep less than 1 % ({', '.join(empty)}). "
+        f"{len(empty)} of the {len(kept)} feature columns keep less than 1 % ({', '.join(empty)}). "
         if empty
-        else f"Every released column keeps at least 1 % (the least: {kept.idxmin()}, {kept.min():.0%}). "
+        else f"Every feature column keeps at least 1 % (the least: {kept.idxmin()}, {kept.min():.0%}). "
     )
     return (
         f"{said}0 %: the released column says nothing about the true value (one constant value, or values "

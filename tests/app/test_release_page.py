@@ -149,7 +149,7 @@ def test_em_on_every_group_releases_no_constant_column_where_dephdp_did(
     kept = dephdp.leakage.set_index("attribute")["information_kept"]
     assert spec["data"][0]["x"] == list(kept.index)
     assert spec["data"][0]["y"] == pytest.approx(list(100 * kept), abs=1e-9)
-    (said,) = [c.value for c in app.caption if "released columns keep less than 1 %" in c.value]
+    (said,) = [c.value for c in app.caption if "feature columns keep less than 1 %" in c.value]
     assert all(c in said for c in dephdp.check.constant_columns)  # a constant column keeps nothing
     app.radio(key="rel_method").set_value("ALC+DPN").run()
     assert app.text_input(key="rel_scenario_name").value == "ε = 1, prediction, ALC+DPN"
