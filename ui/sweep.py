@@ -43,6 +43,9 @@ ENGINES = {
 #: Measured on the 2-core development machine (heart, adult; see bench/sweep.py): stage 1 (profiles) per
 #: task and tau_group ~ 7 s + 1 ms per fitting row; a configuration ~ 0.4 s plus the privatisations.
 _STAGE1_S, _STAGE1_PER_ROW, _CONFIG_S, _PRIV_PER_CELL = 7.0, 1e-3, 0.4, 4e-7
+#: ... + 1.3 ms x columns²: a 500-row upload took 2 s with 20 columns, 8 s with 80 and
+#: 117 s with 300 (record task, five methods, 2 x 2 repetitions), estimated at 8 s without this term.
+_STAGE1_PER_COLUMN2 = 1.3e-3
 
 
 class _Engine:
@@ -113,7 +116,8 @@ def eps_values(lo: float, hi: float, n: int) -> list[float]:
 def estimate_seconds(spec: core.SweepSpec, n_rows: int, n_columns: int, workers: int) -> float:
     """Rough wall-clock seconds of ``spec`` on ``workers`` workers (stage 1 is parallel across its keys)."""
     fit = spec.fit_fraction * n_rows
-    stage1 = len(spec.tasks) * len(spec.tau_group) * (_STAGE1_S + _STAGE1_PER_ROW * fit)
+    one = _STAGE1_S + _STAGE1_PER_ROW * fit + _STAGE1_PER_COLUMN2 * n_columns**2
+    stage1 = len(spec.tasks) * len(spec.tau_group) * one
     per_config = (
         _CONFIG_S + _PRIV_PER_CELL * (n_rows - fit) * n_columns * len(spec.methods) * spec.repetitions
     )
