@@ -21,6 +21,7 @@ from mdp_core import (
     dephdp_profiles,
     run_dephdp,
 )
+from mdp_core._text import listed
 from ui.data import HASH_FUNCS
 from ui.jobs import builder
 from ui.state import get_state
@@ -405,12 +406,12 @@ def degeneracy_message(d: Degeneracy) -> str:
         )
         parts.append(
             f"{len(d.starved)} group(s) sit at the grid's minimum budget ε_k = {d.grid_min:g}, where their "
-            f"values are released almost uniformly at random: {', '.join(d.starved)}.{why}"
+            f"values are released almost uniformly at random: {listed(d.starved)}.{why}"
         )
     if d.constant_columns:
         parts.append(
             f"In the privatised test split {len(d.constant_columns)} of {d.columns} columns are constant "
-            f"({', '.join(d.constant_columns)}) and only {d.distinct_rows} of {d.rows} rows are distinct."
+            f"({listed(d.constant_columns)}) and only {d.distinct_rows} of {d.rows} rows are distinct."
         )
     parts.append(
         "Fix: choose a task that keeps these attributes (record fidelity counts every attribute), or set a "

@@ -19,6 +19,7 @@ from typing import IO
 import numpy as np
 import pandas as pd
 
+from mdp_core._text import listed
 from mdp_core.errors import DataError
 
 from ._parse import (
@@ -346,7 +347,7 @@ def _clean_cells(df: pd.DataFrame, name: str) -> tuple[pd.DataFrame, list[str]]:
         for token, count in values[~empty_rows.to_numpy()].value_counts().items()
     ]
     if read:
-        shown = ", ".join(read[:6]) + (f" and {len(read) - 6} more" if len(read) > 6 else "")
+        shown = listed(read, 6)
         notes.append(
             f"Values read as missing: {shown}. If one of them is a real value, rename it in the file."
         )

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mdp_core._text import listed
 from mdp_core._validation import check_eps, check_rng
 from mdp_core.data import Encoded
 from mdp_core.dephdp import DepHDPResult, release_attributes
@@ -197,13 +198,13 @@ class ReleaseCheck:
         out = []
         if self.constant_columns:
             out.append(
-                f"{len(self.constant_columns)} column(s) became constant: {', '.join(self.constant_columns)} "
+                f"{len(self.constant_columns)} column(s) became constant: {listed(self.constant_columns)} "
                 "(every released value is the same; the column carries no information)."
             )
         if self.min_budget_groups:
             out.append(
                 f"{len(self.min_budget_groups)} group(s) got the smallest budget of the grid "
-                f"(ε = {self.min_budget:g}): {'; '.join(self.min_budget_groups)}. Their released values are "
+                f"(ε = {self.min_budget:g}): {listed(self.min_budget_groups)}. Their released values are "
                 "close to random: the task model gives them no weight."
             )
         if self.distinct_released <= 1:
@@ -213,7 +214,7 @@ class ReleaseCheck:
                 f"{self.rows_original - self.rows_released} row(s) with a missing value are not released."
             )
         if self.columns_excluded:
-            out.append(f"Never released: {', '.join(self.columns_excluded)}.")
+            out.append(f"Never released: {listed(self.columns_excluded)}.")
         return tuple(out)
 
 

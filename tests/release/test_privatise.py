@@ -10,6 +10,7 @@ import pytest
 from release_cases import FAST, Case, make_table, schema_without_id
 
 import mdp_core as core
+from mdp_core._text import listed
 from mdp_core.release import privatise, release_report, target_channel
 from mdp_core.release.privatise import column_decimals
 
@@ -152,3 +153,12 @@ def test_information_kept_is_the_mutual_information_over_the_entropy(case: Case)
     for channels, expected in ((exact, 1.0), (constant, 0.0)):
         result = replace(case.result, mechanism=replace(mech, channels=tuple(channels)))
         np.testing.assert_allclose(core.information_kept(case.encoded, result), expected, atol=1e-12)
+
+
+def test_a_wide_table_s_flags_name_a_dozen_columns_and_count_the_rest() -> None:
+    """A 300-column upload filled its warnings with 270 column names (CSV audit, stop 55)."""
+    names = tuple(f"c{i}" for i in range(30))
+    check = core.ReleaseCheck(100, 100, names, names, names, names, 0.005, 100, 1)
+    for message in check.messages[:2] + check.messages[-1:]:
+        assert "c11" in message and "c12," not in message and "and 18 more" in message
+    assert listed(names[:12]) == ", ".join(names[:12])  # up to the limit: every name
