@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 import streamlit as st
 
 import mdp_core as core
 from mdp_core import release as rel
+from mdp_core._text import listed
 from mdp_core._validation import part
 from ui.jobs import builder
 from ui.state import AppState
@@ -31,6 +32,7 @@ __all__ = [
     "SWEEP_CLIENT",
     "WHICH_EPS",
     "WHICH_REPETITIONS",
+    "TargetInput",
     "auto_scenario_name",
     "compare_styled",
     "comparison_key",
@@ -48,6 +50,7 @@ __all__ = [
     "saved_scenarios",
     "scenario_title",
     "store",
+    "target_input",
 ]
 
 #: Engine of the "which eps" sweep: None = Dask (DASK_SCHEDULER_ADDRESS or the embedded LocalCluster);
@@ -94,7 +97,7 @@ def information_caption(outcome: rel.ScenarioOutcome) -> str:
     kept = outcome.leakage.set_index("attribute")["information_kept"]
     empty = [str(a) for a, v in kept.items() if v < 0.01]
     said = (
-        f"{len(empty)} of the {len(kept)} feature columns keep less than 1 % ({', '.join(empty)}). "
+        f"{len(empty)} of the {len(kept)} feature columns keep less than 1 % ({listed(empty)}). "
         if empty
         else f"Every feature column keeps at least 1 % (the least: {kept.idxmin()}, {kept.min():.0%}). "
     )
@@ -102,6 +105,39 @@ def information_caption(outcome: rel.ScenarioOutcome) -> str:
         f"{said}0 %: the released column says nothing about the true value (one constant value, or values "
         "close to random); 100 %: it determines it. Measured exactly on this table for each column's channel "
         "(mutual information between the true and the released value over the column's entropy)."
+    )
+
+
+class TargetInput(NamedTuple):
+    """How the page asks for the "which eps" target of a task (its metric's direction and scale)."""
+
+    relative_offered: bool
+    label: str
+    max_value: float | None
+    default: float
+    help: str
+    why_absolute: str
+
+
+#: Default absolute targets of the lower-is-better metrics (their scales differ).
+_DISTANCE_DEFAULTS = {"mean_distance": 0.5, "marginal_tv": 0.1, "entropy_change_bits": 0.1}
+
+
+def target_input(task: str) -> TargetInput:
+    """The target input for ``task``: a share of non-private (or an absolute value) for an accuracy, an
+    absolute upper limit for a distance, which has no non-private reference."""
+    metric, unit, higher = core.UTILITY_METRICS[task]
+    name = metric.replace("_", " ")
+    if higher:
+        return TargetInput(True, f"{name} at least", 1.0, 0.75, f"{name}: {unit}", "")
+    return TargetInput(
+        False,
+        f"{name} at most",
+        None,
+        _DISTANCE_DEFAULTS.get(metric, 0.1),
+        f"{name}: {unit}; lower is better",
+        f"The {task} task measures a distance ({unit}): lower is better, and there is no non-private value "
+        "to take a share of, so the target is an upper limit.",
     )
 
 

@@ -60,18 +60,29 @@ right.dataframe(view.posterior_frame(eps), hide_index=True, key="rel_posterior")
 # ------------------------------------------------------------------------------------------ which eps
 st.subheader("Which ε?")
 t1, t2 = st.columns(2)
-kind_label = t1.radio(
-    "Utility target", ["share of non-private", "absolute value"], horizontal=True, key="rel_target_kind"
-)
-kind = "relative" if kind_label == "share of non-private" else "absolute"
-if kind == "relative":
+target_input = view.target_input(task)
+if target_input.relative_offered:
+    kind_label = t1.radio(
+        "Utility target", ["share of non-private", "absolute value"], horizontal=True, key="rel_target_kind"
+    )
+else:  # a distance has no non-private reference to take a share of
+    kind_label = "absolute value"
+    t1.markdown("**Utility target**: an absolute value")
+    t1.caption(target_input.why_absolute)
+if kind_label == "share of non-private":
     share = t2.slider("Keep at least this share of the non-private utility (%)", 50, 100, 95, key="rel_share")
     target = rel.UtilityTarget("relative", share / 100.0)
 else:
-    value = t2.number_input("Utility at least (task's own units)", 0.0, 1.0, 0.75, 0.01, key="rel_abs")
+    value = t2.number_input(
+        target_input.label,
+        min_value=0.0,
+        max_value=target_input.max_value,
+        value=target_input.default,
+        step=0.01,
+        key=f"rel_abs_{task}",  # each task's metric has its own scale
+        help=target_input.help,
+    )
     target = rel.UtilityTarget("absolute", float(value))
-if kind == "relative" and task != "prediction":
-    st.caption("A relative target needs a non-private reference: only the prediction task has one.")
 include_target = st.toggle(
     "Release the target column too (its own randomised-response channel)",
     value=True,

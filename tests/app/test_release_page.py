@@ -130,6 +130,24 @@ def test_the_scenario_name_follows_the_settings_until_typed_and_a_save_says_it_r
     assert any("saving replaces it" in c.value for c in app.caption)
 
 
+def test_a_distance_task_asks_for_an_upper_limit_and_answers(app: AppTest, small_engine: None) -> None:
+    """On a lower-is-better task a share of non-private cannot be met (no reference): every upload starts
+    without a target, so on the record task, whose sweep failed only after minutes (CSV audit, stop 55)."""
+    app.switch_page("views/release.py").run()
+    assert app.radio(key="rel_target_kind").value == "share of non-private"  # prediction: both offered
+    app.selectbox(key="rel_task").set_value("record").run()
+    assert "rel_target_kind" not in [r.key for r in app.radio]
+    assert any("there is no non-private value to take a share of" in c.value for c in app.caption)
+    limit = app.number_input(key="rel_abs_record")
+    assert limit.label == "mean distance at most" and limit.value == 0.5
+    limit.set_value(2.0).run()
+    app.button(key="rel_which").click().run(timeout=600)
+    _until_landed(app, "rel_which_stop")
+    assert not app.exception and not app.error
+    answer = next(s.value for s in (*app.success, *app.warning) if "mean_distance ≤ 2" in s.value)
+    assert "ε" in answer
+
+
 def test_em_on_every_group_releases_no_constant_column_where_dephdp_did(
     app: AppTest, small_engine: None
 ) -> None:
