@@ -92,7 +92,7 @@ def test_report_renders_offline_with_no_outside_request(report_file: Path) -> No
             has_plotly = page.evaluate("typeof window.Plotly === 'object' && !!window.Plotly.newPlot")
         finally:
             browser.close()
-    assert figures == ["frontier", "dependencies", "budget", "utility", "leakage"]
+    assert figures == ["frontier", "dependencies", "budget", "utility", "information", "leakage"]
     assert all(rendered), dict(zip(figures, rendered, strict=True))
     assert all(n > 0 for n in traces), dict(zip(figures, traces, strict=True))
     assert has_plotly and not errors
