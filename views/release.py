@@ -156,12 +156,12 @@ else:
     )
     for message in done.check.messages:
         st.warning(message)
+    if not done.check.messages:
+        st.success("No degenerate output found.")
     if done.check.constant_columns and method == "DepHDP":
         st.info(view.CONSTANT_COLUMNS_HINT)
     st.plotly_chart(rel.information_figure(done), key="rel_information")
     st.caption(view.information_caption(done))
-    if not done.check.messages:
-        st.success("No degenerate output found.")
     st.dataframe(done.released.head(20), key="rel_preview")
     d1, d2, d3 = st.columns(3)
     d1.download_button(
