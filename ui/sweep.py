@@ -7,6 +7,7 @@ import io
 import os
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 import dask
@@ -19,11 +20,13 @@ import mdp_core as core
 from mdp_core._figures import log_axis
 from mdp_core.sweep import default_client, describe_engine, frontier
 from mdp_core.sweep.cluster import start_default_client
+from ui.jobs import builder
 from ui.store import store
 
 __all__ = [
     "ENGINES",
     "PARETO_HEADERS",
+    "WAIT_SECONDS",
     "engine",
     "engine_getter",
     "eps_values",
@@ -32,10 +35,13 @@ __all__ = [
     "pareto_table",
     "parquet_bytes",
     "prestart",
-    "run",
+    "request_run",
     "stored",
+    "sweep_key",
 ]
 
+#: The run that starts a sweep shows its progress this long (seconds) before the page's poll takes over.
+WAIT_SECONDS = 2.0
 ENGINES = {
     "dask": "Dask (DASK_SCHEDULER_ADDRESS, else an embedded local cluster)",
     "serial": "In this process (small sweeps)",
@@ -127,20 +133,24 @@ def estimate_seconds(spec: core.SweepSpec, n_rows: int, n_columns: int, workers:
 
 def stored(spec: core.SweepSpec, encoded: core.Encoded) -> pd.DataFrame | None:
     """The results of ``spec`` on ``encoded`` if this app process has run it."""
-    return store().get(_key(spec, encoded))
+    return store().get(sweep_key(spec, encoded))
 
 
-def run(
-    spec: core.SweepSpec, encoded: core.Encoded, client: Any, progress: Callable[[float, str], None]
-) -> pd.DataFrame:
-    """Run (in the script thread; ``progress`` may draw) and store the sweep. Stopping the page raises out of
-    ``progress``, which cancels the remaining tasks."""
-    results = core.run_sweep(spec, client=client, progress=progress, encoded=encoded)
-    store()[_key(spec, encoded)] = results
-    return results
+def request_run(spec: core.SweepSpec, encoded: core.Encoded, kind: str) -> Future[pd.DataFrame]:
+    """The sweep on the builder's long-job threads, kept under :func:`sweep_key`: the page shows its progress
+    and a stop button and stays usable meanwhile (a 300-column upload's sweep held one page run for 165 s).
+    A stop raises out of ``progress``, which cancels the remaining tasks; the Dask engine is started in the
+    job, never in a page run."""
+    get_client = engine_getter() if kind == "dask" else (lambda: False)
+    return builder().request(
+        sweep_key(spec, encoded),
+        lambda progress: core.run_sweep(spec, client=get_client(), progress=progress, encoded=encoded),
+        slow=True,
+    )
 
 
-def _key(spec: core.SweepSpec, encoded: core.Encoded) -> tuple[str, str, str]:
+def sweep_key(spec: core.SweepSpec, encoded: core.Encoded) -> tuple[str, str, str]:
+    """Store and job key of ``spec``'s results on ``encoded``."""
     return ("sweep", encoded.fingerprint, spec.to_json())
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import mdp_core as core
-from ui import sweep
+from ui import jobs, sweep
 from ui.data import current_encoded
 from ui.state import get_state
 from ui.widgets import log_grid
@@ -77,27 +77,32 @@ except (core.DataError, TypeError) as exc:
 
 if kind == "dask":
     sweep.prestart()  # the cluster starts while the user chooses; the first run does not wait for it
-client, where, workers = sweep.engine(kind)
+_, where, workers = sweep.engine(kind)
 seconds = sweep.estimate_seconds(spec, len(encoded.codes), len(encoded.columns), workers)
 st.markdown(
     f"**{spec.n_configurations} tasks** (configurations) → {spec.n_rows:,} rows; "
     f"estimated ≈ {seconds:,.0f} s. Budgets: {', '.join(f'{e:g}' for e in spec.eps)}."
 )
-st.caption(f"Engine: {where}. Stop the page (■ in the toolbar) to cancel the remaining tasks.")
+st.caption(
+    f"Engine: {where}. The sweep runs in the background: this page stays usable, and it can be stopped."
+)
 
 results = sweep.stored(spec, encoded)
-if st.button("Run sweep", type="primary", key="sweep_run"):
-    bar = st.progress(0.0, text="starting…")
-    client, where, workers = sweep.engine(kind, start=True)
-    try:
-        results = sweep.run(spec, encoded, client, lambda f, m: bar.progress(f, text=m))
-    except core.DataError as exc:  # e.g. a 2-row upload: too few rows to hold some out
-        bar.empty()
-        st.error(f"The sweep cannot run on this table: {exc}.")
-        st.stop()
-    bar.empty()
 if results is None:
-    st.info("Press **Run sweep** to compute the frontier.")
+    key = sweep.sweep_key(spec, encoded)
+    jobs.start_button(
+        key,
+        lambda: sweep.request_run(spec, encoded, kind),
+        label="Run sweep",
+        button_key="sweep_run",
+        name="The sweep",
+        stop_label="Stop the sweep",
+        stop_key="sweep_stop",
+        wait=sweep.WAIT_SECONDS,
+        primary=True,
+    )
+    if not jobs.running(key):
+        st.info("Press **Run sweep** to compute the frontier.")
     st.stop()
 
 fr = sweep.frontier_of(results)
