@@ -34,6 +34,9 @@ def test_held_out_evaluation_runs_in_the_background_and_lands_by_itself(server_u
         main.get_by_role("button", name="Run the held-out evaluation").click()
         # the run that started it ends while the job runs: the page is idle with its progress and stop button
         main.get_by_text("Held-out evaluation:").first.wait_for(timeout=60_000)
+        # the click's run re-runs the page after showing the progress: the run that polls draws the stop
+        # button (an idle moment between the two runs had no stop button yet: CI under load, stop 55)
+        main.get_by_role("button", name="Stop the evaluation").wait_for(timeout=60_000)
         page.wait_for_selector(IDLE, timeout=60_000)
         assert main.get_by_role("button", name="Stop the evaluation").count() == 1
         tables = main.locator("[data-testid=stDataFrame]")
