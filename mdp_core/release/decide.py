@@ -68,18 +68,19 @@ class Decision:
         c = self.choice
         column = self.frontier.get("higher_is_better")
         higher = bool(column.iloc[0]) if column is not None and len(column) else True
-        what = self.target.describe(self.metric, higher=higher)
+        metric = self.metric.replace("_", " ")  # "mean distance", not the column name mean_distance
+        what = self.target.describe(metric, higher=higher)
         if self.target.kind == "relative":
             what += f" ({self.target_value:.3f} of {self.reference:.3f})"
         if not c.met:
             return (
                 f"{what}: not reachable below ε = {c.eps:g} on {self.dataset}. At ε = {c.eps:g} the "
-                f"{self.metric} is {c.estimate:.3f} (95 % CI {c.ci[0]:.3f}–{c.ci[1]:.3f})."
+                f"{metric} is {c.estimate:.3f} (95 % CI {c.ci[0]:.3f}–{c.ci[1]:.3f})."
             )
         p50 = posterior_bound(0.5, c.eps)
         return (
             f"The smallest budget that keeps {what} on {self.dataset} is ε = {c.eps:.3g} "
-            f"({c.settings.get('method', 'DepHDP')}): {self.metric} {c.estimate:.3f}, 95 % CI "
+            f"({c.settings.get('method', 'DepHDP')}): {metric} {c.estimate:.3f}, 95 % CI "
             f"{c.ci[0]:.3f}–{c.ci[1]:.3f}. {budget_sentence(c.eps)} A 50 % guess becomes at most "
             f"{p50:.1%}."
         )

@@ -144,7 +144,7 @@ def test_a_distance_task_asks_for_an_upper_limit_and_answers(app: AppTest, small
     app.button(key="rel_which").click().run(timeout=600)
     _until_landed(app, "rel_which_stop")
     assert not app.exception and not app.error
-    answer = next(s.value for s in (*app.success, *app.warning) if "mean_distance ≤ 2" in s.value)
+    answer = next(s.value for s in (*app.success, *app.warning) if "mean distance ≤ 2" in s.value)
     assert "ε" in answer
 
 

@@ -75,6 +75,6 @@ def test_a_target_on_a_distance_is_stated_as_at_most() -> None:
     frontier = pd.DataFrame({"higher_is_better": [False]})
     decision = Decision(choice, frontier, UtilityTarget("absolute", 0.3), "mean_distance", 0.0, 1.0, "t.csv")
     assert decision.sentence.startswith(
-        "The smallest budget that keeps mean_distance ≤ 0.3 on t.csv is ε = 2"
+        "The smallest budget that keeps mean distance ≤ 0.3 on t.csv is ε = 2"
     )
     assert UtilityTarget("absolute", 0.75).describe("accuracy") == "accuracy ≥ 0.75"
