@@ -136,8 +136,8 @@ def target_input(task: str) -> TargetInput:
         None,
         _DISTANCE_DEFAULTS.get(metric, 0.1),
         f"{name}: {unit}; lower is better",
-        f"The {task} task measures a distance ({unit}): lower is better, and there is no non-private value "
-        "to take a share of, so the target is an upper limit.",
+        f"The {task} task is judged by the {name} ({unit}): lower is better, and there is no non-private "
+        "value to take a share of, so the target is an upper limit.",
     )
 
 
