@@ -183,26 +183,20 @@ def deck(
     out_cells, target_cells, cand_ll = _cells(config)
     layers: list[dict[str, object]] = []
     vmax = 0.0
-    if mech is None:
-        pass
-    elif view.colour_by == "error":
-        values = mech.error_by_target_km(problem)
+    if mech is not None:
+        if view.colour_by == "error":  # where privacy is expensive: expected error per true location
+            values, cells, field, layer_id = mech.error_by_target_km(problem), target_cells, "e", "geo_error"
+            tip, scale = "expected error {:.3f} km", 1.0
+        else:  # the mechanism's row: P(report | true location)
+            values, cells, field, layer_id = mech.matrix[view.true_index], out_cells, "p", "geo_heat"
+            tip, scale = "P(report here) = {:.2f} %", 100.0
         vmax = float(values.max())
         colours = colour_scale(values, vmax).tolist()
         data = [
-            {"polygon": poly, "color": c, "e": float(v), "tip": f"expected error {v:.3f} km"}
-            for poly, c, v in zip(target_cells, colours, values, strict=True)
+            {"polygon": poly, "color": c, field: float(v), "tip": tip.format(scale * v)}
+            for poly, c, v in zip(cells, colours, values, strict=True)
         ]
-        layers.append(_polygon_layer("geo_error", data))
-    else:
-        values = mech.matrix[view.true_index]
-        vmax = float(values.max())
-        colours = colour_scale(values, vmax).tolist()
-        data = [
-            {"polygon": poly, "color": c, "p": float(v), "tip": f"P(report here) = {100 * v:.2f} %"}
-            for poly, c, v in zip(out_cells, colours, values, strict=True)
-        ]
-        layers.append(_polygon_layer("geo_heat", data))
+        layers.append(_polygon_layer(layer_id, data))
     layers.append(
         {
             "@@type": "PathLayer",
