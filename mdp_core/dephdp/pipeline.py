@@ -156,6 +156,12 @@ class DepHDPResult:
         return (self.value - lb) / lb if lb > 0 else (0.0 if self.value == lb else float("inf"))
 
 
+def _check_composition(mechanism: ComposedMechanism, eps: float, q: float, what: str) -> None:
+    """Guard of every composed release: its group budgets compose to at most eps (000 Theorem 1)."""
+    if budget_norm(mechanism.eps, q) > eps * (1 + 1e-12):
+        raise DataError(f"internal error: {what} exceed eps")
+
+
 def released_by(result: DepHDPResult, method: str) -> DepHDPResult:
     """``result`` with the channels of ``method`` ("DepHDP" or a name of :data:`BASELINES`) released.
 
@@ -181,8 +187,8 @@ def released_by(result: DepHDPResult, method: str) -> DepHDPResult:
     idx = np.searchsorted(result.eps_grid, base.eps)
     kinds = [kind] * len(result.profiles)
     mechanism = compose_mechanism(result.profiles, kinds, idx, result.mechanism.attributes, result.config.p)
-    if budget_norm(mechanism.eps, dual_exponent(result.config.p)) > result.config.eps * (1 + 1e-12):
-        raise DataError(f"internal error: the budgets of {method} exceed eps")
+    q = dual_exponent(result.config.p)
+    _check_composition(mechanism, result.config.eps, q, f"the budgets of {method}")
     return replace(
         result,
         scores=result.scores.assign(mechanism=kinds, eps_k=mechanism.eps),
@@ -380,8 +386,7 @@ def run_dephdp(
     cands = {n: b.allocation.eps for n, b in bases.items() if b.allocation is not None}
     ours = keep_best(problem, allocate(problem, sel.kinds, True, cands), bases)
     mechanism = compose_mechanism(profiles.profiles, sel.kinds, ours.idx, profiles.attributes, config.p)
-    if budget_norm(mechanism.eps, problem.q) > problem.eps * (1 + 1e-12):
-        raise DataError("internal error: composed budgets exceed eps")
+    _check_composition(mechanism, problem.eps, problem.q, "composed budgets")
     return DepHDPResult(
         config=config,
         task=profiles.task,
