@@ -73,10 +73,19 @@ class Decision:
         if self.target.kind == "relative":
             what += f" ({self.target_value:.3f} of {self.reference:.3f})"
         if not c.met:
-            return (
+            said = (
                 f"{what}: not reachable below ε = {c.eps:g} on {self.dataset}. At ε = {c.eps:g} the "
                 f"{metric} is {c.estimate:.3f} (95 % CI {c.ci[0]:.3f}–{c.ci[1]:.3f})."
             )
+            mean_meets = c.estimate >= self.target_value if higher else c.estimate <= self.target_value
+            if mean_meets:  # "not reachable" beside a mean that meets it reads as a contradiction
+                end = c.ci[0] if higher else c.ci[1]
+                said += (
+                    f" The mean meets the target, but the interval's {'lower' if higher else 'upper'} end "
+                    f"({end:.3f}) does not: a target counts as met only when the whole 95 % interval "
+                    "meets it. More repetitions narrow the interval."
+                )
+            return said
         p50 = posterior_bound(0.5, c.eps)
         return (
             f"The smallest budget that keeps {what} on {self.dataset} is ε = {c.eps:.3g} "
