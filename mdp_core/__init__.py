@@ -79,6 +79,7 @@ from mdp_core.dephdp import (
 )
 from mdp_core.errors import (
     DataError,
+    InfeasibleFloorError,
 )
 from mdp_core.leakage import (
     BudgetCalibration,
@@ -230,6 +231,7 @@ __all__ = [
     "EpsChoice",
     "EvaluationResult",
     "GroupProfile",
+    "InfeasibleFloorError",
     "Kind",
     "LoadReport",
     "Mechanism",

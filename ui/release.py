@@ -19,6 +19,7 @@ import mdp_core as core
 from mdp_core import release as rel
 from mdp_core._text import listed
 from mdp_core._validation import part
+from ui.dephdp import FLOOR_LABELS, FLOOR_OPTIONS, floor_value, largest_floor
 from ui.jobs import builder
 from ui.state import AppState
 from ui.store import store
@@ -26,6 +27,8 @@ from ui.store import store
 __all__ = [
     "CONFIG_OPTIONS",
     "CONSTANT_COLUMNS_HINT",
+    "FLOOR_HELP",
+    "FLOOR_LABELS",
     "JOB_WAIT_SECONDS",
     "RELEASE_CHOICES",
     "RELEASE_CHOICE_HELP",
@@ -38,6 +41,8 @@ __all__ = [
     "comparison_key",
     "current_scenario",
     "decision_key",
+    "floor_hint",
+    "floor_value",
     "information_caption",
     "outcome_key",
     "page_settings",
@@ -83,6 +88,33 @@ RELEASE_CHOICE_HELP = (
     "information above 0.05); at ε ≤ 4 neither keeps more than 3 of 13 columns informative (a larger ε, or "
     "fewer columns, is what helps)."
 )
+#: The budget floor's help on the page.
+FLOOR_HELP = (
+    "Every group of columns gets at least this budget, so none is released as near-random noise; DepHDP "
+    "splits the rest as before. The composition rule caps it: K groups at the floor need ‖(floor, …, "
+    "floor)‖_q ≤ ε, so a floor too high for ε is refused with the largest one allowed, and “Which ε?” "
+    "leaves out the budgets too small for it."
+)
+
+
+def floor_hint(outcome: rel.ScenarioOutcome) -> str:
+    """Said when groups got the grid's smallest budget: the floor that would give each some budget."""
+    largest = largest_floor(outcome.result)
+    offered = [v for v in FLOOR_OPTIONS if 0 < v <= largest]
+    if not offered:
+        return (
+            f"At ε = {outcome.result.config.eps:g} the composition rule leaves at most {largest:.3g} per "
+            f"group for {len(outcome.result.groups)} groups: no floor the page offers fits; raise ε to give "
+            "every group a budget."
+        )
+    return (
+        f"To give every group some budget, set “Budget floor per group” above: at ε = "
+        f"{outcome.result.config.eps:g} with {len(outcome.result.groups)} groups it can be at most "
+        f"{largest:.3g} (the page offers up to {offered[-1]:g}). The task's utility then falls; the chart "
+        "below shows what each column keeps."
+    )
+
+
 #: Said under a DepHDP release with constant columns.
 CONSTANT_COLUMNS_HINT = (
     "Constant columns are what DepHDP's task-optimal channels release for columns the task barely uses. "
@@ -141,9 +173,14 @@ def target_input(task: str) -> TargetInput:
     )
 
 
-def scenario_title(eps: float, task: str, method: str) -> str:
-    """The scenario name the page suggests for these settings (the method only when not DepHDP)."""
-    return f"ε = {eps:g}, {task}" + ("" if method == "DepHDP" else f", {method}")
+def scenario_title(eps: float, task: str, method: str, floor: float = 0.0) -> str:
+    """The scenario name the page suggests for these settings (the method only when not DepHDP, the budget
+    floor only when set)."""
+    return (
+        f"ε = {eps:g}, {task}"
+        + ("" if method == "DepHDP" else f", {method}")
+        + (f", floor {floor:g}" if floor > 0 else "")
+    )
 
 
 def current_scenario(
@@ -158,10 +195,14 @@ def current_scenario(
     target_eps: float | None,
     target: rel.UtilityTarget,
     method: str = "DepHDP",
+    floor: float = 0.0,
 ) -> rel.Scenario:
-    """The session's settings as a frozen :class:`~mdp_core.release.Scenario`."""
+    """The session's settings as a frozen :class:`~mdp_core.release.Scenario` (``floor``: the per-group
+    budget floor, ``min_group_eps``)."""
     frame = _loaded(state)
-    config = core.DepHDPConfig(eps=eps, task=task, p=p, seed=state.seed, **CONFIG_OPTIONS)
+    config = core.DepHDPConfig(
+        eps=eps, task=task, p=p, seed=state.seed, min_group_eps=floor, **CONFIG_OPTIONS
+    )
     return rel.Scenario(
         name=name,
         dataset=state.dataset,
@@ -226,6 +267,7 @@ def decision_key(state: AppState, scenario: rel.Scenario) -> tuple:
         scenario.seed,
         scenario.utility_target,
         scenario.method,
+        c.min_group_eps,
     )
 
 
@@ -247,11 +289,16 @@ def _which(encoded: core.Encoded, scenario: rel.Scenario, progress: core.Progres
         seed=scenario.seed,
         eps=WHICH_EPS,
         repetitions=WHICH_REPETITIONS,
-        options=tuple(sorted(CONFIG_OPTIONS.items())),
+        options=_sweep_options(scenario.config.min_group_eps),
         client=SWEEP_CLIENT,
         progress=progress,
         method=scenario.method,
     )
+
+
+def _sweep_options(floor: float) -> tuple[tuple[str, Any], ...]:
+    """The sweep's DepHDPConfig fields: the page's, and its budget floor when one is set."""
+    return tuple(sorted({**CONFIG_OPTIONS, **({"min_group_eps": floor} if floor > 0 else {})}.items()))
 
 
 def outcome_key(state: AppState, scenario: rel.Scenario) -> tuple:

@@ -38,13 +38,19 @@ with c2:
     eps = eps_slider("Global privacy budget ε", key="rel_eps", default=1.0, lo=0.1, hi=20.0)
 p_text = c3.select_slider("Record metric ℓ_p", ["1", "2", "inf"], value="2", key="rel_p")
 p = math.inf if p_text == "inf" else float(p_text)
-method = st.radio(
+r1, r2 = st.columns([2, 1])
+method = r1.radio(
     "Release by",
     list(view.RELEASE_CHOICES),
     format_func=view.RELEASE_CHOICES.get,
     horizontal=True,
     key="rel_method",
     help=view.RELEASE_CHOICE_HELP,
+)
+floor = view.floor_value(
+    r2.select_slider(
+        "Budget floor per group", view.FLOOR_LABELS, value="none", key="rel_floor", help=view.FLOOR_HELP
+    )
 )
 
 # ------------------------------------------------------------------------------------------ plain words
@@ -101,6 +107,7 @@ scenario = view.current_scenario(
     target_eps=None,
     target=target,
     method=method,
+    floor=floor,
 )
 
 which_key = view.decision_key(state, scenario)
@@ -160,6 +167,8 @@ else:
         st.success("No degenerate output found.")
     if done.check.constant_columns and method == "DepHDP":
         st.info(view.CONSTANT_COLUMNS_HINT)
+    if done.check.min_budget_groups:
+        st.info(view.floor_hint(done))
     st.plotly_chart(rel.information_figure(done), key="rel_information")
     st.caption(view.information_caption(done))
     st.dataframe(done.released.head(20), key="rel_preview")
@@ -190,7 +199,7 @@ else:
 st.subheader("Scenarios")
 saved = view.saved_scenarios()
 s1, s2 = st.columns([3, 1])
-view.auto_scenario_name(st.session_state, view.scenario_title(eps, task, method))
+view.auto_scenario_name(st.session_state, view.scenario_title(eps, task, method, floor))
 name = s1.text_input("Scenario name", key="rel_scenario_name").strip()
 unnamed = "Give the scenario a name to save it" if not name else None  # a blank name cannot be saved
 replaces = name in saved

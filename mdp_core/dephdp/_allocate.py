@@ -14,7 +14,7 @@ from mdp_core.dephdp._profiles import GroupProfile
 from mdp_core.dephdp.adequacy import select_mechanism
 from mdp_core.dephdp.allocation import BudgetAllocation, allocate_budget
 from mdp_core.dephdp.config import BASELINES, DepHDPConfig, Note
-from mdp_core.errors import DataError
+from mdp_core.errors import DataError, InfeasibleFloorError
 from mdp_core.metrics import budget_norm, dual_exponent
 
 
@@ -122,9 +122,10 @@ def allocation_problem(
     need = budget_norm(np.full(K, grid[offset]), q)
     if need > eps * (1 + 1e-12):
         most = eps / (K ** (1 / q)) if np.isfinite(q) else eps
-        raise DataError(
+        raise InfeasibleFloorError(
             f"a budget floor of {grid[offset]:.3g} for each of {K} groups needs ||eps_k||_q = {need:.3g} > "
-            f"eps = {eps:g}; lower min_group_eps to at most {most:.3g} or raise eps"
+            f"eps = {eps:g}; lower the budget floor (min_group_eps) to at most {most:.3g} or raise eps",
+            largest=most,
         )
     return Problem(
         profiles=tuple(profiles),

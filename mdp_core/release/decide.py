@@ -48,6 +48,9 @@ class Decision:
     seconds : float
         Wall-clock seconds of the sweep(s).
     dataset : str
+    skipped : tuple of float
+        Budgets of the grid left out because they cannot give every group the configuration's budget
+        floor (``min_group_eps``): no release with that floor exists there.
     """
 
     choice: Any
@@ -57,6 +60,7 @@ class Decision:
     reference: float
     seconds: float
     dataset: str
+    skipped: tuple[float, ...] = ()
 
     @property
     def target_value(self) -> float:
@@ -65,6 +69,16 @@ class Decision:
 
     @property
     def sentence(self) -> str:
+        said = self._answer()
+        if self.skipped:
+            budgets = ", ".join(f"{e:g}" for e in self.skipped)
+            said += (
+                f" Budgets too small to give every group the budget floor were left out (ε = {budgets}): "
+                "no release with that floor exists there."
+            )
+        return said
+
+    def _answer(self) -> str:
         c = self.choice
         column = self.frontier.get("higher_is_better")
         higher = bool(column.iloc[0]) if column is not None and len(column) else True
@@ -147,7 +161,10 @@ def which_eps(
     )
     t0 = time.perf_counter()
     results = run_sweep(spec, client=client, progress=progress, encoded=encoded)
+    skipped = [t["skipped"] for t in results.attrs.get("tasks", []) if "skipped" in t]
     if results.empty:
+        if skipped:  # every budget of the grid was too small for the floor
+            raise DataError(f"no budget of the grid (up to ε = {max(spec.eps):g}) allows it: {skipped[-1]}")
         raise DataError("the sweep returned no results")
     choice = smallest_eps(
         results, target.value, relative=relative, method=method, refine=refine, client=client
@@ -162,4 +179,5 @@ def which_eps(
         reference=reference,
         seconds=seconds,
         dataset=dataset,
+        skipped=tuple(sorted(set(spec.eps) - set(results["eps"]))),
     )

@@ -36,7 +36,7 @@ from mdp_core.dephdp import (
     run_dephdp,
     task_utility,
 )
-from mdp_core.errors import DataError
+from mdp_core.errors import DataError, InfeasibleFloorError
 from mdp_core.sweep.cluster import _setup_if_on_worker, default_client, describe_engine
 from mdp_core.sweep.data import _PREPARED, SweepData, prepare_data
 from mdp_core.sweep.spec import Configuration, SweepSpec
@@ -179,10 +179,13 @@ def run_configuration(
     t_start, cpu_start = time.perf_counter(), time.process_time()
     config = spec.config(c)
     cache = _BoundedCache()
-    if profiles is None:
-        res = run_dephdp(data.fit, config, cache=cache)
-    else:
-        res = run_dephdp(data.fit, config, cache=cache, profiles=profiles)
+    try:
+        if profiles is None:
+            res = run_dephdp(data.fit, config, cache=cache)
+        else:
+            res = run_dephdp(data.fit, config, cache=cache, profiles=profiles)
+    except InfeasibleFloorError as exc:  # a budget too small for the floor: no release exists there, say so
+        return [], _task_meta(c, t_start, cpu_start, skipped=str(exc))
     attrs = data.attributes
     mechs = {"DepHDP": res.mechanism}
     K = len(res.profiles)
@@ -226,14 +229,21 @@ def run_configuration(
                     "seconds": time.perf_counter() - t0,
                 }
             )
-    meta = {
+    return rows, _task_meta(c, t_start, cpu_start)
+
+
+def _task_meta(c: Configuration, t_start: float, cpu_start: float, skipped: str = "") -> dict:
+    """One configuration's meta data; ``skipped``: why it has no rows (a budget floor it cannot give)."""
+    meta: dict[str, Any] = {
         "task_index": c.index,
         "pid": os.getpid(),
         "seconds": time.perf_counter() - t_start,
         "cpu_seconds": time.process_time() - cpu_start,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
     }
-    return rows, meta
+    if skipped:
+        meta["skipped"] = skipped
+    return meta
 
 
 def _bundles(configs: list[Configuration]) -> list[list[Configuration]]:
@@ -262,9 +272,10 @@ def _frame(rows: list[dict], spec: SweepSpec, engine: str, metas: list[dict], se
     # different kinds (prediction, entropy) carry different metrics, so completion order must not matter
     rows = sorted(rows, key=lambda r: (r["task_index"], order.get(r["method"], len(order)), r["repetition"]))
     df = pd.DataFrame(rows)
-    df = df.sort_values(
-        ["task_index", "method", "repetition"], key=lambda s: s.map(order) if s.name == "method" else s
-    ).reset_index(drop=True)
+    if len(df):  # empty when every configuration was skipped (a budget floor none of them can give)
+        df = df.sort_values(
+            ["task_index", "method", "repetition"], key=lambda s: s.map(order) if s.name == "method" else s
+        ).reset_index(drop=True)
     df.attrs = {
         "spec": spec.to_json(),
         "engine": engine,

@@ -318,6 +318,9 @@ def _bisect(
     for _ in range(steps):
         mid = float(math.sqrt(lo * hi))
         res = run_sweep(replace(base, eps=(mid,)), client=client)
+        if res.empty:  # too small for the spec's budget floor (the engine skips it): no release there
+            lo = mid
+            continue
         row = _judge(_points(res, metric), target, higher).iloc[0]
         if bool(row["ok"]):
             hi = mid

@@ -317,7 +317,7 @@ def test_infeasible_floor_is_explained(app: AppTest) -> None:
     _open(app, FAST)
     app.select_slider(key="dep_floor_1").set_value("1").run()
     assert not app.exception
-    assert any("lower min_group_eps to at most" in e.value for e in app.error)
+    assert any("lower the budget floor (min_group_eps) to at most" in e.value for e in app.error)
 
 
 def test_release_utility_in_the_tasks_own_units(app: AppTest) -> None:

@@ -267,3 +267,32 @@ def test_a_scenario_without_a_name_cannot_be_saved(app: AppTest) -> None:
     app.button(key="rel_save").click().run()
     assert not app.exception
     assert list(app.session_state["rel_saved_scenarios"]) == ["mine"]
+
+
+def test_a_budget_floor_gives_every_group_a_budget(app: AppTest, small_engine: None) -> None:
+    """Heart at eps 1: groups at the grid's smallest budget are released as near-random values; the page
+    offers the floor that fits (eps / K^(1/q)), and with a floor no group is left at the grid's minimum."""
+    app.switch_page("views/release.py").run()
+    app.button(key="rel_prepare").click().run(timeout=600)
+    _until_landed(app, "rel_prepare_stop")
+    first = view.store().get(next(k for k in view.store()._items if k[0] == "outcome"))
+    assert first.check.min_budget_groups  # the premise: some groups got the grid's smallest budget
+    groups = len(first.result.groups)
+    (hint,) = [i.value for i in app.info if "Budget floor per group" in i.value]
+    assert f"with {groups} groups it can be at most {1 / math.sqrt(groups):.3g}" in hint
+    app.select_slider(key="rel_floor").set_value("0.1").run()
+    assert app.text_input(key="rel_scenario_name").value == "ε = 1, prediction, floor 0.1"
+    app.button(key="rel_prepare").click().run(timeout=600)
+    _until_landed(app, "rel_prepare_stop")
+    assert not app.exception
+    key = next(k for k in view.store()._items if k[0] == "outcome" and k[2].config.min_group_eps == 0.1)
+    floored = view.store().get(key)
+    assert floored.result.mechanism.eps.min() >= 0.1 and not floored.check.min_budget_groups
+    assert core.budget_norm(floored.result.mechanism.eps, 2.0) <= 1.0 + 1e-12  # still within eps
+    assert floored.audit["config"]["min_group_eps"] == 0.1
+    assert all(v["verified"] for v in floored.audit["verification"])
+    assert not any("smallest budget of the grid" in w.value for w in app.warning)
+    app.select_slider(key="rel_floor").set_value("1").run()  # above eps / sqrt(K): no release exists
+    app.button(key="rel_prepare").click().run(timeout=600)
+    _until_landed(app, "rel_prepare_stop")
+    assert any("lower the budget floor (min_group_eps) to at most" in e.value for e in app.error)

@@ -171,7 +171,7 @@ def test_budget_floor_keeps_every_group_above_it(fit: core.Encoded) -> None:
     for b in res.baselines.values():
         assert (b.eps >= first).all() and res.value <= b.value + 1e-12
     K = len(res.groups)
-    with pytest.raises(DataError, match=r"lower min_group_eps to at most 0\.667"):
+    with pytest.raises(DataError, match=r"lower the budget floor \(min_group_eps\) to at most 0\.667"):
         run_dephdp(fit, replace(cfg, min_group_eps=1.0))  # 9 groups x 1.0 > 2 in l2 norm
     assert K == 9
     with pytest.raises(DataError, match="min_group_eps must lie in"):

@@ -3,8 +3,10 @@ scan of the frontier it returns), stated in words; unreachable targets say so.""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 import pytest
 from release_cases import FAST, Case
@@ -100,3 +102,30 @@ def test_unmet_target_whose_mean_meets_it_says_why(
     accuracy = pd.DataFrame({"higher_is_better": [True]})
     unmet = Decision(short, accuracy, UtilityTarget("absolute", 0.767), "accuracy", 0.807, 1.0, "h")
     assert "mean meets" not in unmet.sentence  # only said when the mean itself meets the target
+
+
+def test_budgets_too_small_for_the_floor_are_left_out_and_said(case: Case) -> None:
+    """A per-group budget floor (the release page's) is infeasible at small eps (||floor||_q > eps): the
+    sweep failed as a whole; now those budgets are left out and the answer says so."""
+    config = core.DepHDPConfig(eps=2.0, **FAST)
+    groups = len(core.run_dephdp(case.encoded, config).groups)
+    grid = config.eps_grid
+    floor = float(grid[np.searchsorted(grid, 0.5 / np.sqrt(groups))])  # the first grid point above 0.5's
+    assert floor * np.sqrt(groups) <= 2.0  # ... and 2 still allows it (the test's premise)
+    with pytest.raises(core.InfeasibleFloorError, match="budget floor") as err:
+        core.run_dephdp(case.encoded, replace(config, eps=0.5, min_group_eps=floor))
+    assert err.value.largest == pytest.approx(0.5 / np.sqrt(groups))
+    d = which_eps(
+        "constructed", UtilityTarget("absolute", 0.0), encoded=case.encoded, eps=GRID, repetitions=2,
+        client=False, options=tuple(sorted({**FAST, "min_group_eps": floor}.items())),
+    )  # fmt: skip
+    assert d.skipped == (0.5,) and set(d.frontier["eps"]) == {2.0, 20.0}
+    assert d.choice.eps in (2.0, 20.0)  # judged among the budgets that allow the floor
+    assert "were left out (ε = 0.5)" in d.sentence
+    with pytest.raises(
+        core.DataError, match=r"no budget of the grid \(up to ε = 20\) allows it: a budget floor"
+    ):
+        which_eps(
+            "constructed", UtilityTarget("absolute", 0.0), encoded=case.encoded, eps=(0.5, 20.0),
+            repetitions=2, client=False, options=tuple(sorted({**FAST, "min_group_eps": 19.0}.items())),
+        )  # fmt: skip
