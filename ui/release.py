@@ -289,16 +289,11 @@ def _which(encoded: core.Encoded, scenario: rel.Scenario, progress: core.Progres
         seed=scenario.seed,
         eps=WHICH_EPS,
         repetitions=WHICH_REPETITIONS,
-        options=_sweep_options(scenario.config.min_group_eps),
+        options=rel.sweep_options(scenario.config),  # the page's settings and budget floor
         client=SWEEP_CLIENT,
         progress=progress,
         method=scenario.method,
     )
-
-
-def _sweep_options(floor: float) -> tuple[tuple[str, Any], ...]:
-    """The sweep's DepHDPConfig fields: the page's, and its budget floor when one is set."""
-    return tuple(sorted({**CONFIG_OPTIONS, **({"min_group_eps": floor} if floor > 0 else {})}.items()))
 
 
 def outcome_key(state: AppState, scenario: rel.Scenario) -> tuple:

@@ -4,7 +4,7 @@ and the self-contained HTML report (DESIGN.md "Release and decisions")."""
 from __future__ import annotations
 
 from .audit import AUDIT_FIELDS, audit_record, dataset_fingerprint, package_versions
-from .decide import WHICH_EPS_GRID, Decision, which_eps
+from .decide import WHICH_EPS_GRID, Decision, sweep_options, which_eps
 from .outcome import (
     ScenarioOutcome,
     compare_scenarios,
@@ -56,6 +56,7 @@ __all__ = [
     "release_report",
     "report_figures",
     "save_scenarios",
+    "sweep_options",
     "target_channel",
     "which_eps",
 ]

@@ -79,7 +79,7 @@ def _scenario(args: argparse.Namespace, df: pd.DataFrame, name: str, target: str
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from mdp_core.release import UtilityTarget, build_report, encode_for, which_eps
+    from mdp_core.release import UtilityTarget, build_report, encode_for, sweep_options, which_eps
 
     t0 = time.perf_counter()
     try:
@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                 seed=scenario.seed,
                 client=False if args.serial else None,
                 method=scenario.method,
+                options=sweep_options(scenario.config),  # the scenario's floor and solver settings
             )
         page = build_report(scenario, data=df, decision=decision, repetitions=args.repetitions)
     except (DataError, OSError) as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pandas as pd
@@ -23,7 +23,7 @@ from mdp_core.errors import DataError
 from .posterior import budget_sentence, posterior_bound
 from .scenarios import UtilityTarget
 
-__all__ = ["WHICH_EPS_GRID", "Decision", "which_eps"]
+__all__ = ["WHICH_EPS_GRID", "Decision", "sweep_options", "which_eps"]
 
 #: Budgets tried by "which eps" (geometric-ish, 0.25 to 20 per unit of the record metric).
 WHICH_EPS_GRID: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0)
@@ -107,6 +107,21 @@ class Decision:
             f"{c.ci[0]:.3f}–{c.ci[1]:.3f}. {budget_sentence(c.eps)} A 50 % guess becomes at most "
             f"{p50:.1%}."
         )
+
+
+def sweep_options(config: Any) -> tuple[tuple[str, Any], ...]:
+    """The fields of a :class:`~mdp_core.DepHDPConfig` that a sweep takes as ``options`` (every field but
+    the ones a sweep sets itself: eps, task, thresholds, p, score, seed), where they differ from the
+    defaults: a scenario's budget floor and solver settings, so "which eps" sweeps what it releases."""
+    from mdp_core.dephdp import DepHDPConfig
+    from mdp_core.sweep.spec import SWEEP_OWN_FIELDS
+
+    default = DepHDPConfig()
+    return tuple(
+        (f.name, getattr(config, f.name))
+        for f in sorted(fields(config), key=lambda f: f.name)
+        if f.name not in SWEEP_OWN_FIELDS and getattr(config, f.name) != getattr(default, f.name)
+    )
 
 
 def which_eps(

@@ -9,10 +9,11 @@ from mdp_core.sweep.data import SweepData, prepare_data
 from mdp_core.sweep.engine import run_sweep
 from mdp_core.sweep.frontier import EpsChoice, frontier, smallest_eps
 from mdp_core.sweep.geo import compare_over_eps
-from mdp_core.sweep.spec import SPEC_VERSION, Configuration, SweepSpec
+from mdp_core.sweep.spec import SPEC_VERSION, SWEEP_OWN_FIELDS, Configuration, SweepSpec
 
 __all__ = [
     "SPEC_VERSION",
+    "SWEEP_OWN_FIELDS",
     "Configuration",
     "EpsChoice",
     "SweepData",

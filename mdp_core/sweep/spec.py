@@ -19,15 +19,15 @@ from typing import Any, NamedTuple
 from mdp_core.dephdp import METHODS_EVALUATED, TASKS, DepHDPConfig
 from mdp_core.errors import DataError
 
-__all__ = ["SPEC_VERSION", "Configuration", "SweepSpec"]
+__all__ = ["SPEC_VERSION", "SWEEP_OWN_FIELDS", "Configuration", "SweepSpec"]
 
 SPEC_VERSION = 1
 #: OPT LP budget per profile grid point in sweeps (seconds; the LP solver's default): see SweepSpec.config.
 SWEEP_OPT_SECONDS_PER_POINT = 600.0
 
 #: DepHDPConfig fields a spec sets itself (so they cannot appear in ``options``).
-_OWN = {"eps", "task", "tau_group", "tau_dpn", "p", "score", "seed"}
-_OPTION_FIELDS = {f.name for f in fields(DepHDPConfig)} - _OWN
+SWEEP_OWN_FIELDS = frozenset({"eps", "task", "tau_group", "tau_dpn", "p", "score", "seed"})
+_OPTION_FIELDS = {f.name for f in fields(DepHDPConfig)} - SWEEP_OWN_FIELDS
 MAX_CONFIGURATIONS = 100_000
 
 

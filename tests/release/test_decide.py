@@ -129,3 +129,11 @@ def test_budgets_too_small_for_the_floor_are_left_out_and_said(case: Case) -> No
             "constructed", UtilityTarget("absolute", 0.0), encoded=case.encoded, eps=(0.5, 20.0),
             repetitions=2, client=False, options=tuple(sorted({**FAST, "min_group_eps": 19.0}.items())),
         )  # fmt: skip
+
+
+def test_sweep_options_are_the_configs_changed_fields_a_sweep_does_not_set_itself() -> None:
+    config = core.DepHDPConfig(eps=3.0, task="record", seed=4, min_group_eps=0.2, grid_points=8)
+    assert core.sweep_options(config) == (("grid_points", 8), ("min_group_eps", 0.2))
+    assert core.sweep_options(core.DepHDPConfig(eps=7.0)) == ()  # eps is the sweep's own axis
+    spec = core.SweepSpec(dataset="heart", options=core.sweep_options(config))  # accepted as options
+    assert spec.config(spec.configurations()[0]).min_group_eps == 0.2

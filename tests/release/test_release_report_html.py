@@ -114,3 +114,30 @@ def test_cli_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str
     with pytest.raises(SystemExit):
         main([*args, "--method", "OPT"])
     assert "invalid choice: 'OPT'" in capsys.readouterr().err
+
+
+def test_cli_which_eps_sweeps_the_scenarios_own_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CLI's which-eps swept DepHDP's defaults, not the scenario's (its budget floor, grid, ...)."""
+    import mdp_core.release
+
+    df = make_table()
+    data = tmp_path / "constructed.csv"
+    df.to_csv(data, index=False)
+    config = core.DepHDPConfig(eps=2.0, min_group_eps=0.1, **FAST)
+    scen = Scenario("floored", "constructed.csv", config, dataset_fingerprint(core.load_dataset(data)))
+    spec = tmp_path / "s.json"
+    save_scenarios([scen], spec)
+    seen: dict[str, object] = {}
+
+    def fake(*args: object, **kwargs: object) -> None:
+        seen.update(kwargs)
+        raise core.DataError("stopped by the test")
+
+    monkeypatch.setattr(mdp_core.release, "which_eps", fake)
+    out = tmp_path / "r.html"
+    assert main(["report", str(spec), "--data", str(data), "--out", str(out), "--which-eps", "0.5"]) == 2
+    assert "stopped by the test" in capsys.readouterr().err
+    assert seen["options"] == (("calibration_pairs", 200), ("grid_points", 8), ("max_contexts", 20),
+                               ("min_group_eps", 0.1), ("opt_max_domain", 8))  # fmt: skip
