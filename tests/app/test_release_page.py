@@ -8,6 +8,7 @@ import re
 import time
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 from pagewait import rerun_until, until_button  # tests/app is on sys.path (rootdir conftest layout)
 from streamlit.testing.v1 import AppTest
@@ -279,7 +280,10 @@ def test_a_budget_floor_gives_every_group_a_budget(app: AppTest, small_engine: N
     assert first.check.min_budget_groups  # the premise: some groups got the grid's smallest budget
     groups = len(first.result.groups)
     (hint,) = [i.value for i in app.info if "Budget floor per group" in i.value]
-    assert f"with {groups} groups it can be at most {1 / math.sqrt(groups):.3g}" in hint
+    grid = first.result.eps_grid  # a floor is snapped up to the grid: the largest offer whose point fits
+    fits = [v for v in (0.02, 0.05, 0.1, 0.2, 0.3) if grid[np.searchsorted(grid, v)] * math.sqrt(groups) <= 1]
+    assert f"with {groups} groups the largest the page offers that fits is {fits[-1]:g}" in hint
+    assert all(view.floor_fits(first.result, v) == (v in fits) for v in (0.02, 0.05, 0.1, 0.2, 0.3, 0.5))
     app.select_slider(key="rel_floor").set_value("0.1").run()
     assert app.text_input(key="rel_scenario_name").value == "ε = 1, prediction, floor 0.1"
     app.button(key="rel_prepare").click().run(timeout=600)
