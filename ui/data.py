@@ -21,6 +21,7 @@ __all__ = [
     "current_schema",
     "date_granularities",
     "ensure_loaded",
+    "guard_text",
     "inferred_schema",
     "load_sample",
     "load_upload",
@@ -181,6 +182,25 @@ def _encode(
 @st.cache_data(max_entries=16, hash_funcs=HASH_FUNCS)
 def current_nmi_for(encoded: core.Encoded) -> pd.DataFrame:
     return core.nmi_matrix(encoded.codes)
+
+
+def guard_text(missing: str, *, need: int = 1) -> str:
+    """What a page's guard says when it has no usable table: ``missing`` when nothing is loaded; when a
+    table is loaded but cannot be encoded (every column excluded, ...) or has fewer than ``need``
+    attributes, why, and where to fix it (not "load a dataset": one is loaded)."""
+    state = get_state()
+    if state.frame is None:
+        return missing
+    fix = "Fix it on the *Data & dependencies* page (re-include or re-kind a column), or load another table."
+    encoded = current_encoded()
+    if encoded is None:
+        reason = (state.encode_error or "The table cannot be encoded.").rstrip(".")
+        return f"**{state.dataset}** is loaded, but this page cannot use it. {reason}. {fix}"
+    usable = len(encoded.columns)
+    return (
+        f"**{state.dataset}** is loaded, but this page needs at least {need} attributes and only {usable} "
+        f"{'is' if usable == 1 else 'are'} usable ({', '.join(encoded.columns)}). {fix}"
+    )
 
 
 def current_nmi() -> pd.DataFrame | None:

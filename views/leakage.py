@@ -7,7 +7,7 @@ import streamlit as st
 
 import ui.leakage as leak
 from ui import jobs
-from ui.data import current_encoded
+from ui.data import current_encoded, guard_text
 from ui.state import get_state
 from ui.widgets import eps_slider
 
@@ -19,7 +19,7 @@ st.caption(
 
 encoded = current_encoded()
 if encoded is None or len(encoded.columns) < 2:
-    st.info("Load a table with at least two attributes in the sidebar (or on the Data page) first.")
+    st.info(guard_text("Load a table with at least two attributes in the sidebar first.", need=2))
     st.stop()
 
 columns = list(encoded.columns)

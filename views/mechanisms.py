@@ -9,7 +9,7 @@ import streamlit as st
 import mdp_core as core
 from ui import jobs
 from ui import mechanisms as mech
-from ui.data import current_encoded
+from ui.data import current_encoded, guard_text
 from ui.widgets import eps_slider
 
 st.title("Mechanism playground")
@@ -21,7 +21,7 @@ st.caption(
 
 encoded = current_encoded()
 if encoded is None:
-    st.info("Load a dataset first (sidebar), then come back to compare mechanisms.")
+    st.info(guard_text("Load a dataset first (sidebar), then come back to compare mechanisms."))
     st.stop()
 
 columns = list(encoded.columns)

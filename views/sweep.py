@@ -6,7 +6,7 @@ import streamlit as st
 
 import mdp_core as core
 from ui import jobs, sweep
-from ui.data import current_encoded
+from ui.data import current_encoded, guard_text
 from ui.state import get_state
 from ui.widgets import log_grid
 
@@ -19,7 +19,7 @@ st.caption(
 encoded = current_encoded()
 state = get_state()
 if encoded is None:
-    st.info("Load a dataset in the sidebar first (an embedded sample or your own CSV).")
+    st.info(guard_text("Load a dataset in the sidebar first (an embedded sample or your own CSV)."))
     st.stop()
 
 has_target = encoded.schema.target is not None

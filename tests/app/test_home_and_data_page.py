@@ -419,3 +419,30 @@ def test_the_groups_caption_counts_one_group_in_the_singular() -> None:
     assert "This page: 1 group over all 3 attributes." in text
     assert "The DepHDP page groups the same 3 attributes: 1 group." in text
     assert "exceeds 512 values at its weakest edge: 1 group." in text
+
+
+def test_pages_say_a_loaded_table_is_unusable_instead_of_asking_to_load_one(app: AppTest) -> None:
+    """An upload whose every column is excluded (two constant columns) is loaded: the playground, leakage
+    and sweep pages said "Load a dataset first", which the user had just done."""
+    _upload(app, "const.csv", ("k,m\n" + "same,5\n" * 30).encode())
+    assert not app.exception
+    for page in ("views/mechanisms.py", "views/leakage.py", "views/sweep.py"):
+        app.switch_page(page).run()
+        assert not app.exception, page
+        shown = [i.value for i in app.main.info]
+        assert len(shown) == 1, (page, shown)
+        assert shown[0].startswith("**const.csv** is loaded, but this page cannot use it."), (page, shown)
+        assert "every column is excluded (k: constant; m: constant)" in shown[0], page
+        assert "Data & dependencies" in shown[0] and "Load a" not in shown[0], page
+
+
+def test_the_leakage_page_says_a_one_attribute_table_has_too_few(app: AppTest) -> None:
+    rows = "".join(f"{i % 4},same\n" for i in range(40))
+    _upload(app, "one.csv", ("level,const\n" + rows).encode())
+    app.switch_page("views/leakage.py").run()
+    assert not app.exception
+    shown = [i.value for i in app.main.info]
+    assert shown == [
+        "**one.csv** is loaded, but this page needs at least 2 attributes and only 1 is usable (level). "
+        "Fix it on the *Data & dependencies* page (re-include or re-kind a column), or load another table."
+    ]
