@@ -2,9 +2,10 @@
 
 Everything here is presentation or caching; the science is in :mod:`mdp_core.geo` (mechanisms, utility,
 verification, export). The page (``views/geo.py``) is a short script over these helpers and their siblings:
-:mod:`ui.geo_bound` (the lower bound and the exact optimum), :mod:`ui.geo_curve` (the loss curve),
-:mod:`ui.geo_map` (the pydeck map and the legend) and :mod:`ui.geo_results` (the comparison table and the
-downloads).
+:mod:`ui.geo_settings` (the map and the settings widgets), :mod:`ui.geo_map` (the pydeck map, the legend and
+the shown mechanism's build), :mod:`ui.geo_results` (the optional rows, the comparison table and the
+downloads), :mod:`ui.geo_bound` (the lower bound and the exact optimum) and :mod:`ui.geo_curve` (the loss
+curve).
 
 Widget state (issue 11, failure 5): every setting widget is keyed per map (``geo_<name>_<map key>``) and is
 created with its default equal to its current value, so a browser that re-mounts a widget can only ever

@@ -11,15 +11,19 @@ import contextlib
 from concurrent.futures import Future
 from typing import Any
 
+import streamlit as st
+
 import mdp_core.geo as cgeo
 from mdp_core._validation import Progress
 from mdp_core.errors import DataError
 from mdp_core.geo import GeoComparison, GeoMechanism, GeoProblem, cosets
+from ui import jobs
 from ui.geo import (
     SPANNER_MAX_TARGETS,
     GeoConfig,
     build_row,
     cached_problem,
+    map_key,
     mechanism_key,
     optimum_claim,
     stored_mechanism,
@@ -33,12 +37,14 @@ __all__ = [
     "OPTIMAL_MAX_TARGETS",
     "best_bound",
     "bound_available",
+    "bound_controls",
     "bound_key",
     "bound_time_help",
     "cached_bound",
     "optimal_offered",
     "optimal_too_large",
     "optimum_certificate",
+    "optimum_notice",
     "optimum_search",
     "request_bound",
     "seconds_label",
@@ -177,3 +183,76 @@ def best_bound(bound: Any | None, comps: dict[str, GeoComparison]) -> Any | None
     optimum, when built."""
     certified = [comps[m].mechanisms[m] for m in ("spanner", "optimal") if m in comps]
     return cgeo.tighter_bound(bound, *certified)
+
+
+# ------------------------------------------------------------------------------------------------- the page
+
+
+def optimum_notice(config: GeoConfig, eps: float, search: str) -> None:
+    """Asked for the exact optimum where the page does not build it: why, and where the longest bound stands
+    in finding it (``search``: :func:`optimum_search`), with a button that starts it when it would."""
+    st.info(optimal_too_large(cached_problem(config), search == "offer"))
+    longest = max(BOUND_TIMES)
+    if search == "running":
+        st.caption("Finding the exact optimum: the lower bound below is solving it.")
+    elif search == "missed":
+        st.caption(
+            f"The {seconds_label(longest)} bound found no optimum it could check on this map; the "
+            "table shows its certified bound."
+        )
+    elif search == "offer" and st.button(
+        f"Find the exact optimum ({seconds_label(longest)} bound, in the background)",
+        key="geo_find_optimum",
+    ):
+        st.session_state[f"geo_bound_time_{map_key(config.city)}"] = longest  # its progress and stop show
+        request_bound(config, eps, longest)
+        st.rerun()
+
+
+def bound_controls(config: GeoConfig, eps: float, comps: dict[str, GeoComparison]) -> Any | None:
+    """The lower bound's time slider, its start button, progress and stop; returns the tightest of the stored
+    bound and the built rows' certificates (None without any)."""
+    if not bound_available():
+        return best_bound(None, comps)
+    mk = map_key(config.city)
+    bound = best_bound(cached_bound(config, eps), comps)
+    b1, b2 = st.columns([3, 2], vertical_alignment="bottom")
+    seconds = b2.select_slider(
+        "Time for the bound",
+        options=BOUND_TIMES,
+        format_func=seconds_label,
+        key=f"geo_bound_time_{mk}",
+        help=bound_time_help(),
+    )
+    bkey, first = bound_key(config, eps, seconds), seconds <= BOUND_SECONDS
+    bound_job = builder().job(bkey)
+    if bound is not None and bound.exact:
+        b1.caption("The bound is the exact optimum: more time cannot tighten it.")
+    elif (
+        store().get(bkey) is None
+        and (bound is None or not first)  # 20 s would add nothing to a stored bound
+        and (bound_job is None or bound_job.done())
+        and b1.button(
+            "How far from the best possible? (lower bound)"
+            if first
+            else f"Tighter bound, in the background (up to {seconds_label(seconds)})",
+            key=f"geo_bound_{mk}" if first else "geo_bound_run",
+        )
+    ):
+        # on the builder, even for 20 s: touching a widget meanwhile no longer throws the bound away
+        request_bound(config, eps, seconds)
+        st.rerun()  # draw the page with the job running (and no start button)
+    if bound_job is not None and not bound_job.done():
+        with b1:  # cosets stop within a second; HiGHS's PDLP takes no interrupt: a stop waits for its round
+            jobs.poll(
+                bkey,
+                "Stop the bound",
+                "geo_bound_stop",
+                stopping="Stopping (an LP round runs to its end, at most the time chosen)…",
+            )
+    elif bound_job is not None and (error := bound_job.exception()) is not None:
+        if isinstance(error, jobs.BuildStoppedError):
+            b1.info("The bound was stopped; start it again to finish it.")
+        else:
+            b1.warning(f"The bound could not be computed: {error}")
+    return best_bound(cached_bound(config, eps), comps)  # a job may have landed since the top of this run

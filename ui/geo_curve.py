@@ -9,13 +9,17 @@ from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
+import streamlit as st
 
 from mdp_core._validation import Progress, report
 from mdp_core.sweep import compare_over_eps
+from ui import jobs, sweep
 from ui.geo import (
+    PAGE_LP_SECONDS,
     PAGE_SAMPLES,
     GeoConfig,
     cached_problem,
+    map_key,
     mechanism,
     mechanism_key,
     method_labels,
@@ -31,6 +35,7 @@ __all__ = [
     "curve_key",
     "fig_loss_curve",
     "request_curve",
+    "show_curve",
     "stored_curve",
 ]
 
@@ -146,3 +151,59 @@ def fig_loss_curve(curve: pd.DataFrame) -> go.Figure:
         legend={"orientation": "h"},
     )
     return fig
+
+
+def show_curve(config: GeoConfig, shown: list[str], left: Callable[[], float]) -> None:
+    """The loss curve behind its toggle: the engine's choice, the points built in the background (here, one
+    job per point, or one sweep on a Dask cluster; the page waits up to ``left()`` s, then polls) and the
+    figure of the private methods among ``shown`` (the reference LPs are not swept: one LP per eps)."""
+    mk = map_key(config.city)
+    key = f"geo_curve_{mk}"
+    if not st.toggle(
+        "Loss against ε (one build per method and ε)", value=bool(st.session_state.get(key, False)), key=key
+    ):
+        return
+    engines = {label: kind for kind, label in sweep.ENGINES.items()}  # shown labels as options (AppTest)
+    label = st.radio(
+        "Run the ε sweep",
+        list(engines),
+        index=list(engines.values()).index("serial"),
+        horizontal=True,
+        key=f"geo_curve_engine_{mk}",
+    )
+    kind = engines[label]
+    client, where, _ = sweep.engine(kind)  # not started here: the sweep's job starts it (9-23 s)
+    st.caption(f"Engine: {where}.")
+    curve_slot = st.empty()
+    private = [m for m in shown if m not in ("lp_coarse", *PAGE_LP_SECONDS)]
+    # on the background builder, like the table (the points here, or one sweep on the cluster): a page
+    # run never waits for the sweep
+    points = request_curve(
+        config, private, client=False if kind == "serial" else client, connect=sweep.engine_getter()
+    )
+    jobs.wait(points, left())
+    built = sum(p.done() for p in points)
+    if built < len(points):
+
+        @st.fragment(run_every=jobs.POLL_SECONDS)
+        def poll_curve() -> None:
+            now = sum(p.done() for p in points)
+            if kind == "serial":
+                st.progress(now / len(points), text=f"Sweeping ε: {now} of {len(points)} points built")
+            else:
+                fraction, message = builder().progress(curve_key(config, private))
+                st.progress(fraction, text=f"Sweeping ε on the cluster: {message}")
+            if now > built:  # more points: redraw the curve with them
+                st.rerun()
+
+        with curve_slot.container():
+            poll_curve()
+    failed = [p.exception() for p in points if p.done() and p.exception() is not None]
+    if failed and kind != "serial":
+        st.warning(
+            f"The sweep on the cluster failed ({failed[0]}); the curve shows the points built before. "
+            f"Choose “{sweep.ENGINES['serial']}” to build the rest here."
+        )
+    elif failed:
+        st.warning(f"{len(failed)} point(s) of the curve could not be built; the curve leaves them out.")
+    st.plotly_chart(fig_loss_curve(stored_curve(config, private)), key="geo_curve_chart")

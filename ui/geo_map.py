@@ -7,13 +7,27 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
 import pydeck as pdk
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
-from mdp_core.geo import GeoMechanism, RoadNetwork
-from ui.geo import GeoConfig, cached_network, cached_problem, candidates
+from mdp_core.geo import GeoComparison, GeoMechanism, RoadNetwork
+from ui import jobs
+from ui.geo import (
+    GeoConfig,
+    cached_network,
+    cached_problem,
+    candidates,
+    map_key,
+    nearest_target,
+    request_mechanism,
+)
+from ui.geo import mechanism_key as _mechanism_key
 from ui.store import store
 
 __all__ = [
@@ -26,6 +40,8 @@ __all__ = [
     "deck",
     "legend_html",
     "sample_reports",
+    "show",
+    "true_view",
 ]
 
 ATTRIBUTION = "Map data © OpenStreetMap contributors (ODbL)"
@@ -317,3 +333,100 @@ def _polygon_layer(layer_id: str, data: list[dict[str, object]]) -> dict[str, ob
         "filled": True,
         "pickable": True,
     }
+
+
+def show(
+    config: GeoConfig,
+    eps: float,
+    method: str,
+    method_label: str,
+    view: GeoView,
+    true_label: str,
+    left: Callable[[], float],
+    slots: tuple[DeltaGenerator, DeltaGenerator, DeltaGenerator],
+) -> GeoComparison | None:
+    """Build (in the background) and paint the shown mechanism: the roads and the true location at once, the
+    coloured cells, the legend and the sampled reports when the build lands within ``left()`` seconds, else a
+    progress bar polled by a fragment (the page stays usable). ``slots``: the legend, progress and map
+    placeholders. Returns the one-method comparison, or None while it is built; a failed build stops the page
+    with why."""
+    legend, progress_slot, map_slot = slots
+    job = request_mechanism(config, eps, method)
+    if not job.done():  # first picture now: the roads and the true location while the mechanism is built
+        preview, _ = deck(config, None, view, None)
+        map_slot.pydeck_chart(preview, height=MAP_HEIGHT)
+        _follow(_mechanism_key(config, eps, method), job, method_label, left(), progress_slot)
+    if job.done():
+        progress_slot.empty()
+    if job.done() and job.exception() is not None:
+        st.error(f"Building {method_label} failed: {job.exception()}")
+        st.stop()
+    if not job.done():
+        st.caption(
+            f"{method_label} at ε = {eps:.3g}/km is being built; the map colours itself when it is done."
+        )
+        return None
+    comp = job.result()
+    mech = comp.mechanisms[method]
+    reports = sample_reports(mech, view.true_index, N_REPORTS, config.seed)
+    chart, vmax = deck(config, mech, view, reports)
+    if view.colour_by == "error":
+        legend.html(legend_html("Expected travel error if you are here (km)", vmax, " km", "{:.2f}"))
+    else:
+        legend.html(legend_html("Probability of reporting each cell (%)", 100 * vmax, " %", "{:.2g}"))
+    map_slot.pydeck_chart(
+        chart,
+        on_select="rerun",
+        selection_mode="single-object",
+        key=f"geo_map_{map_key(config.city)}",
+        height=MAP_HEIGHT,
+    )
+    problem = cached_problem(config)
+    st.caption(
+        f"{method_label} at ε = {eps:.3g}/km. "
+        + (
+            "Colour: expected travel error for a user at each location (all locations). "
+            if view.colour_by == "error"
+            else f"Colour: probability of each reported cell for the true location {true_label}. "
+        )
+        + f"Black: the true location; blue discs: {N_REPORTS} sampled reports (a disc's size: how "
+        "many fell in that cell); white dots: candidate true locations (click one). "
+        f"{problem.grid.n_targets:,} target vertices, {len(problem.grid.outputs)} outputs, seed spacing "
+        f"{problem.grid.h0 * 1000:.0f} m; utility {comp.utility_km[method]:.3f} km. {ATTRIBUTION}"
+    )
+    return comp
+
+
+def _follow(
+    key: tuple[object, ...], job: Future[GeoComparison], label: str, seconds: float, slot: DeltaGenerator
+) -> None:
+    """The build's progress in ``slot`` for up to ``seconds``; then, if it is still running, a fragment that
+    polls it every second and re-runs the page when it lands."""
+    bar = slot.progress(0.0, text=f"Building {label}…")
+
+    def tick() -> None:
+        fraction, message = jobs.builder().progress(key)
+        bar.progress(fraction, text=f"Building {label}: {message}")
+
+    if jobs.wait([job], seconds, tick):
+        return
+
+    @st.fragment(run_every=jobs.POLL_SECONDS)
+    def poll() -> None:
+        fraction, message = jobs.builder().progress(key)
+        st.progress(fraction, text=f"Building {label}: {message} (the page stays usable)")
+        if job.done():
+            st.rerun()
+
+    slot.empty()
+    with slot.container():
+        poll()
+
+
+def true_view(config: GeoConfig, colour_by: str, true_label: str) -> GeoView:
+    """The map's view: the colouring and the target nearest the chosen candidate location."""
+    cand_xy, cand_labels = candidates(config.city)
+    cand = cand_labels.index(true_label)
+    return GeoView(
+        colour_by=colour_by, true_index=nearest_target(cached_problem(config), cand_xy[cand]), candidate=cand
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,17 +15,181 @@ import streamlit as st
 
 import mdp_core.geo as cgeo
 from mdp_core.geo import GeoComparison, GeoMechanism
+from ui import geo, jobs
 from ui.geo import GeoConfig, cached_problem, method_labels
-from ui.geo_bound import optimum_certificate
+from ui.geo_bound import OPTIMAL_MAX_TARGETS, optimum_certificate
 from ui.store import store
 
 __all__ = [
+    "EXTRAS",
     "TABLE_COLUMNS",
+    "build_rows",
     "comparison_table",
+    "downloads",
+    "extra_toggles",
     "geojson_bytes",
     "mechanism_npz",
+    "show_table",
+    "shown_methods",
     "verdict",
 ]
+
+#: Optional rows of the table: toggle name -> (label, help) (short labels: five side by side).
+EXTRAS = {
+    "variants": (
+        "MLaEt-M and -O",
+        "Two more tree extensions, MLaEt-M and MLaEt-O (Liu and Qiu, a graph-based framework for extending "
+        "mDP mechanisms, Sec. 6); one more seed LP each.",
+    ),
+    "lpa": (
+        "LP-A (not private)",
+        "The LP on the seed grid (LP-A), a non-private reference from Liu and Qiu: reports through the "
+        "nearest seed; slow at large ε.",
+    ),
+    "bilinear": (
+        "Bilinear lattice",
+        "LP-A made private: the best mechanism interpolated bilinearly from a lattice, with the gradient "
+        "bounded at every cell corner, so it is ε-mDP between any two places. Often the closest to the "
+        f"lower bound; up to {geo.PAGE_LP_SECONDS['bilinear']:.0f} s per build (coarse lattice first, "
+        "finer while the time allows), in the background.",
+    ),
+    "spanner": (
+        "Spanner LP",
+        "Near-optimal: the LP over all mechanisms on every target, with the privacy rows of a geometric "
+        "spanner only, raised to ε-mDP on all pairs and checked on all of them; its multipliers also "
+        f"certify the lower bound. Maps up to {geo.SPANNER_MAX_TARGETS:,} targets; "
+        f"{geo.PAGE_LP_SECONDS['spanner']:.0f} s of LP ({geo.PAGE_FINE_SPANNER_SECONDS:.0f} s above "
+        f"{geo.FINE_GRID_TARGETS:,} targets) plus the raise, in the background: about 20 s at depth 1, "
+        "half a minute at depth 2, about three minutes at depth 3.",
+    ),
+    "optimal": (
+        "Exact optimum",
+        "The best ε-mDP mechanism with these outputs: the LP over every pair of targets, solved exactly by "
+        "row generation and checked on all pairs. Its row is the yardstick: the bound becomes exact. Maps "
+        f"up to {OPTIMAL_MAX_TARGETS:,} targets (depth 1); 10-90 s in the background.",
+    ),
+}
+
+
+# ------------------------------------------------------------------------------------------- the page's rows
+
+
+def extra_toggles(config: GeoConfig, eps: float, method: str) -> dict[str, bool]:
+    """The toggles of the optional rows, side by side (keyed per map); turning a reference LP off stops its
+    build unless it is the mechanism shown on the map."""
+    mk = geo.map_key(config.city)
+    included: dict[str, bool] = {}
+    for column, (name, (label, help_text)) in zip(st.columns(len(EXTRAS)), EXTRAS.items(), strict=True):
+        with column:
+            key = f"geo_{name}_{mk}"
+            value = bool(geo.remembered(key, name, False))
+            stop = geo.stop_when_off if name in geo.PAGE_LP_SECONDS else None  # turned off: a long LP stops
+            included[name] = st.toggle(
+                label,
+                value=value,
+                key=key,
+                help=help_text,
+                on_change=stop,
+                args=(key, config, eps, name, method),
+            )
+    geo.remember(**included)
+    return included
+
+
+def shown_methods(included: dict[str, bool], optimum_offered: bool, method: str) -> list[str]:
+    """The table's methods in display order: the defaults, the optional rows toggled on (the exact optimum
+    only where it is offered) and the method shown on the map."""
+    optional = {
+        "tree_m": included["variants"],
+        "tree_o": included["variants"],
+        "lp_coarse": included["lpa"],
+        "bilinear": included["bilinear"],
+        "spanner": included["spanner"],
+        "optimal": included["optimal"] and optimum_offered,
+    }
+    return [m for m in method_labels() if optional.get(m, True) or m == method]
+
+
+def build_rows(
+    config: GeoConfig, eps: float, shown: list[str], left: Callable[[], float]
+) -> dict[str, GeoComparison]:
+    """The comparisons of ``shown`` that are built (waiting up to ``left()`` s for them); a failed build is
+    said in a warning, unfinished ones in a progress bar polled by a fragment until they land."""
+    labels = method_labels()
+    slot = st.empty()
+    builds = {m: geo.request_mechanism(config, eps, m) for m in shown}
+    text = "Building the other mechanisms…"
+    bar = slot.progress(0.0, text=text)
+
+    def tick() -> None:
+        bar.progress(sum(j.done() for j in builds.values()) / len(builds), text=text)
+
+    jobs.wait(list(builds.values()), left(), tick)
+    slot.empty()
+    comps = {m: j.result() for m, j in builds.items() if j.done() and j.exception() is None}
+    for m, j in builds.items():
+        if j.done() and j.exception() is not None:
+            st.warning(f"{labels[m]} could not be built: {j.exception()}")
+    pending = [labels[m] for m, j in builds.items() if not j.done()]
+    if pending:
+        ready = len(builds) - len(pending)
+
+        @st.fragment(run_every=jobs.POLL_SECONDS)
+        def poll_table() -> None:
+            done = sum(j.done() for j in builds.values())
+            st.progress(
+                done / len(builds),
+                text=f"Still building: {', '.join(pending)} (the table fills in by itself)",
+            )
+            if done > ready:  # a row is ready: redraw the page with it
+                st.rerun()
+
+        with slot.container():
+            poll_table()
+    return comps
+
+
+def show_table(comps: dict[str, GeoComparison], bound: Any | None) -> None:
+    """The comparison table, the verdict under it and the notes (the check, the best possible)."""
+    st.dataframe(
+        comparison_table(comps, bound), hide_index=True, width="stretch", column_config=TABLE_COLUMNS
+    )
+    if said := verdict(comps, bound):
+        st.markdown(said)
+    notes = [
+        "Violation ratio: share of checked (x, x′, y) triples over the bound, on all nearest-neighbour pairs "
+        "plus 50,000 random pairs; LP-A reports through the nearest seed and is not private on the fine grid."
+    ]
+    if bound is not None:
+        kind = "exact optimum" if bound.exact else "certified lower bound"
+        what = bound.method if bound.method.startswith(kind) else f"{kind}, {bound.method}"
+        notes.append(
+            f"Best possible with these outputs ({what}, {bound.seconds:.1f} s): "
+            f"{bound.value:.3f} km; no ε-mDP mechanism has a smaller expected travel error."
+        )
+    st.caption(" ".join(notes))
+
+
+def downloads(comp: GeoComparison, config: GeoConfig, method: str, eps: float) -> None:
+    """Download buttons of the shown mechanism: .npz (with CRS, origin and metadata) and GeoJSON; each file
+    is made on its click (0.1 s), not on every run."""
+    mech, mk = comp.mechanisms[method], geo.map_key(config.city)
+    d1, d2 = st.columns(2)
+    with d1:
+        st.download_button(
+            "Download the shown mechanism (.npz, with CRS, origin and metadata)",
+            lambda: mechanism_npz(mech, config),
+            file_name=f"geo_{method}_eps{eps:.3g}.npz",
+            key=f"geo_download_{mk}",
+        )
+    with d2:
+        st.download_button(
+            "Download targets and outputs (GeoJSON, WGS84 lon/lat)",
+            lambda: geojson_bytes(mech, config),
+            file_name=f"geo_{method}_eps{eps:.3g}.geojson",
+            mime="application/geo+json",
+            key=f"geo_geojson_{mk}",
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- tables
