@@ -209,19 +209,32 @@ def calibration(
     return result_store().get_or_compute(_calibration_key(encoded, method, e, eps_bar), compute)
 
 
-def odds_sentence(eps: float, cpl: float, target: str, other: str) -> str:
-    """Budget and leakage in plain words (odds ratios an attacker can reach)."""
-    return (
+def odds_sentence(eps: float, cpl: float, target: str, other: str, robust: float | None = None) -> str:
+    """Budget and leakage in plain words (odds ratios an attacker can reach). ``robust``: the DT bound with
+    the chosen prior uncertainty (nats); the exact CPL* holds for this table's distribution only."""
+    text = (
         f"In plain words: releasing {other} with ε = {eps:g} moves an attacker's odds about {other} by at "
         f"most a factor e^ε = {np.exp(eps):.3g}; through the correlation it moves their odds about {target} "
-        f"by at most e^CPL = {np.exp(cpl):.3g}."
+        f"by at most e^CPL = {np.exp(cpl):.3g}"
+    )
+    if robust is None:
+        return text + "."
+    return (
+        text + " if the real distribution is the one in this table. Allowing for the prior uncertainty "
+        f"chosen above, by at most e^DT = {np.exp(max(robust, cpl)):.3g}."
     )
 
 
 def triad_meanings(triad: core.DependencyTriad) -> list[tuple[str, float, str]]:
     """(symbol, value, one-line meaning) for the three DT parameters."""
+    alpha = (
+        "largest log-ratio P(o|t)/P(o|t′): the leakage limit at large ε"
+        if triad.delta <= 0
+        else "largest log-ratio P(o|t)/P(o|t′) where both are > 0; not a limit here: with δ > 0 the "
+        "leakage keeps growing with ε"
+    )
     return [
-        ("α", triad.alpha, "largest log-ratio P(o|t)/P(o|t′): the leakage limit at large ε"),
+        ("α", triad.alpha, alpha),
         (
             "β",
             triad.beta,

@@ -68,7 +68,7 @@ for col, (symbol, value, meaning) in zip(st.columns(3), leak.triad_meanings(tria
     col.metric(symbol, f"{value:.4g}")
     col.caption(meaning)
 at_eps = leak.point_values(curves, eps)
-st.info(leak.odds_sentence(eps, at_eps["exact"], target, other))
+st.info(leak.odds_sentence(eps, at_eps["exact"], target, other, at_eps.get("dt_unc")))
 st.caption(
     f"At ε = {eps:g}: CPL* = {at_eps['exact']:.3f}, DT = {at_eps['dt']:.3f}, "
     f"(α, γ, δ) = {at_eps['agd']:.3f}"

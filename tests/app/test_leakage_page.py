@@ -229,3 +229,45 @@ def test_pairwise_leakage_and_calibration_run_in_the_background_and_can_be_stopp
     app.button(key="leak_cal_stop").click().run()
     until_button(app, "leak_cal_go")
     assert "Calibrating budgets was stopped; start it again to finish it." in [i.value for i in app.info]
+
+
+def test_alpha_is_called_the_large_eps_limit_only_when_delta_is_zero(app: AppTest, label_index: None) -> None:
+    """Adult, age <- workclass: delta > 0 (Never-worked has empty age bins), and CPL* climbs to ~14 nats at
+    eps = 20, far above alpha = 3.6, which the page called "the leakage limit at large ε"."""
+    app.selectbox(key="side_dataset").set_value("adult").run()
+    app.switch_page("views/leakage.py").run()
+    app.selectbox(key="leak_target").set_value("age").run()
+    app.selectbox(key="leak_other").set_value("workclass").run()
+    assert not app.exception
+    delta = next(m for m in app.metric if m.label == "δ")
+    assert float(delta.value) > 0
+    captions = [c.value for c in app.caption]
+    alpha_caption = next(c for c in captions if c.startswith("largest log-ratio"))
+    assert "leakage limit" not in alpha_caption and "keeps growing with ε" in alpha_caption
+    curve = _spec(app, 1)
+    names = [t.get("name", "") for t in curve["data"]]
+    exact = np.array(curve["data"][names.index("CPL* (exact)")]["y"])
+    alpha = float(next(m for m in app.metric if m.label == "α").value)
+    assert exact.max() > 2 * alpha  # what the caption now says, measured
+    app.selectbox(key="leak_other").set_value("sex").run()  # delta = 0: alpha is the limit
+    captions = [c.value for c in app.caption]
+    assert any(c.endswith("the leakage limit at large ε") for c in captions)
+
+
+def test_the_plain_words_bound_allows_for_the_chosen_prior_uncertainty(app: AppTest) -> None:
+    """With a prior-uncertainty model chosen, the sentence quoted only this table's CPL* as "at most"."""
+    app.switch_page("views/leakage.py").run()
+    app.radio(key="leak_unc").set_value("relative").run()
+    app.slider(key="leak_e").set_value(0.3).run()
+    assert not app.exception
+    sentence = next(i.value for i in app.info if i.value.startswith("In plain words"))
+    caption = next(c.value for c in app.caption if c.value.startswith("At ε ="))
+    cpl = float(re.search(r"CPL\* = ([0-9.]+)", caption).group(1))
+    dt_unc = float(re.search(r"DT with uncertainty = ([0-9.]+)", caption).group(1))
+    assert dt_unc > cpl
+    assert f"e^CPL = {np.exp(cpl):.3g} if the real distribution is the one in this table" in sentence
+    robust = f"Allowing for the prior uncertainty chosen above, by at most e^DT = {np.exp(dt_unc):.3g}"
+    assert robust in sentence
+    app.radio(key="leak_unc").set_value("none").run()
+    sentence = next(i.value for i in app.info if i.value.startswith("In plain words"))
+    assert "uncertainty" not in sentence and sentence.endswith(f"e^CPL = {np.exp(cpl):.3g}.")
