@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -23,6 +24,7 @@ __all__ = [
     "ensure_loaded",
     "guard_text",
     "inferred_schema",
+    "level_labels",
     "load_sample",
     "load_upload",
     "select_sample",
@@ -90,6 +92,36 @@ def select_upload(state: AppState, raw: bytes, name: str) -> None:
         state.error = f"Could not load {name}: {exc}"
         return
     state.set_table(name, key, df, report.notes, target=None)
+
+
+def level_labels(values: object) -> list[str]:
+    """An attribute's levels as a person reads them: numbers to the fewest significant digits (3 or more)
+    that keep distinct levels distinct, never in exponent form or with float noise (bin centre
+    ``7.581250000000001`` is ``7.58``, ``32.0`` is ``32``, ``104667.1875`` is ``105000``); NaN is
+    ``missing``; text as it is."""
+    items = list(values)  # type: ignore[call-overload]
+    numeric = [
+        isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in items
+    ]
+    finite = {float(v) for v, n in zip(items, numeric, strict=True) if n and np.isfinite(float(v))}
+    digits = 3
+    while digits < 17:
+        shown = {np.format_float_positional(v, precision=digits, fractional=False, trim="-") for v in finite}
+        if len(shown) == len(finite):
+            break
+        digits += 1
+
+    def one(v: object, is_number: bool) -> str:
+        if not is_number:
+            return str(v)
+        x = float(v)  # type: ignore[arg-type]
+        if np.isnan(x):
+            return "missing"
+        if not np.isfinite(x):
+            return str(x)
+        return np.format_float_positional(x, precision=digits, fractional=False, trim="-")
+
+    return [one(v, n) for v, n in zip(items, numeric, strict=True)]
 
 
 def current_frame() -> pd.DataFrame | None:

@@ -17,7 +17,7 @@ import streamlit as st
 import mdp_core as core
 from mdp_core._figures import labelled_vline, log_axis
 from mdp_core._validation import Progress
-from ui.data import HASH_FUNCS
+from ui.data import HASH_FUNCS, level_labels
 from ui.jobs import builder
 from ui.store import store as result_store
 
@@ -245,17 +245,6 @@ def triad_meanings(triad: core.DependencyTriad) -> list[tuple[str, float, str]]:
 
 
 # -------------------------------------------------------------------------------------------- figures
-def _labels(values: np.ndarray) -> list[str]:
-    """Level labels as a person reads them: ``32``, ``45.5``, ``0.125``, ``missing``, text as is."""
-    out = []
-    for v in values:
-        if isinstance(v, (float, np.floating)):
-            out.append("missing" if np.isnan(v) else f"{float(v):.3g}")
-        else:
-            out.append(str(v))
-    return out
-
-
 def _level_axis(labels: list[str], title: str, *, max_ticks: int = 12, **extra: object) -> dict[str, object]:
     """A numeric axis over level positions 0..m-1 with at most ``max_ticks`` evenly spread, unique labels
     (a category axis would merge equal labels and print every one of 64 levels on top of each other)."""
@@ -276,7 +265,7 @@ def _level_axis(labels: list[str], title: str, *, max_ticks: int = 12, **extra: 
 
 def conditional_figure(cond: np.ndarray, encoded: core.Encoded, target: str, other: str) -> go.Figure:
     """Heatmap of P(other | target): rows = target levels, readable tick labels at any number of levels."""
-    xl, yl = _labels(encoded.levels[other]), _labels(encoded.levels[target])
+    xl, yl = level_labels(encoded.levels[other]), level_labels(encoded.levels[target])
     text = (
         np.array([[f"{target} = {y}<br>{other} = {x}" for x in xl] for y in yl])
         if cond.size <= 40_000

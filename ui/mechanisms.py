@@ -15,6 +15,7 @@ from plotly.subplots import make_subplots
 import mdp_core as core
 from mdp_core._figures import log_axis
 from mdp_core._validation import Progress
+from ui.data import level_labels
 from ui.jobs import builder
 from ui.store import store
 
@@ -104,9 +105,9 @@ def domain_of(encoded: core.Encoded, columns: Sequence[str], p: float) -> Domain
     prior = np.bincount(joint, minlength=dist.shape[0]).astype(float)
     prior /= prior.sum()
     grids = np.unravel_index(np.arange(dist.shape[0]), sizes)
+    shown = [level_labels(encoded.levels[c]) for c in cols]
     labels = tuple(
-        " · ".join(str(encoded.levels[c][g[i]]) for c, g in zip(cols, grids, strict=True))
-        for i in range(dist.shape[0])
+        " · ".join(names[g[i]] for names, g in zip(shown, grids, strict=True)) for i in range(dist.shape[0])
     )
     return Domain(labels=labels, dist=dist, prior=prior, first_codes=np.asarray(grids[0]))
 

@@ -9,7 +9,7 @@ import streamlit as st
 import mdp_core as core
 from ui import jobs
 from ui import mechanisms as mech
-from ui.data import current_encoded, guard_text
+from ui.data import current_encoded, guard_text, level_labels
 from ui.widgets import eps_slider
 
 st.title("Mechanism playground")
@@ -66,7 +66,7 @@ if n > mech.MAX_DOMAIN:
 task = st.radio("Task loss", list(mech.TASKS), format_func=mech.TASKS.get, horizontal=True, key="mech_task")
 threshold = 0
 if task == "threshold":
-    levels = [str(v) for v in encoded.levels[chosen[0]]]
+    levels = level_labels(encoded.levels[chosen[0]])
     threshold = st.selectbox(
         f"Threshold t on {chosen[0]} (the query asks: is the value above t?)",
         options=list(range(max(len(levels) - 1, 1))),

@@ -314,3 +314,26 @@ def test_curves_have_a_time_bound() -> None:
     assert np.isnan(out["OPT"]).all() and np.isfinite(out["EM+remap"]).all()
     with pytest.raises(core.DataError, match="time_limit must be > 0"):
         core.loss_budget_curves(domain.prior, loss, domain.dist, grid, time_limit=0.0)
+
+
+def test_bin_centres_are_labelled_without_float_noise(at: AppTest) -> None:
+    """Wine's fixed_acidity bin centres showed as '7.581250000000001' on the heatmaps and the threshold
+    picker; heart's ages as '32.0'."""
+    heat = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert heat["layout"]["yaxis"]["ticktext"][:2] == ["32", "38"]
+    at.selectbox(key="side_dataset").set_value("wine").run()
+    at.radio(key="mech_task").set_value("threshold").run()
+    assert not at.exception
+    heat = json.loads(at.get("plotly_chart")[0].proto.spec)
+    ticks = heat["layout"]["yaxis"]["ticktext"]
+    assert ticks == ["4.56", "6.07", "7.58", "9.09", "10.6", "12.1", "13.6", "15.1"]
+    assert at.selectbox(key="mech_threshold").options == ticks[:-1]
+
+
+def test_level_labels_keep_levels_apart_in_plain_notation() -> None:
+    from ui.data import level_labels
+
+    assert level_labels([0.990351875, 0.996835625, 1.003319375]) == ["0.99", "0.997", "1"]
+    assert level_labels([104667.1875, 1398017.8125]) == ["105000", "1400000"]  # no 1.05e+05
+    assert level_labels([1.0001, 1.0002, float("nan")]) == ["1.0001", "1.0002", "missing"]
+    assert level_labels(["a", 2]) == ["a", "2"]
