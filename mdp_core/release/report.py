@@ -333,6 +333,11 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any]) -
         f"<p>Composition of the group budgets (000 Theorem 1, ℓ_p record metric with p = {comp['p']}, so "
         f"q = {comp['q']}): <b>{_esc(comp['statement'])}</b>.</p>",
     ]
+    if res.config.min_group_eps > 0:
+        out.append(
+            f"<p>Budget floor: every group got at least ε = {res.floor:.3g} (the first grid budget at or "
+            f"above the requested {res.config.min_group_eps:g}).</p>"
+        )
     if decision is not None:
         out += [
             "<h2>Which ε?</h2>",

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from release_cases import FAST, make_table
@@ -141,3 +143,20 @@ def test_cli_which_eps_sweeps_the_scenarios_own_settings(
     assert "stopped by the test" in capsys.readouterr().err
     assert seen["options"] == (("calibration_pairs", 200), ("grid_points", 8), ("max_contexts", 20),
                                ("min_group_eps", 0.1), ("opt_max_domain", 8))  # fmt: skip
+
+
+def test_the_report_states_the_budget_floor_and_what_which_eps_left_out() -> None:
+    df = make_table()
+    base = scenario(df)
+    plain = build_report(evaluate_scenario(base, df, repetitions=2))
+    assert "Budget floor" not in plain
+    floored = evaluate_scenario(
+        replace(base, config=replace(base.config, min_group_eps=0.1)), df, repetitions=2
+    )
+    grid = floored.result.eps_grid
+    assert (
+        floored.result.floor == grid[np.searchsorted(grid, 0.1)] and floored.result.mechanism.eps.min() >= 0.1
+    )
+    page = build_report(floored, decision=replace(fake_decision(), skipped=(0.5,)))
+    assert f"every group got at least ε = {floored.result.floor:.3g} (the first grid budget" in page
+    assert "were left out (ε = 0.5)" in page
