@@ -21,6 +21,7 @@ from ui.store import store as result_store
 __all__ = [
     "GRID_SIZES",
     "SECOND_MOMENT_LABEL",
+    "VECTOR_COLUMNS",
     "VectorQuery",
     "band_note",
     "cached_choice",
@@ -45,6 +46,17 @@ __all__ = [
 SECOND_MOMENT_LABEL = "E|Z|² (query units²)"
 #: Heatmap grid options: label -> (number of delta values, number of eps values).
 GRID_SIZES = {"20 × 40 (quick)": (20, 40), "50 × 100 (fine, as in the paper)": (50, 100)}
+#: How the vector table shows its numbers: 4 significant digits (a 13-digit E|Z_i|² was printed in full),
+#: with units; a shape without a certified scale has blank cells (``placeholder="—"`` on the table).
+VECTOR_COLUMNS = {
+    "scale b": st.column_config.NumberColumn(
+        "scale b", format="%.4g", help="Noise scale per coordinate, in the query's units"
+    ),
+    "E|Z_i|² per coordinate": st.column_config.NumberColumn(
+        "E|Z_i|² per coordinate", format="%.4g", help="Variance added to each coordinate, in query units²"
+    ),
+    "method": st.column_config.TextColumn("method", width="large"),
+}
 _CLASSICAL = {
     1.0: ("Laplace (p = 1)", "#1f77b4"),
     2.0: ("Gaussian (p = 2)", "#2ca02c"),

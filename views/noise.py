@@ -41,7 +41,15 @@ with mid:
         st.select_slider("δ (failure probability)", options=delta_options, value=0.01, key="ggm_delta")
     )
 with right:
-    sensitivity = st.number_input("Sensitivity Δ", min_value=1e-6, value=3.0, step=0.5, key="ggm_sens")
+    sensitivity = st.number_input(
+        "Sensitivity Δ",
+        min_value=1e-6,
+        value=3.0,
+        step=0.5,
+        key="ggm_sens",
+        help="The most one person's record can change the query's answer, in the query's units "
+        "(a count: 1; a sum of values in [0, 100]: 100). Scales and errors below are in the same units.",
+    )
 
 with st.expander("Selection options"):
     c1, c2, c3 = st.columns(3)
@@ -55,8 +63,23 @@ with st.expander("Selection options"):
         }.get,
         key="ggm_criterion",
     )
-    m = c2.number_input("moment order m", min_value=0.1, value=1.0, step=0.5, key="ggm_m")
-    t = c2.number_input("tolerance t", min_value=1e-6, value=float(sensitivity), key="ggm_t")
+    m = c2.number_input(
+        "moment order m",
+        min_value=0.1,
+        value=1.0,
+        step=0.5,
+        key="ggm_m",
+        disabled=criterion != "moment",
+        help="Used by 'm-th absolute moment' only",
+    )
+    t = c2.number_input(
+        "tolerance t",
+        min_value=1e-6,
+        value=float(sensitivity),
+        key="ggm_t",
+        disabled=criterion != "tolerance",
+        help="Used by 'P(|Z| > t)' only, in the query's units",
+    )
     p_max = c3.slider("largest finite shape", 2.0, 20.0, 10.0, 0.5, key="ggm_pmax")
 
 choice = noise.cached_choice(eps, delta, float(sensitivity), p_max, criterion, float(m), float(t))
@@ -64,7 +87,7 @@ curve = noise.cached_curve(eps, delta, float(sensitivity), p_max)
 
 cols = st.columns(4)
 cols[0].metric("Selected shape p", noise.p_label(choice.p))
-cols[1].metric("Scale b", f"{choice.scale:.4g}")
+cols[1].metric("Scale b", f"{choice.scale:.4g}", help="Scale of the selected noise, in the query's units")
 cols[2].metric(
     noise.SECOND_MOMENT_LABEL,
     f"{choice.second_moment:.4g}",
@@ -146,7 +169,13 @@ if vector is not None:
             wait=noise.HEATMAP_WAIT_SECONDS,
         )
     else:
-        st.dataframe(table, hide_index=True, key="ggm_vector_table")
+        st.dataframe(
+            table,
+            hide_index=True,
+            key="ggm_vector_table",
+            column_config=noise.VECTOR_COLUMNS,
+            placeholder="—",
+        )
         failed = table["method"].str.startswith("not certified")
         if failed.any():
             st.warning(

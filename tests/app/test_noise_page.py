@@ -282,3 +282,29 @@ def test_heatmap_panels_share_their_range_and_explain_the_band(at: AppTest) -> N
     rows, cols = np.nonzero(dips)
     assert rows.size >= 5  # the band exists on this grid ...
     assert np.all(np.abs(p[rows + 1, cols] - 2.0) < 0.3)  # ... and lies where p is about 2
+
+
+def test_vector_table_rounds_its_numbers_and_leaves_uncertified_cells_blank(at: AppTest) -> None:
+    """Ten unit coordinates at δ = 1e-6: p = ∞'s E|Z_i|² printed as 8333325833350.312 and the uncertified
+    p = 1 row as 'None'."""
+    at.select_slider(key="ggm_delta").set_value(1e-6).run()
+    at.text_input(key="ggm_vector").set_value(", ".join(["1"] * 10)).run()
+    at.button(key="ggm_vector_go").click().run()
+    table = vector_table(at).set_index("shape p")
+    assert np.isnan(table.loc["1", "scale b"]) and table.loc["∞", "E|Z_i|² per coordinate"] > 1e12
+    shown = at.dataframe[0]
+    assert shown.proto.placeholder == "—"
+    config = json.loads(shown.proto.columns)
+    for column in ("scale b", "E|Z_i|² per coordinate"):
+        assert config[column]["type_config"]["format"] == "%.4g", column
+        assert "query" in config[column]["help"], column
+
+
+def test_selection_inputs_that_the_criterion_ignores_are_disabled(at: AppTest) -> None:
+    """'moment order m' and 'tolerance t' took input under every criterion but changed nothing."""
+    assert at.number_input(key="ggm_m").disabled and at.number_input(key="ggm_t").disabled
+    at.radio(key="ggm_criterion").set_value("moment").run()
+    assert not at.number_input(key="ggm_m").disabled and at.number_input(key="ggm_t").disabled
+    at.radio(key="ggm_criterion").set_value("tolerance").run()
+    assert at.number_input(key="ggm_m").disabled and not at.number_input(key="ggm_t").disabled
+    assert "query's units" in at.number_input(key="ggm_sens").help
