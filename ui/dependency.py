@@ -24,6 +24,7 @@ __all__ = [
     "label_extent",
     "nmi_heatmap",
     "sparse_pairs_warning",
+    "table_height",
 ]
 
 _PALETTE = list(qualitative.Dark24)  # 24 distinct colours: groups beyond that repeat them
@@ -32,6 +33,15 @@ PAD_PIXELS = 8.0  # free room between the outermost label and the plot's edge
 _OUTSIDE_COST = 4.0  # a label's px^2 outside the plot count 4 times those over another label or node
 _EDGE_COST = 12.0  # a label over 4 px of an edge counts like 12 px^2 over another label or node
 _FONT_SIZE, _CHAR_WIDTH, _LINE_HEIGHT = 12, 7.0, 15.0  # label font (px) and its estimated width / height
+_ROW_PIXELS, _HEADER_PIXELS = 35, 38  # st.dataframe's default row height and its header (with borders)
+
+
+def table_height(rows: int, most: int = 300) -> int:
+    """Pixel height of an st.dataframe showing ``rows`` rows: all of them up to ``most`` px (then it
+    scrolls); a fixed height left empty rows under a short table (one pair: 7 blank rows)."""
+    return min(most, _HEADER_PIXELS + _ROW_PIXELS * max(rows, 1))
+
+
 GRAPH_CAPTION = (
     "Node colour: group (legend); node size: the attribute's number of levels (log scale); edge: NMI above "
     "τ_group, wider for stronger dependence. Hover a node or an edge for its numbers."

@@ -21,6 +21,7 @@ from ui.dependency import (
     graph_figure,
     nmi_heatmap,
     sparse_pairs_warning,
+    table_height,
 )
 from ui.state import get_state
 
@@ -208,10 +209,11 @@ st.dataframe(
     },
 )
 st.markdown("**Attribute pairs by NMI**")
+pairs = core.nmi_pairs(nmi).rename(columns={"a": "attribute 1", "b": "attribute 2"})
 st.dataframe(
-    core.nmi_pairs(nmi).rename(columns={"a": "attribute 1", "b": "attribute 2"}),
+    pairs,
     hide_index=True,
     width="stretch",
-    height=300,
+    height=table_height(len(pairs)),
     column_config={"nmi": st.column_config.ProgressColumn("NMI", min_value=0, max_value=1, format="%.3f")},
 )

@@ -446,3 +446,25 @@ def test_the_leakage_page_says_a_one_attribute_table_has_too_few(app: AppTest) -
         "**one.csv** is loaded, but this page needs at least 2 attributes and only 1 is usable (level). "
         "Fix it on the *Data & dependencies* page (re-include or re-kind a column), or load another table."
     ]
+
+
+def test_the_nmi_pairs_table_is_as_tall_as_its_rows(app: AppTest, monkeypatch) -> None:
+    """Two attributes, one pair: the table kept 300 px, seven empty rows under the one pair."""
+    import streamlit as st
+
+    heights: dict[str, object] = {}
+    shown = st.dataframe
+
+    def spy(data=None, *args, **kwargs):
+        if isinstance(data, pd.DataFrame) and "attribute 1" in data.columns:
+            heights["pairs"] = (len(data), kwargs.get("height"))
+        return shown(data, *args, **kwargs)
+
+    monkeypatch.setattr(st, "dataframe", spy)
+    rows = "".join(f"{i % 3},{'xy'[i % 2]}\n" for i in range(50))
+    _upload(app, "two.csv", ("a,c\n" + rows).encode())
+    app.switch_page("views/data.py").run()
+    assert not app.exception
+    assert heights["pairs"] == (1, 38 + 35)
+    app.selectbox(key="side_dataset").set_value("heart").run()
+    assert heights["pairs"] == (91, 300)  # 14 attributes: 91 pairs, scrolled
