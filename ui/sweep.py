@@ -36,6 +36,7 @@ __all__ = [
     "parquet_bytes",
     "prestart",
     "request_run",
+    "size_text",
     "stored",
     "sweep_key",
 ]
@@ -117,6 +118,27 @@ def eps_values(lo: float, hi: float, n: int) -> list[float]:
     """``n`` log-spaced budgets from ``lo`` to ``hi``, rounded to 3 significant digits."""
     raw = np.geomspace(lo, hi, n) if n > 1 else np.array([lo])
     return sorted({float(f"{v:.3g}") for v in raw})
+
+
+def size_text(spec: core.SweepSpec, seconds: float) -> str:
+    """How big a sweep is, in words whose counts multiply to its rows. (It said "5 tasks (configurations)"
+    beside a Tasks box holding one task.)"""
+
+    def count(n: int, one: str, many: str) -> str:
+        return f"{n} {one if n == 1 else many}"
+
+    parts = [
+        count(len(spec.eps), "budget", "budgets"),
+        count(len(spec.tasks), "task", "tasks"),
+        count(len(spec.tau_group), "τ_group", "τ_group values"),
+        count(len(spec.tau_dpn), "τ_dpn", "τ_dpn values"),
+    ]
+    return (
+        f"**{count(spec.n_configurations, 'configuration', 'configurations')}** ({' × '.join(parts)}) × "
+        f"{count(len(spec.methods), 'method', 'methods')} × "
+        f"{count(spec.repetitions, 'repetition', 'repetitions')} → {spec.n_rows:,} rows; estimated ≈ "
+        f"{seconds:,.0f} s. Budgets: {', '.join(f'{e:g}' for e in spec.eps)}."
+    )
 
 
 def estimate_seconds(spec: core.SweepSpec, n_rows: int, n_columns: int, workers: int) -> float:

@@ -79,10 +79,7 @@ if kind == "dask":
     sweep.prestart()  # the cluster starts while the user chooses; the first run does not wait for it
 _, where, workers = sweep.engine(kind)
 seconds = sweep.estimate_seconds(spec, len(encoded.codes), len(encoded.columns), workers)
-st.markdown(
-    f"**{spec.n_configurations} tasks** (configurations) → {spec.n_rows:,} rows; "
-    f"estimated ≈ {seconds:,.0f} s. Budgets: {', '.join(f'{e:g}' for e in spec.eps)}."
-)
+st.markdown(sweep.size_text(spec, seconds))
 st.caption(
     f"Engine: {where}. The sweep runs in the background: this page stays usable, and it can be stopped."
 )

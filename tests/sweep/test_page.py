@@ -45,7 +45,10 @@ def test_the_page_estimates_runs_and_draws_the_frontier(page: AppTest) -> None:
     at.slider(key="sweep_reps").set_value(2).run()
     assert not at.exception
     text = " ".join(m.value for m in at.markdown)
-    assert "**2 tasks** (configurations) → 8 rows" in text
+    assert (  # counts that multiply to the rows; "2 tasks (configurations)" sat beside a one-task box
+        "**2 configurations** (2 budgets × 1 task × 1 τ_group × 1 τ_dpn) × 2 methods × 2 repetitions → 8 rows"
+        in text
+    )
     assert any(c.value.startswith("Engine: in-process") for c in at.caption)
     at.button(key="sweep_run").click().run()
     _until_done(at)
