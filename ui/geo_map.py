@@ -24,10 +24,9 @@ from ui.geo import (
     cached_problem,
     candidates,
     map_key,
-    nearest_target,
+    mechanism_key,
     request_mechanism,
 )
-from ui.geo import mechanism_key as _mechanism_key
 from ui.store import store
 
 __all__ = [
@@ -41,7 +40,6 @@ __all__ = [
     "legend_html",
     "sample_reports",
     "show",
-    "true_view",
 ]
 
 ATTRIBUTION = "Map data © OpenStreetMap contributors (ODbL)"
@@ -105,20 +103,42 @@ def _squares(network: RoadNetwork, centres_km: np.ndarray, side_km: float) -> li
     return ll.tolist()
 
 
-def _cells(config: GeoConfig) -> tuple[list, list, list]:
-    """Polygons of output cells (side h0) and target cells (side h_fine), candidate lon/lat (per config)."""
+def _cells(config: GeoConfig) -> tuple[list[str], list[str], list]:
+    """Polygons of output cells (side h0) and target cells (side h_fine), each as its compact JSON text, and
+    candidate lon/lat. Cached per grid (map, seed cells, depth): the seed only moves the task points, so a
+    seed change, a recolour or another eps reuses them, and no run encodes the polygons again."""
 
-    def build() -> tuple[list, list, list]:
+    def build() -> tuple[list[str], list[str], list]:
         problem = cached_problem(config)
         net, grid = problem.network, problem.grid
         cand_xy, _ = candidates(config.city)
         return (
-            _squares(net, problem.outputs_km, grid.h0),
-            _squares(net, problem.targets_km, grid.h_fine),
+            _polygon_texts(_squares(net, problem.outputs_km, grid.h0)),
+            _polygon_texts(_squares(net, problem.targets_km, grid.h_fine)),
             np.round(net.to_lonlat(cand_xy), 6).tolist(),
         )
 
-    return store().get_or_compute(("cells", config), build)
+    return store().get_or_compute(("cells", config.city, config.seed_n, config.depth), build)
+
+
+def _polygon_texts(polygons: list[list[list[float]]]) -> list[str]:
+    """Each polygon's compact JSON text."""
+    return [json.dumps(poly, separators=(",", ":")) for poly in polygons]
+
+
+def _cell_data(cells: list[str], values: np.ndarray, vmax: float, field: str, tip: str, scale: float) -> str:
+    """JSON text of a cell layer's data: one object per cell (polygon, colour on the scale to ``vmax``, value
+    under ``field``, tooltip ``tip.format(scale * value)``), spliced from the cells' cached polygon texts
+    (json.dumps of the nested polygon lists was most of a recolour's time at depth 4)."""
+    colours = colour_scale(values, vmax).tolist()
+    shown = (scale * np.asarray(values, dtype=np.float64)).tolist()
+    rows = (  # the tips are this module's plain-ASCII formats: nothing to escape
+        f'{{"polygon":{poly},"color":[{r},{g},{b},{a}],"{field}":{v!r},"tip":"{tip.format(t)}"}}'
+        for poly, (r, g, b, a), v, t in zip(
+            cells, colours, np.asarray(values, dtype=np.float64).tolist(), shown, strict=True
+        )
+    )
+    return "[" + ",".join(rows) + "]"
 
 
 def _roads_json(city: str) -> str:
@@ -207,12 +227,8 @@ def deck(
             values, cells, field, layer_id = mech.matrix[view.true_index], out_cells, "p", "geo_heat"
             tip, scale = "P(report here) = {:.2f} %", 100.0
         vmax = float(values.max())
-        colours = colour_scale(values, vmax).tolist()
-        data = [
-            {"polygon": poly, "color": c, field: float(v), "tip": tip.format(scale * v)}
-            for poly, c, v in zip(cells, colours, values, strict=True)
-        ]
-        layers.append(_polygon_layer(layer_id, data))
+        cell_data = _cell_data(cells, values, vmax, field, tip, scale)
+        layers.append(_polygon_layer(layer_id, "__CELLS__"))
     layers.append(
         {
             "@@type": "PathLayer",
@@ -319,10 +335,12 @@ def deck(
         "views": [{"@@type": "MapView", "controller": True}],
     }
     text = json.dumps(spec, separators=(",", ":")).replace('"__ROADS__"', _roads_json(config.city), 1)
+    if mech is not None:
+        text = text.replace('"__CELLS__"', cell_data, 1)
     return _JsonDeck(text, tooltip={"text": "{tip}"}), vmax
 
 
-def _polygon_layer(layer_id: str, data: list[dict[str, object]]) -> dict[str, object]:
+def _polygon_layer(layer_id: str, data: str) -> dict[str, object]:
     return {
         "@@type": "PolygonLayer",
         "id": layer_id,
@@ -355,7 +373,7 @@ def show(
     if not job.done():  # first picture now: the roads and the true location while the mechanism is built
         preview, _ = deck(config, None, view, None)
         map_slot.pydeck_chart(preview, height=MAP_HEIGHT)
-        _follow(_mechanism_key(config, eps, method), job, method_label, left(), progress_slot)
+        _follow(mechanism_key(config, eps, method), job, method_label, left(), progress_slot)
     if job.done():
         progress_slot.empty()
     if job.done() and job.exception() is not None:
@@ -421,12 +439,3 @@ def _follow(
     slot.empty()
     with slot.container():
         poll()
-
-
-def true_view(config: GeoConfig, colour_by: str, true_label: str) -> GeoView:
-    """The map's view: the colouring and the target nearest the chosen candidate location."""
-    cand_xy, cand_labels = candidates(config.city)
-    cand = cand_labels.index(true_label)
-    return GeoView(
-        colour_by=colour_by, true_index=nearest_target(cached_problem(config), cand_xy[cand]), candidate=cand
-    )

@@ -11,15 +11,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import streamlit as st
+from scipy.spatial import cKDTree
 from streamlit.delta_generator import DeltaGenerator
 
 from mdp_core.errors import DataError
 from mdp_core.geo import GeoProblem, RoadNetwork
 from ui import geo
+from ui.geo_map import GeoView
+from ui.store import store
 from ui.widgets import eps_slider
 
-__all__ = ["SOURCES", "VIEWS", "Settings", "choose_city", "choose_settings", "load_problem", "read_network"]
+__all__ = [
+    "SOURCES",
+    "VIEWS",
+    "Settings",
+    "choose_city",
+    "choose_settings",
+    "load_problem",
+    "read_network",
+    "true_view",
+]
 
 #: Where the map comes from (radio options).
 SOURCES = ["Embedded: central Helsinki", "Upload a map file", "Place name (online)"]
@@ -218,3 +231,21 @@ def _view_and_location(city: str) -> tuple[str, str]:
         )
         picks[mk] = true_label
     return view_label, true_label
+
+
+def true_view(config: geo.GeoConfig, colour_by: str, true_label: str) -> GeoView:
+    """The map's view: the colouring and the target nearest the chosen candidate location."""
+    _, cand_labels = geo.candidates(config.city)
+    cand = cand_labels.index(true_label)
+    return GeoView(colour_by=colour_by, true_index=int(_candidate_targets(config)[cand]), candidate=cand)
+
+
+def _candidate_targets(config: geo.GeoConfig) -> np.ndarray:
+    """The target nearest each candidate location, per grid (map, seed cells, depth): one k-d tree query
+    for all candidates instead of a tree over every target in every run."""
+
+    def build() -> np.ndarray:
+        cand_xy, _ = geo.candidates(config.city)
+        return cKDTree(geo.cached_problem(config).targets_km).query(cand_xy)[1].astype(np.int64)
+
+    return store().get_or_compute(("cand-targets", config.city, config.seed_n, config.depth), build)

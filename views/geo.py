@@ -36,7 +36,7 @@ if settings.method == "optimal" and not optimum_offered:  # the selectbox offers
     tree = geo.method_labels()["tree"]
     st.info(geo_bound.optimal_too_large(problem, search == "offer") + f" The map shows {tree} meanwhile.")
     settings = dataclasses.replace(settings, method="tree", method_label=tree)
-view = geo_map.true_view(config, settings.colour_by, settings.true_label)
+view = geo_settings.true_view(config, settings.colour_by, settings.true_label)
 left = jobs.time_left(geo.WAIT_SECONDS)  # one waiting budget for the whole run
 comp = geo_map.show(
     config, eps, settings.method, settings.method_label, view, settings.true_label, left, slots

@@ -226,6 +226,48 @@ def _config() -> geo.GeoConfig:
     return geo.GeoConfig(city="default", seed_n=12, depth=2, seed=0)
 
 
+def _counted(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[int]:
+    """Replace ``owner.name`` by a wrapper that counts its calls (the list's length)."""
+    calls: list[int] = []
+    real = getattr(owner, name)
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counting)
+    return calls
+
+
+def test_recolouring_builds_nothing_and_a_seed_change_keeps_the_grid(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15 item 7: a recolour, another true location or another shown method paint from what is built
+    (no mechanism, problem or cell polygons again); a seed change moves only the task points, so it builds
+    the mechanisms and the problem again but keeps the grid's cells."""
+    at = _run(app.switch_page("views/geo.py"))
+    builds = _counted(monkeypatch, geo, "build_row")
+    problems = _counted(monkeypatch, cgeo, "build_problem")
+    squares = _counted(monkeypatch, geo_map, "_squares")
+    colour = _widget(at, "radio", "Colour the map by").options
+    for step in (
+        lambda: _widget(at, "radio", "Colour the map by").set_value(colour[1]),
+        lambda: _widget(at, "radio", "Colour the map by").set_value(colour[0]),
+        lambda: _widget(at, "selectbox", "True location").select_index(4),
+        lambda: _widget(at, "selectbox", "Mechanism shown").set_value("Exponential mechanism"),
+    ):
+        step()
+        _run(at)
+        _assert_agreement(at)
+    assert (len(builds), len(problems), len(squares)) == (0, 0, 0)
+    at.number_input(key="side_seed").set_value(int(at.number_input(key="side_seed").value) + 1)
+    _run(at)
+    _assert_agreement(at)
+    assert len(problems) == 1 and len(builds) >= 1  # new task points: a new problem, mechanisms built again
+    assert len(squares) == 0  # the grid's cells are the seed's too
+    assert _layer(at, "geo_heat")["data"]
+
+
 def test_second_upload_keeps_widgets_and_content_in_agreement(app: AppTest) -> None:
     """Issue 11 failure 5: after a second map the widgets showed defaults while the map showed EM at eps 2."""
     at = _run(app.switch_page("views/geo.py"))
