@@ -1,12 +1,14 @@
-"""The geo page as a user drives it (issue 15 "Speed"), with AppTest: the embedded district and an uploaded
-15 km city (``../shared/data/baltimore.osm.pbf``, skipped when absent).
+"""The geo page as a user drives it (issue 15 "Speed", item 7), with AppTest: the embedded district and an
+uploaded 15 km city (``../shared/data/baltimore.osm.pbf``, skipped when absent).
 
 Per step: ``run_s``, the seconds until the page's run returns (what the user waits for before the page
 answers: the map, or the roads with a progress bar while a build goes on in the background; target <= 3 s),
 and ``done_s``, the seconds until the build behind it is finished and the heatmap is final (the page polls
-every second). Steps at default settings: open the page (district) or upload the map (city), switch the
-mechanism, pick another true location, colour by expected error, each privacy level, the loss curve untouched;
-then depths 3 and 4 at the default level (depth 4 of the city: the < 60 s target), and depth 1 with the exact
+every second). Every widget of the page at default settings, one at a time, each followed by its way back:
+open the page (district) or upload the map (city), each mechanism shown, another true location, each
+colouring, each privacy level and a custom eps, seed cells, depths 1 and 3, the sidebar's seed, the optional
+rows (MLaEt variants, LP-A; the bilinear lattice's run only: its LP takes 30 s in the background) and the loss
+curve; then depth 4 at the default level (depth 4 of the city: the < 60 s target), and depth 1 with the exact
 optimum toggled on (``done_s``: until its row and the exact bound are in the table).
 """
 
@@ -34,13 +36,14 @@ def _pending(at: AppTest) -> bool:
     return bool(at.get("progress")) or any("is being built" in c.value for c in at.caption)
 
 
-def _timed(at: AppTest, action: Callable[[], Any]) -> tuple[float, float]:
-    """Seconds until the run returns and until no build is pending (the page's poller reruns)."""
+def _timed(at: AppTest, action: Callable[[], Any], wait: bool = True) -> tuple[float, float]:
+    """Seconds until the run returns and until no build is pending (the page's poller reruns; not waited
+    for when ``wait`` is false)."""
     start = time.perf_counter()
     action()
     at.run()
     run_s = time.perf_counter() - start
-    while _pending(at) and time.perf_counter() - start < TIMEOUT:
+    while wait and _pending(at) and time.perf_counter() - start < TIMEOUT:
         time.sleep(POLL)
         at.run()
     if at.exception:
@@ -52,23 +55,48 @@ def _widget(at: AppTest, kind: str, label: str) -> Any:
     return next(w for w in getattr(at, kind) if w.label.startswith(label))
 
 
-def _steps(at: AppTest) -> list[tuple[str, Callable[[], Any]]]:
+def _steps(at: AppTest) -> list[tuple[str, Callable[[], Any], bool]]:
+    """(name, action, wait for its builds) of every interaction, in order."""
+
     def setter(kind: str, label: str, value: Any) -> Callable[[], Any]:
         return lambda: _widget(at, kind, label).set_value(value)
+
+    def seed(value: int) -> Callable[[], Any]:
+        return lambda: at.number_input(key="side_seed").set_value(value)
 
     levels = _widget(at, "radio", "Privacy level").options
     colour = _widget(at, "radio", "Colour the map by").options
     steps = [
-        ("switch to EM", setter("selectbox", "Mechanism shown", "Exponential mechanism")),
-        ("other true location", lambda: _widget(at, "selectbox", "True location").select_index(3)),
-        ("colour by error", setter("radio", "Colour the map by", colour[1])),
-        ("colour by report", setter("radio", "Colour the map by", colour[0])),
-        ("back to tree", setter("selectbox", "Mechanism shown", "Tree extension (MLaEt-A)")),
+        ("switch to EM", setter("selectbox", "Mechanism shown", "Exponential mechanism"), True),
+        ("switch to EM + remap", setter("selectbox", "Mechanism shown", "EM + Bayesian remap"), True),
+        ("other true location", lambda: _widget(at, "selectbox", "True location").select_index(3), True),
+        ("colour by error", setter("radio", "Colour the map by", colour[1]), True),
+        ("colour by report", setter("radio", "Colour the map by", colour[0]), True),
+        ("back to tree", setter("selectbox", "Mechanism shown", "Tree extension (MLaEt-A)"), True),
     ]
-    steps += [(f"level {v.split(':')[0]}", setter("radio", "Privacy level", v)) for v in levels[:3]]
-    steps.append(("back to default level", setter("radio", "Privacy level", levels[1])))
-    steps += [(f"depth {d}", setter("selectbox", "Depth", d)) for d in (3, 4, 1)]
-    steps.append(("exact optimum (depth 1)", setter("toggle", "Exact optimum", True)))
+    steps += [(f"level {v.split(':')[0]}", setter("radio", "Privacy level", v), True) for v in levels]
+    steps += [
+        ("custom eps 2", setter("select_slider", "Privacy budget", 2.0), True),
+        ("back to default level", setter("radio", "Privacy level", levels[1]), True),
+        ("seed cells 10", setter("slider", "Seed cells", 10), True),
+        ("seed cells back to 12", setter("slider", "Seed cells", 12), True),
+        ("depth 1", setter("selectbox", "Depth", 1), True),
+        ("depth 3", setter("selectbox", "Depth", 3), True),
+        ("depth back to 2", setter("selectbox", "Depth", 2), True),
+        ("seed 1", seed(1), True),
+        ("seed 2", seed(2), True),
+        ("seed back to 0", seed(0), True),
+        ("MLaEt variants on", setter("toggle", "MLaEt-M and -O", True), True),
+        ("MLaEt variants off", setter("toggle", "MLaEt-M and -O", False), True),
+        ("LP-A on", setter("toggle", "LP-A", True), True),
+        ("LP-A off", setter("toggle", "LP-A", False), True),
+        ("bilinear on (run only)", setter("toggle", "Bilinear lattice", True), False),
+        ("bilinear off", setter("toggle", "Bilinear lattice", False), False),
+        ("loss curve on", setter("toggle", "Loss against", True), True),
+        ("loss curve off", setter("toggle", "Loss against", False), True),
+    ]
+    steps += [(f"depth {d}", setter("selectbox", "Depth", d), True) for d in (4, 1)]
+    steps.append(("exact optimum (depth 1)", setter("toggle", "Exact optimum", True), True))
     return steps
 
 
@@ -79,8 +107,8 @@ def _map(name: str, open_map: Callable[[AppTest], tuple[float, float]]) -> list[
     run_s, done_s = open_map(at)
     first = "open" if name == "district" else "upload"
     rows = [{"map": name, "step": first, "run_s": run_s, "done_s": done_s}]
-    for step, action in _steps(at):
-        run_s, done_s = _timed(at, action)
+    for step, action, wait in _steps(at):
+        run_s, done_s = _timed(at, action, wait)
         rows.append({"map": name, "step": step, "run_s": run_s, "done_s": done_s})
     return rows
 
