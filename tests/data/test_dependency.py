@@ -150,3 +150,26 @@ def test_fewer_bins_on_heart_lowers_age_and_trestbps_to_seven() -> None:
         {"age": 7, "trestbps": 7},
         [],
     )
+
+
+def test_nmi_of_a_wide_column_needs_memory_of_the_rows_not_of_the_grid() -> None:
+    """An identifier re-included as nominal (one level per row): every pair's histogram spanned
+    (largest domain)^2 cells, 324 MB at 6,000 rows, 3.2 GB at 20,000, ~29 GB at the 60,000-row cap."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    n = 6000
+    wide = rng.permutation(n)
+    codes = pd.DataFrame({"id": wide, "id2": (wide + 1) % n, "a": rng.integers(0, 8, n), "b": wide % 3})
+    tracemalloc.start()
+    try:
+        nmi = core.nmi_matrix(codes)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16e6
+    assert nmi.loc["id", "id2"] == pytest.approx(1.0)  # one determines the other
+    h_id, h_b = np.log(n), -sum(c / n * np.log(c / n) for c in np.bincount(wide % 3))
+    assert nmi.loc["id", "b"] == pytest.approx(2 * h_b / (h_id + h_b))  # b is a function of id
+    small = codes[["a", "b"]]
+    assert nmi.loc["a", "b"] == pytest.approx(core.nmi_matrix(small).loc["a", "b"], abs=1e-15)
