@@ -54,27 +54,31 @@ elif mode == "groups":
         st.stop()
     groups = st.selectbox("Group by (one source per level)", candidates, key="leak_groups")
 
-curves = leak.pair_curves(encoded, target, other, mode, e, groups, get_state().seed)
+too_large = leak.pair_too_large(encoded, target, other, mode, groups)
+if too_large:
+    st.warning(too_large)
+else:
+    curves = leak.pair_curves(encoded, target, other, mode, e, groups, get_state().seed)
 
-col_a, col_b = st.columns([2, 3])
-col_a.plotly_chart(leak.conditional_figure(curves.cond, encoded, target, other), key="leak_cond_fig")
-col_b.plotly_chart(leak.cpl_figure(curves, eps), key="leak_cpl_fig")
-if note := leak.coincidence_note(curves):
-    col_b.caption(note)
+    col_a, col_b = st.columns([2, 3])
+    col_a.plotly_chart(leak.conditional_figure(curves.cond, encoded, target, other), key="leak_cond_fig")
+    col_b.plotly_chart(leak.cpl_figure(curves, eps), key="leak_cpl_fig")
+    if note := leak.coincidence_note(curves):
+        col_b.caption(note)
 
-triad = curves.triad_unc if curves.triad_unc is not None else curves.triad
-st.subheader("Dependency Triad" + (" (with uncertainty)" if curves.triad_unc is not None else ""))
-for col, (symbol, value, meaning) in zip(st.columns(3), leak.triad_meanings(triad), strict=True):
-    col.metric(symbol, f"{value:.4g}")
-    col.caption(meaning)
-at_eps = leak.point_values(curves, eps)
-st.info(leak.odds_sentence(eps, at_eps["exact"], target, other, at_eps.get("dt_unc")))
-st.caption(
-    f"At ε = {eps:g}: CPL* = {at_eps['exact']:.3f}, DT = {at_eps['dt']:.3f}, "
-    f"(α, γ, δ) = {at_eps['agd']:.3f}"
-    + (f", DT with uncertainty = {at_eps['dt_unc']:.3f}" if "dt_unc" in at_eps else "")
-    + " (nats)"
-)
+    triad = curves.triad_unc if curves.triad_unc is not None else curves.triad
+    st.subheader("Dependency Triad" + (" (with uncertainty)" if curves.triad_unc is not None else ""))
+    for col, (symbol, value, meaning) in zip(st.columns(3), leak.triad_meanings(triad), strict=True):
+        col.metric(symbol, f"{value:.4g}")
+        col.caption(meaning)
+    at_eps = leak.point_values(curves, eps)
+    st.info(leak.odds_sentence(eps, at_eps["exact"], target, other, at_eps.get("dt_unc")))
+    st.caption(
+        f"At ε = {eps:g}: CPL* = {at_eps['exact']:.3f}, DT = {at_eps['dt']:.3f}, "
+        f"(α, γ, δ) = {at_eps['agd']:.3f}"
+        + (f", DT with uncertainty = {at_eps['dt_unc']:.3f}" if "dt_unc" in at_eps else "")
+        + " (nats)"
+    )
 
 st.header("All pairs")
 method = st.radio(

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+import pandas as pd
 import pytest
 import streamlit as st
 from pagewait import rerun_until, until_button  # tests/app is on sys.path (rootdir conftest layout)
@@ -271,3 +272,45 @@ def test_the_plain_words_bound_allows_for_the_chosen_prior_uncertainty(app: AppT
     app.radio(key="leak_unc").set_value("none").run()
     sentence = next(i.value for i in app.info if i.value.startswith("In plain words"))
     assert "uncertainty" not in sentence and sentence.endswith(f"e^CPL = {np.exp(cpl):.3g}.")
+
+
+def test_a_pair_with_thousands_of_levels_says_so_instead_of_hanging(app: AppTest) -> None:
+    """An identifier re-included as nominal as the target: the page computed the exact CPL* over every pair
+    of its levels on 120 budgets in the page's run: 3,000 levels took seconds per change, 20,000 minutes."""
+    rng = np.random.default_rng(3)
+    rows = "".join(f"P{i:05d},{rng.choice(['a', 'b', 'c'])},{int(rng.integers(0, 5))}\n" for i in range(3000))
+    app.selectbox(key="side_dataset").set_value("Upload CSV/TSV…").run()
+    app.file_uploader(key="side_upload").set_value(
+        ("people.csv", ("pid,grp,val\n" + rows).encode(), "text/csv")
+    )
+    app.run()
+    key = app.session_state["mdp_app_state"].dataset_key
+    app.switch_page("views/data.py").run()
+    app.multiselect(key=f"data_include_{key}").set_value(["pid"]).run()
+    app.switch_page("views/leakage.py").run()
+    app.selectbox(key="leak_target").set_value("pid").run()
+    app.selectbox(key="leak_other").set_value("grp").run()
+    t0 = time.perf_counter()
+    app.run()
+    assert time.perf_counter() - t0 < 10 and not app.exception
+    warning = app.warning[0].value
+    assert warning.startswith("pid has 3,000 levels and grp 3: the exact leakage compares every pair")
+    assert "fewer levels" in warning and not app.get("plotly_chart")  # no pair curves, no triad
+    assert not [m for m in app.metric if m.label == "α"]
+    app.selectbox(key="leak_target").set_value("val").run()  # 5 x 3: computed as before
+    assert not app.warning and len(app.get("plotly_chart")) == 2
+    app.radio(key="leak_unc").set_value("bootstrap").run()  # 20 resamples: still small
+    assert not app.warning and not app.exception
+
+
+def test_the_level_guard_counts_the_sources_of_the_uncertainty_modes() -> None:
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"t": [f"L{i}" for i in range(400)] * 3, "o": rng.integers(0, 5, 1200)})
+    enc = core.discretize(frame, core.infer_schema(frame, include={"t": None}))
+    assert enc.domain_sizes["t"] == 400  # 400^2 x 5 = 800,000 steps: within the limit, 21 times that not
+    assert leak.pair_too_large(enc, "t", "o") is None
+    assert leak.pair_too_large(enc, "t", "o", "relative") is None
+    message = leak.pair_too_large(enc, "t", "o", "bootstrap")
+    assert (
+        message is not None and "for each of 20 sources" in message and "another prior uncertainty" in message
+    )
