@@ -32,6 +32,7 @@ __all__ = [
     "Domain",
     "Playground",
     "Selection",
+    "budget_note",
     "constant_channels",
     "curve_grid",
     "curves",
@@ -110,6 +111,32 @@ def domain_of(encoded: core.Encoded, columns: Sequence[str], p: float) -> Domain
         " · ".join(names[g[i]] for names, g in zip(shown, grids, strict=True)) for i in range(dist.shape[0])
     )
     return Domain(labels=labels, dist=dist, prior=prior, first_codes=np.asarray(grids[0]))
+
+
+def budget_note(domain: Domain, eps: float) -> str:
+    """What ε means for the chosen values, named: the closest and the farthest pair of distinct values with
+    their distance and the largest odds factor e^(ε·d) between them. ("Two records 1 apart" read as one
+    unit of the attribute; d is normalised to each attribute's range, so 1 is its whole range.)"""
+    dist = domain.dist
+    if dist.shape[0] < 2:
+        return core.budget_sentence(eps)
+    off = ~np.eye(dist.shape[0], dtype=bool)
+    near = np.unravel_index(np.argmin(np.where(off, dist, np.inf)), dist.shape)
+    far = np.unravel_index(np.argmax(np.where(off, dist, -np.inf)), dist.shape)
+
+    def pair(ij: tuple[np.intp, ...]) -> tuple[str, float]:
+        d = float(dist[ij])
+        return f"{domain.labels[ij[0]]} and {domain.labels[ij[1]]} (d = {d:.3g})", d
+
+    near_text, d_near = pair(near)
+    far_text, d_far = pair(far)
+    text = (
+        f"Closest values {near_text}: whatever is released, an attacker's odds between them move by at most "
+        f"a factor e^(ε·d) = {core.odds_factor(eps, d_near):,.3g}"
+    )
+    if d_far > d_near:
+        text += f"; farthest, {far_text}: at most {core.odds_factor(eps, d_far):,.3g}"
+    return text + ". d is normalised to each attribute's range (1 = its whole range)."
 
 
 def task_loss(domain: Domain, task: str, threshold: int = 0) -> np.ndarray:

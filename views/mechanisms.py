@@ -6,7 +6,6 @@ import math
 
 import streamlit as st
 
-import mdp_core as core
 from ui import jobs
 from ui import mechanisms as mech
 from ui.data import current_encoded, guard_text, level_labels
@@ -50,7 +49,6 @@ with c2:
     )
 with c3:
     eps = eps_slider("Privacy budget ε", key="mech_eps", default=2.0, lo=0.1, hi=20.0)
-    st.caption(core.budget_sentence(eps))
 if not chosen:
     st.info("Choose at least one attribute.")
     st.stop()
@@ -77,6 +75,7 @@ if task == "threshold":
 
 selection = mech.Selection(encoded, tuple(chosen), p, task, int(threshold))
 domain = mech.domain_of(encoded, chosen, p)
+c3.caption(mech.budget_note(domain, eps))
 play = mech.ready_playground(selection, eps, with_opt=True) or mech.playground(
     selection, eps, with_opt=n <= mech.AUTO_OPT
 )

@@ -337,3 +337,20 @@ def test_level_labels_keep_levels_apart_in_plain_notation() -> None:
     assert level_labels([104667.1875, 1398017.8125]) == ["105000", "1400000"]  # no 1.05e+05
     assert level_labels([1.0001, 1.0002, float("nan")]) == ["1.0001", "1.0002", "missing"]
     assert level_labels(["a", 2]) == ["a", "2"]
+
+
+def test_the_budget_is_explained_on_the_chosen_values(at: AppTest) -> None:
+    """The page said "Two records 1 apart: ... a factor 7.39", read as one unit of the attribute (one year of
+    age); d is normalised to the attribute's range, so neighbouring ages (6 years) are d = 1/7 apart."""
+    caption = next(c.value for c in at.caption if c.value.startswith("Closest values"))
+    assert caption.startswith(
+        "Closest values 32 and 38 (d = 0.143): whatever is released, an attacker's odds"
+    )
+    assert (
+        f"factor e^(ε·d) = {np.exp(2.0 / 7):.3g}; farthest, 32 and 74 (d = 1): at most {np.exp(2.0):.3g}"
+        in (caption)
+    )
+    assert not any(c.value.startswith("Two records 1 apart") for c in at.caption)
+    at.select_slider(key="mech_eps").set_value(5.0).run()
+    caption = next(c.value for c in at.caption if c.value.startswith("Closest values"))
+    assert f"at most {np.exp(5.0):.3g}." in caption
