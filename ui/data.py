@@ -223,7 +223,7 @@ def guard_text(missing: str, *, need: int = 1) -> str:
     state = get_state()
     if state.frame is None:
         return missing
-    fix = "Fix it on the *Data & dependencies* page (re-include or re-kind a column), or load another table."
+    fix = "Fix it on the *Data & dependencies* page, or load another table in the sidebar."
     encoded = current_encoded()
     if encoded is None:
         reason = (state.encode_error or "The table cannot be encoded.").rstrip(".")

@@ -444,7 +444,7 @@ def test_the_leakage_page_says_a_one_attribute_table_has_too_few(app: AppTest) -
     shown = [i.value for i in app.main.info]
     assert shown == [
         "**one.csv** is loaded, but this page needs at least 2 attributes and only 1 is usable (level). "
-        "Fix it on the *Data & dependencies* page (re-include or re-kind a column), or load another table."
+        "Fix it on the *Data & dependencies* page, or load another table in the sidebar."
     ]
 
 
