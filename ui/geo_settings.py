@@ -1,5 +1,6 @@
 """Geo page's inputs: the map (embedded, uploaded or named), and the settings widgets of a map (mechanism,
-privacy level or eps, seed cells, depth, colouring, true location, a click on the map), keyed per map.
+privacy level or eps, seed cells, depth, colouring, true location, a click on the map), keyed per map; the
+chosen location as the map's view (its nearest target, looked up once per grid).
 
 Widget state (issue 11, failure 5): every setting widget is keyed per map (``geo_<name>_<map key>``) and is
 created with its default equal to its current value (:func:`ui.geo.remembered`), so a browser that re-mounts
