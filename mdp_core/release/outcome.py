@@ -211,7 +211,8 @@ def compare_scenarios(
 ) -> pd.DataFrame:
     """One row per scenario, one column per decision metric.
 
-    ``items`` are outcomes, or scenarios run here on ``data``. Columns: groups, mechanisms, per-group eps,
+    ``items`` are outcomes, or scenarios run here on ``data``. Columns: eps, task, the method that released
+    the features, the budget floor per group (``budget_floor``, 0: none), groups, mechanisms, per-group eps,
     the composed budget, utility with its CI (and relative to non-private), information kept per attribute
     (``kept:<attribute>``), leakage per attribute (the
     largest, and one column per attribute), degeneracy flags.
@@ -236,6 +237,7 @@ def compare_scenarios(
             "eps": float(o.result.config.eps),
             "task": o.result.task.name,
             "method": o.result.method,
+            "budget_floor": float(o.result.config.min_group_eps),
             "groups": " | ".join(" + ".join(g) for g in mech.groups),
             "mechanisms": " | ".join(mech.kinds),
             "eps_k": " | ".join(f"{e:.3g}" for e in mech.eps),

@@ -133,9 +133,12 @@ def test_duplicate_names_and_unreadable_paths(tmp_path: Path) -> None:
 def test_compare_two_scenarios_side_by_side() -> None:
     df = make_table()
     low, high = scenario("low", config=core.DepHDPConfig(eps=0.5, **FAST)), scenario("high")
-    table = compare_scenarios([low, high], data=df, repetitions=4)
-    assert list(table["scenario"]) == ["low", "high"]
-    assert list(table["eps"]) == [0.5, 2.0]
+    floored = scenario("floored", config=core.DepHDPConfig(eps=2.0, min_group_eps=0.1, **FAST))
+    table = compare_scenarios([low, high, floored], data=df, repetitions=4)
+    assert list(table["scenario"]) == ["low", "high", "floored"]
+    assert list(table["eps"]) == [0.5, 2.0, 2.0]
+    assert list(table["budget_floor"]) == [0.0, 0.0, 0.1]  # the one setting that tells the last two apart
+    assert min(float(e) for e in table["eps_k"].iloc[2].split(" | ")) >= 0.1
     for col in ("groups", "mechanisms", "eps_k", "utility", "utility_lo", "utility_hi", "non_private",
                 "max_leakage_nats", "degenerate", "leak:a", "leak:colour", "kept:a",
                 "kept:colour"):  # fmt: skip
