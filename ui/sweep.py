@@ -27,6 +27,8 @@ __all__ = [
     "ENGINES",
     "PARETO_HEADERS",
     "WAIT_SECONDS",
+    "chance_level",
+    "chance_note",
     "engine",
     "engine_getter",
     "eps_values",
@@ -176,9 +178,60 @@ def sweep_key(spec: core.SweepSpec, encoded: core.Encoded) -> tuple[str, str, st
     return ("sweep", encoded.fingerprint, spec.to_json())
 
 
-def frontier_figure(fr: pd.DataFrame, task: str, tau_group: float, tau_dpn: float) -> go.Figure:
-    """Held-out utility vs eps (log axis labelled by round budgets): mean and 95 % CI per method."""
-    sub = fr[(fr.task == task) & (fr.tau_group == tau_group) & (fr.tau_dpn == tau_dpn)]
+#: A method whose mean accuracy is within this of the majority-class rate is said to score no more than it.
+CHANCE_TOLERANCE = 0.005
+
+
+def chance_level(spec: core.SweepSpec, encoded: core.Encoded, task: str) -> float | None:
+    """Held-out accuracy of always predicting the most frequent class (prediction task), else None: the
+    floor an accuracy means nothing below (adult: 0.758, which three methods scored at every budget)."""
+    if task != "prediction":
+        return None
+    labels = core.prepare_data(spec, encoded).labels
+    if labels is None or len(labels) == 0:
+        return None
+    share = float(np.mean(labels))
+    return max(share, 1.0 - share)
+
+
+def _shown(fr: pd.DataFrame, task: str, tau_group: float, tau_dpn: float) -> pd.DataFrame:
+    return fr[(fr.task == task) & (fr.tau_group == tau_group) & (fr.tau_dpn == tau_dpn)]
+
+
+def chance_note(fr: pd.DataFrame, task: str, tau_group: float, tau_dpn: float, chance: float | None) -> str:
+    """Which methods score no better than the majority class, and where, in words ('' if none or no
+    accuracy)."""
+    sub = _shown(fr, task, tau_group, tau_dpn)
+    if chance is None or sub.empty or str(sub["metric"].iloc[0]) != "accuracy":
+        return ""
+    parts = []
+    for method in core.METHODS_EVALUATED:
+        m = sub[sub.method == method].sort_values("eps")
+        low = m[m["utility_mean"] <= chance + CHANCE_TOLERANCE]
+        if m.empty or low.empty:
+            continue
+        where = (
+            "at every budget shown"
+            if len(low) == len(m)
+            else "at ε = " + ", ".join(f"{e:g}" for e in low.eps)
+        )
+        parts.append(f"{method} {where}")
+    text = f"Always predicting the most frequent class scores {chance:.3f} on the held-out records (dashed "
+    text += "line)."
+    if parts:
+        text += (
+            " No better than that: " + "; ".join(parts) + ". There the released table carries nothing "
+            "this prediction can use: raise ε or choose another method."
+        )
+    return text
+
+
+def frontier_figure(
+    fr: pd.DataFrame, task: str, tau_group: float, tau_dpn: float, chance: float | None = None
+) -> go.Figure:
+    """Held-out utility vs eps (log axis labelled by round budgets): mean and 95 % CI per method; with
+    ``chance``, a dashed line at the majority-class accuracy."""
+    sub = _shown(fr, task, tau_group, tau_dpn)
     fig = go.Figure()
     for method in core.METHODS_EVALUATED:
         m = sub[sub.method == method].sort_values("eps")
@@ -204,6 +257,14 @@ def frontier_figure(fr: pd.DataFrame, task: str, tau_group: float, tau_dpn: floa
             y=float(sub["reference_mean"].iloc[0]), line_dash="dot", annotation_text="non-private reference"
         )
     metric = str(sub["metric"].iloc[0]) if not sub.empty else "utility"
+    if chance is not None and metric == "accuracy":
+        fig.add_hline(
+            y=chance,
+            line_dash="dash",
+            line_color="#7f7f7f",
+            annotation_text="always the most frequent class",
+            annotation_position="bottom right",
+        )
     fig.update_layout(
         xaxis={"title": "privacy budget ε", **log_axis(float(fr["eps"].min()), float(fr["eps"].max()))},
         yaxis={"title": f"held-out {metric.replace('_', ' ')} (mean, 95 % CI)"},

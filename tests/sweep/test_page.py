@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
@@ -157,3 +159,42 @@ def test_a_running_sweep_leaves_the_page_usable_and_stops_on_request(
     _until_done(at, 30.0)
     assert any("The sweep was stopped; start it again to finish it." in i.value for i in at.info)
     assert "sweep_run" in [b.key for b in at.button] and not at.get("plotly_chart")
+
+
+def test_the_frontier_marks_the_majority_class_and_names_methods_no_better(page: AppTest) -> None:
+    """Adult: DepHDP, SPL+RMP and ALC+RMP scored 0.758 at every budget, exactly what always predicting
+    '<=50K' scores, and the page let that read as a good private accuracy."""
+    import mdp_core as core
+
+    at = page
+    at.selectbox(key="side_dataset").set_value("adult").run()
+    at.switch_page("views/sweep.py").run()
+    at.radio(key="sweep_engine").set_value("serial").run()
+    at.multiselect(key="sweep_methods").set_value(["DepHDP", "SPL+RMP", "SPL+DPN"]).run()
+    at.slider(key="sweep_n_eps").set_value(2).run()
+    at.slider(key="sweep_reps").set_value(2).run()
+    at.button(key="sweep_run").click().run()
+    _until_done(at, 240.0)
+    assert not at.exception, at.exception
+    df = core.load_dataset("adult")
+    enc = core.discretize(df, core.infer_schema(df, target="income"), bins=8)
+    fit, test = core.split_encoded(enc, 0.625, np.random.default_rng(0))
+    share = float(np.mean(test.codes["income"].to_numpy() == fit.codes["income"].max()))
+    chance = max(share, 1 - share)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    lines = [s for s in spec["layout"]["shapes"] if s.get("line", {}).get("dash") == "dash"]
+    assert len(lines) == 1 and lines[0]["y0"] == pytest.approx(chance, abs=1e-12)
+    note = next(
+        c.value for c in at.caption if c.value.startswith("Always predicting the most frequent class")
+    )
+    assert note.startswith(f"Always predicting the most frequent class scores {chance:.3f} on the held-out")
+    flat = [t["name"] for t in spec["data"] if _values(t["y"]).max() <= chance + 0.005]
+    assert flat  # adult at eps 0.5 and 10: the remapping methods release the majority class
+    assert all(f"{name} at every budget shown" in note for name in flat)
+
+
+def _values(y: object) -> np.ndarray:
+    """A trace's values as an array (plotly ships them as typed binary: dtype, base64 bytes)."""
+    if isinstance(y, dict):
+        return np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"])
+    return np.asarray(y, dtype=float)
