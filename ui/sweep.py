@@ -49,9 +49,12 @@ ENGINES = {
     "dask": "Dask (DASK_SCHEDULER_ADDRESS, else an embedded local cluster)",
     "serial": "In this process (small sweeps)",
 }
-#: Measured on the 2-core development machine (heart, adult; see bench/sweep.py): stage 1 (profiles) per
-#: task and tau_group ~ 7 s + 1 ms per fitting row; a configuration ~ 0.4 s plus the privatisations.
-_STAGE1_S, _STAGE1_PER_ROW, _CONFIG_S, _PRIV_PER_CELL = 7.0, 1e-3, 0.4, 4e-7
+#: Measured on the 2-core machine (UX audit, in process, 5 budgets x 5 methods x 5 repetitions): heart
+#: 0.6-1.1 s and adult 2.6-7.7 s over the five tasks, where the earlier constants (7 s + 1 ms per fitting
+#: row, 0.4 s per configuration, 4e-7 s per privatised cell) estimated 9.5 s and 54 s. Stage 1 (profiles)
+#: per task and tau_group ~ 1.5 s + 0.1 ms per fitting row; a configuration ~ 0.1 s plus the
+#: privatisations (adult, 2 -> 20 repetitions: +1.2 s for 50 M cells); kept on the high side of the runs.
+_STAGE1_S, _STAGE1_PER_ROW, _CONFIG_S, _PRIV_PER_CELL = 1.5, 1e-4, 0.1, 5e-8
 #: ... + 1.3 ms x columns²: a 500-row upload took 2 s with 20 columns, 8 s with 80 and
 #: 117 s with 300 (record task, five methods, 2 x 2 repetitions), estimated at 8 s without this term.
 _STAGE1_PER_COLUMN2 = 1.3e-3
