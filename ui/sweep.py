@@ -207,9 +207,11 @@ def chance_note(fr: pd.DataFrame, task: str, tau_group: float, tau_dpn: float, c
     sub = _shown(fr, task, tau_group, tau_dpn)
     if chance is None or sub.empty or str(sub["metric"].iloc[0]) != "accuracy":
         return ""
-    parts = []
+    by_where: dict[str, list[str]] = {}
+    shown = 0
     for method in core.METHODS_EVALUATED:
         m = sub[sub.method == method].sort_values("eps")
+        shown += not m.empty
         low = m[m["utility_mean"] <= chance + CHANCE_TOLERANCE]
         if m.empty or low.empty:
             continue
@@ -218,13 +220,19 @@ def chance_note(fr: pd.DataFrame, task: str, tau_group: float, tau_dpn: float, c
             if len(low) == len(m)
             else "at ε = " + ", ".join(f"{e:g}" for e in low.eps)
         )
-        parts.append(f"{method} {where}")
+        by_where.setdefault(where, []).append(method)
     text = f"Always predicting the most frequent class scores {chance:.3f} on the held-out records (dashed "
     text += "line)."
-    if parts:
+    if list(by_where) == ["at every budget shown"] and len(by_where["at every budget shown"]) == shown:
+        return text + (
+            " No method beats it at any budget shown: at these budgets the released table carries nothing "
+            "this prediction can use. Raise ε."
+        )
+    if by_where:
+        parts = [f"{', '.join(methods)} {where}" for where, methods in by_where.items()]
         text += (
-            " No better than that: " + "; ".join(parts) + ". There the released table carries nothing "
-            "this prediction can use: raise ε or choose another method."
+            " No better than that: " + "; ".join(parts) + ". There the released table carries nothing this "
+            "prediction can use: raise ε or choose another method."
         )
     return text
 
