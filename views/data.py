@@ -64,7 +64,8 @@ include = inc_col.multiselect(
     list(auto),
     default=[c for c in state.include if c in auto],
     key=f"data_include_{state.dataset_key}",
-    help="Dates come back as ordinal month or year; identifiers and text as nominal attributes.",
+    help="Dates come back as ordinal month or year; other columns with the kind read from their values "
+    "(a whole-number identifier as numeric, text as nominal): change it in the Attributes table below.",
 )
 chosen: dict[str, str | None] = {}
 for col in include:
@@ -128,7 +129,12 @@ edited = st.data_editor(
             step=1,
             help="Equal-width bins for numeric attributes (blank for the other kinds: they are not binned)",
         ),
-        "levels": st.column_config.NumberColumn("levels", format="%,d"),
+        "levels": st.column_config.NumberColumn(
+            "levels",
+            format="%,d",
+            help="Values the attribute takes after binning, the size of its domain for the mechanisms: a "
+            "numeric attribute can have fewer levels than bins (a bin no record falls in is dropped)",
+        ),
         "missing": st.column_config.NumberColumn("missing", format="%,d"),
     },
 )

@@ -468,3 +468,12 @@ def test_the_nmi_pairs_table_is_as_tall_as_its_rows(app: AppTest, monkeypatch) -
     assert heights["pairs"] == (1, 38 + 35)
     app.selectbox(key="side_dataset").set_value("heart").run()
     assert heights["pairs"] == (91, 300)  # 14 attributes: 91 pairs, scrolled
+
+
+def test_levels_and_re_include_say_what_they_do(app: AppTest) -> None:
+    """Heart's chol has 8 bins but 7 levels, unexplained; re-including a whole-number identifier brought it
+    back numeric while the help promised 'identifiers ... as nominal attributes'."""
+    app.switch_page("views/data.py").run()
+    assert "fewer levels than bins" in _column_config(app, "levels")["help"]
+    key = app.session_state[STATE].dataset_key
+    assert "a whole-number identifier as numeric" in app.multiselect(key=f"data_include_{key}").help
