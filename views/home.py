@@ -8,8 +8,8 @@ st.title("mDP Lab")
 st.markdown(
     """
 Decide **how to perturb personal data** under *metric differential privacy* (mDP) and local DP, and see
-what each choice costs. Every mechanism the lab shows is checked against its privacy guarantee
-(`mdp_violation ≤ 1e-9`), never assumed.
+what each choice costs. Every mechanism the lab shows is checked against its privacy guarantee, never
+assumed: no probability ratio between two records may exceed e^(ε·d) by more than 10⁻⁹.
 """
 )
 state = get_state()

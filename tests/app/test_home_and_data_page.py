@@ -477,3 +477,9 @@ def test_levels_and_re_include_say_what_they_do(app: AppTest) -> None:
     assert "fewer levels than bins" in _column_config(app, "levels")["help"]
     key = app.session_state[STATE].dataset_key
     assert "a whole-number identifier as numeric" in app.multiselect(key=f"data_include_{key}").help
+
+
+def test_the_overview_states_the_check_in_words_not_a_function_name(app: AppTest) -> None:
+    intro = app.markdown[0].value
+    assert "mdp_violation" not in intro and "1e-9" not in intro
+    assert "no probability ratio between two records may exceed e^(ε·d) by more than 10⁻⁹" in intro
