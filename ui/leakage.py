@@ -23,6 +23,7 @@ from ui.store import store as result_store
 
 __all__ = [
     "EPS_GRID",
+    "PAIRS_LEVEL_LIMIT",
     "PAIR_WORK_LIMIT",
     "TPL_HEADER",
     "WAIT_SECONDS",
@@ -40,6 +41,7 @@ __all__ = [
     "odds_sentence",
     "pair_curves",
     "pair_too_large",
+    "pairs_too_large",
     "pairwise_model",
     "point_values",
     "request_calibration",
@@ -57,6 +59,26 @@ UNCERTAINTY_MODES = ("none", "relative", "groups", "bootstrap")
 #: (2-core machine): 1000^2 x 8 in 0.9 s, 500^2 x 100 in 3.1 s, 200^2 x 2000 in 12 s; an identifier
 #: re-included as nominal (20,000 levels) took minutes and the triad alone 42 s.
 PAIR_WORK_LIMIT = 15_000_000
+
+
+#: Most levels an attribute may have for the all-pairs model: every pair's triad holds a few (levels)^2
+#: arrays (measured: 41 MB at 1,000 levels, 370 MB at 3,000; an identifier re-included as nominal, 20,000
+#: levels, would need ~16 GB) and its exact CPL* takes ~9 s per pair at 3,000 levels.
+PAIRS_LEVEL_LIMIT = 3000
+
+
+def pairs_too_large(encoded: core.Encoded) -> str | None:
+    """Why the all-pairs model is not offered (an attribute with too many levels), with the way out."""
+    wide = {c: n for c, n in encoded.domain_sizes.items() if n > PAIRS_LEVEL_LIMIT}
+    if not wide:
+        return None
+    named = ", ".join(f"{c} ({n:,} levels)" for c, n in wide.items())
+    return (
+        "Leakage for every pair is not offered while an attribute has more than "
+        f"{PAIRS_LEVEL_LIMIT:,} levels: {named}. Each pair compares every two of its levels (memory and time "
+        "grow with levels²). Exclude it, or give it fewer levels on the *Data & dependencies* page (numeric "
+        "kind with bins)."
+    )
 
 
 def pair_too_large(

@@ -89,7 +89,9 @@ method = st.radio(
     format_func={"dt": "Dependency Triad (instant)", "exact": "Exact CPL*"}.get,
 )
 model = leak.stored_model(encoded, method)
-if model is None:
+if model is None and (too_wide := leak.pairs_too_large(encoded)):
+    st.warning(too_wide)
+elif model is None:
     st.caption(
         f"Leakage for all {len(columns) * (len(columns) - 1):,} ordered pairs takes seconds, or minutes on "
         "tables with hundreds of attributes; it is computed once per table and method, in the background, "

@@ -314,3 +314,26 @@ def test_the_level_guard_counts_the_sources_of_the_uncertainty_modes() -> None:
     assert (
         message is not None and "for each of 20 sources" in message and "another prior uncertainty" in message
     )
+
+
+def test_every_pair_is_not_offered_with_an_attribute_of_thousands_of_levels(app: AppTest) -> None:
+    """The all-pairs triads hold (levels)^2 arrays: 370 MB at 3,000 levels, ~16 GB for a re-included
+    identifier of 20,000; the page offered the button ('Dependency Triad (instant)')."""
+    rows = "".join(f"P{i:05d},{'abc'[i % 3]},{i % 5}\n" for i in range(3500))
+    app.selectbox(key="side_dataset").set_value("Upload CSV/TSV…").run()
+    app.file_uploader(key="side_upload").set_value(
+        ("wide.csv", ("pid,grp,val\n" + rows).encode(), "text/csv")
+    )
+    app.run()
+    key = app.session_state["mdp_app_state"].dataset_key
+    app.switch_page("views/data.py").run()
+    app.multiselect(key=f"data_include_{key}").set_value(["pid"]).run()
+    app.switch_page("views/leakage.py").run()
+    assert not app.exception
+    assert "leak_pairs_go" not in [b.key for b in app.button]
+    warning = next(w.value for w in app.warning if w.value.startswith("Leakage for every pair"))
+    assert "pid (3,500 levels)" in warning
+    app.switch_page("views/data.py").run()
+    app.multiselect(key=f"data_include_{key}").set_value([]).run()
+    app.switch_page("views/leakage.py").run()
+    assert "leak_pairs_go" in [b.key for b in app.button]
