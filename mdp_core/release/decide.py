@@ -25,6 +25,8 @@ from .scenarios import UtilityTarget
 
 __all__ = ["WHICH_EPS_GRID", "Decision", "sweep_options", "which_eps"]
 
+#: An accuracy within this of the majority rate is said to be no better than it.
+MAJORITY_TOLERANCE = 0.005
 #: Budgets tried by "which eps" (geometric-ish, 0.25 to 20 per unit of the record metric).
 WHICH_EPS_GRID: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0)
 
@@ -51,6 +53,9 @@ class Decision:
     skipped : tuple of float
         Budgets of the grid left out because they cannot give every group the configuration's budget
         floor (``min_group_eps``): no release with that floor exists there.
+    majority : float or None
+        Prediction task: the held-out accuracy of always predicting the more frequent label
+        (:attr:`mdp_core.sweep.SweepData.majority_rate`); an accuracy at or below it says nothing.
     """
 
     choice: Any
@@ -61,6 +66,7 @@ class Decision:
     seconds: float
     dataset: str
     skipped: tuple[float, ...] = ()
+    majority: float | None = None
 
     @property
     def target_value(self) -> float:
@@ -69,7 +75,7 @@ class Decision:
 
     @property
     def sentence(self) -> str:
-        said = self._answer()
+        said = self._answer() + self._majority_note()
         if self.skipped:
             budgets = ", ".join(f"{e:g}" for e in self.skipped)
             said += (
@@ -77,6 +83,24 @@ class Decision:
                 "no release with that floor exists there."
             )
         return said
+
+    def _majority_note(self) -> str:
+        """Said when the target, or an unmet answer's accuracy, is no better than always predicting the
+        more frequent label (adult: 0.758 at every budget, which read as a good private accuracy)."""
+        if self.majority is None:
+            return ""
+        c, floor = self.choice, self.majority + MAJORITY_TOLERANCE
+        if self.target_value <= floor:
+            return (
+                f" Always predicting the more frequent label already scores {self.majority:.3f} on these "
+                "records: a target at or below it says nothing about the release."
+            )
+        if not c.met and c.estimate <= floor:
+            return (
+                f" That is no better than always predicting the more frequent label ({self.majority:.3f}): "
+                "at this budget the release carries nothing the task can use."
+            )
+        return ""
 
     def _answer(self) -> str:
         c = self.choice
@@ -160,7 +184,7 @@ def which_eps(
     method : str
         Whose smallest eps: ``"DepHDP"`` or a baseline (the method a scenario releases with).
     """
-    from mdp_core.sweep import SweepSpec, frontier, run_sweep, smallest_eps
+    from mdp_core.sweep import SweepSpec, frontier, prepare_data, run_sweep, smallest_eps
 
     if not isinstance(target, UtilityTarget):
         raise TypeError(f"target must be a UtilityTarget, got {type(target).__name__}")
@@ -195,4 +219,5 @@ def which_eps(
         seconds=seconds,
         dataset=dataset,
         skipped=tuple(sorted(set(spec.eps) - set(results["eps"]))),
+        majority=prepare_data(spec, encoded).majority_rate if task == "prediction" else None,
     )

@@ -183,6 +183,8 @@ def frontier_figure(d: Decision) -> Any:
         )
     fig.add_hline(y=d.reference, line_dash="dot", annotation_text="non-private")
     fig.add_hline(y=d.target_value, line_dash="dash", line_color="#2a7", annotation_text="target")
+    if d.majority is not None:  # an accuracy at or below it says nothing
+        fig.add_hline(y=d.majority, line_dash="dot", line_color="#999", annotation_text="majority label")
     if d.choice.met:
         fig.add_vline(x=d.choice.eps, line_color="#2a7", annotation_text=f"ε = {d.choice.eps:.3g}")
     fig.update_layout(

@@ -13,6 +13,7 @@ from release_cases import FAST, Case
 
 import mdp_core as core
 from mdp_core.release import Decision, UtilityTarget, posterior_bound, which_eps
+from mdp_core.release import report as rel_report
 
 GRID = (0.5, 2.0, 20.0)
 
@@ -137,3 +138,41 @@ def test_sweep_options_are_the_configs_changed_fields_a_sweep_does_not_set_itsel
     assert core.sweep_options(core.DepHDPConfig(eps=7.0)) == ()  # eps is the sweep's own axis
     spec = core.SweepSpec(dataset="heart", options=core.sweep_options(config))  # accepted as options
     assert spec.config(spec.configurations()[0]).min_group_eps == 0.2
+
+
+@pytest.mark.parametrize(
+    ("target", "met", "estimate", "said"),
+    [(0.75, True, 0.80, "a target at or below it says nothing"),
+     (0.80, False, 0.759, "no better than always predicting the more frequent label (0.758)"),
+     (0.80, True, 0.82, None), (0.80, False, 0.78, None)],
+)  # fmt: skip
+def test_an_accuracy_no_better_than_the_majority_label_is_said(
+    target: float, met: bool, estimate: float, said: str | None
+) -> None:
+    """Adult: DepHDP scored 0.758 at every budget, the held-out share of the more frequent label, which
+    read as a good private accuracy."""
+    choice = SimpleNamespace(eps=20.0, met=met, estimate=estimate, ci=(estimate - 0.01, estimate + 0.01),
+                             settings={"method": "DepHDP"}, reason="r")  # fmt: skip
+    frontier = pd.DataFrame({"higher_is_better": [True], "method": ["DepHDP"], "eps": [20.0],
+                             "utility_mean": [estimate], "utility_ci_lo": [estimate - 0.01],
+                             "utility_ci_hi": [estimate + 0.01]})  # fmt: skip
+    d = Decision(choice, frontier, UtilityTarget("absolute", target), "accuracy", 0.85, 1.0, "adult",
+                 majority=0.758)  # fmt: skip
+    if said is None:
+        assert "more frequent label" not in d.sentence
+    else:
+        assert said in d.sentence
+    lines = [s.y0 for s in rel_report.frontier_figure(d).layout.shapes]
+    assert 0.758 in lines  # drawn beside the target and the non-private accuracy
+
+
+def test_which_eps_measures_the_majority_rate_on_the_held_out_records(case: Case) -> None:
+    d = _run(case, UtilityTarget("absolute", 0.55))
+    spec = core.SweepSpec(dataset="constructed", eps=GRID, repetitions=3, options=tuple(sorted(FAST.items())))
+    labels = core.prepare_data(spec, case.encoded).labels
+    assert d.majority == pytest.approx(max(labels.mean(), 1 - labels.mean()))
+    record = which_eps(
+        "constructed", UtilityTarget("absolute", 2.0), encoded=case.encoded, task="record", eps=(20.0,),
+        repetitions=2, client=False, options=tuple(sorted(FAST.items())),
+    )  # fmt: skip
+    assert record.majority is None  # a distance has no majority label
