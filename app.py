@@ -63,7 +63,9 @@ def target_and_notes(state: AppState) -> None:
         st.caption(note)
     schema = inferred_schema()
     if schema is not None and schema.excluded:
-        shown = "; ".join(f"**{c}** ({r.split(':')[0]})" for c, r in schema.excluded)
+        shown = "; ".join(
+            f"**{c}** ({r.split(': ', 1)[0]})" for c, r in schema.excluded
+        )  # the kind, up to ': '
         st.info(f"Excluded, never released: {shown}. See *Data & dependencies* to re-include.")
     encoded = current_encoded()
     if encoded is None and state.encode_error:

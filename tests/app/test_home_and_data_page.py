@@ -483,3 +483,12 @@ def test_the_overview_states_the_check_in_words_not_a_function_name(app: AppTest
     intro = app.markdown[0].value
     assert "mdp_violation" not in intro and "1e-9" not in intro
     assert "no probability ratio between two records may exceed e^(ε·d) by more than 10⁻⁹" in intro
+
+
+def test_the_sidebar_names_why_each_column_is_excluded_in_whole(app: AppTest) -> None:
+    """The reason was cut at its first ':', so a timestamp column read "(date and time (yyyy-mm-dd hh)"."""
+    app.run()
+    stamps = "\n".join(f"2024-01-{1 + i % 28:02d} 0{i % 10}:15:00,{i % 3},{i % 5}" for i in range(60))
+    _upload(app, "times.csv", f"when,a,b\n{stamps}\n".encode())
+    (said,) = [i.value for i in app.sidebar.info if "Excluded, never released" in i.value]
+    assert "**when** (date and time (yyyy-mm-dd hh:mm:ss))" in said
