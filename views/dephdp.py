@@ -13,14 +13,14 @@ import mdp_core as core
 from ui import dephdp as view
 from ui import dephdp_display as display
 from ui import jobs
-from ui.data import current_encoded
+from ui.data import current_encoded, guard_text
 from ui.state import get_state
 from ui.widgets import eps_slider
 
 st.title("Mechanism selection (DepHDP)")
 encoded = current_encoded()
 if encoded is None:
-    st.info("Load a dataset in the sidebar (or on the Data page) to configure DepHDP.")
+    st.info(guard_text("Load a dataset in the sidebar (or on the Data page) to configure DepHDP."))
     st.stop()
 state = get_state()
 

@@ -12,7 +12,7 @@ import mdp_core as core
 from mdp_core import release as rel
 from ui import jobs
 from ui import release as view
-from ui.data import current_encoded
+from ui.data import current_encoded, guard_text
 from ui.state import get_state
 from ui.widgets import eps_slider
 
@@ -25,7 +25,11 @@ st.caption(
 encoded = current_encoded()
 state = get_state()
 if encoded is None or state.frame is None:
-    st.info("Load a dataset in the sidebar (or on the Data page) to decide on a budget and release it.")
+    st.info(
+        guard_text(
+            "Load a dataset in the sidebar (or on the Data page) to decide on a budget and release it."
+        )
+    )
     st.stop()
 
 tasks = list(core.TASKS)

@@ -426,7 +426,13 @@ def test_pages_say_a_loaded_table_is_unusable_instead_of_asking_to_load_one(app:
     and sweep pages said "Load a dataset first", which the user had just done."""
     _upload(app, "const.csv", ("k,m\n" + "same,5\n" * 30).encode())
     assert not app.exception
-    for page in ("views/mechanisms.py", "views/leakage.py", "views/sweep.py"):
+    for page in (
+        "views/mechanisms.py",
+        "views/leakage.py",
+        "views/sweep.py",
+        "views/dephdp.py",
+        "views/release.py",
+    ):
         app.switch_page(page).run()
         assert not app.exception, page
         shown = [i.value for i in app.main.info]
