@@ -53,6 +53,7 @@ __all__ = [
     "floor_value",
     "grouping_caption",
     "largest_floor",
+    "majority_of",
     "page_notes",
     "privatized_csv",
     "privatized_test",
@@ -297,12 +298,25 @@ def release_utility(
     return store().get_or_compute(("dep.utility", test.fingerprint, result.config, int(seed)), compute)
 
 
-def utility_text(u: core.TaskUtility) -> tuple[str, str, str]:
-    """Label, value and caption of the release's utility metric (value next to its non-private reference)."""
+def majority_of(result: DepHDPResult, fit: core.Encoded, test: core.Encoded) -> float | None:
+    """Prediction task: the test split's accuracy of always predicting the more frequent label."""
+    if result.task.name != "prediction" or fit.schema.target is None:
+        return None
+    return core.majority_rate(core.prediction_labels(fit, test.codes))
+
+
+def utility_text(u: core.TaskUtility, majority: float | None = None) -> tuple[str, str, str]:
+    """Label, value and caption of the release's utility metric (value next to its non-private reference
+    and, for an accuracy, to always predicting the more frequent label: ``majority``)."""
     label = f"Release: {u.metric.replace('_', ' ')}"
     if u.higher_is_better:
         share = f" ({u.relative:.0%} of non-private)" if math.isfinite(u.relative) else ""
-        return label, f"{u.value:.3f}", f"{u.unit}; non-private {u.reference:.3f}{share}."
+        caption = f"{u.unit}; non-private {u.reference:.3f}{share}"
+        if majority is not None:
+            caption += f"; always predicting the more frequent label {majority:.3f}"
+            if u.value <= majority + core.MAJORITY_TOLERANCE:
+                caption += " (this release does no better: it carries nothing the task can use)"
+        return label, f"{u.value:.3f}", caption + "."
     return label, f"{u.value:.3g}", f"{u.unit}; non-private {u.reference:g} (lower is better)."
 
 

@@ -181,20 +181,12 @@ def sweep_key(spec: core.SweepSpec, encoded: core.Encoded) -> tuple[str, str, st
     return ("sweep", encoded.fingerprint, spec.to_json())
 
 
-#: A method whose mean accuracy is within this of the majority-class rate is said to score no more than it.
-CHANCE_TOLERANCE = 0.005
-
-
 def chance_level(spec: core.SweepSpec, encoded: core.Encoded, task: str) -> float | None:
     """Held-out accuracy of always predicting the most frequent class (prediction task), else None: the
     floor an accuracy means nothing below (adult: 0.758, which three methods scored at every budget)."""
     if task != "prediction":
         return None
-    labels = core.prepare_data(spec, encoded).labels
-    if labels is None or len(labels) == 0:
-        return None
-    share = float(np.mean(labels))
-    return max(share, 1.0 - share)
+    return core.prepare_data(spec, encoded).majority_rate
 
 
 def _shown(fr: pd.DataFrame, task: str, tau_group: float, tau_dpn: float) -> pd.DataFrame:
@@ -212,7 +204,7 @@ def chance_note(fr: pd.DataFrame, task: str, tau_group: float, tau_dpn: float, c
     for method in core.METHODS_EVALUATED:
         m = sub[sub.method == method].sort_values("eps")
         shown += not m.empty
-        low = m[m["utility_mean"] <= chance + CHANCE_TOLERANCE]
+        low = m[m["utility_mean"] <= chance + core.MAJORITY_TOLERANCE]
         if m.empty or low.empty:
             continue
         where = (

@@ -36,11 +36,19 @@ from mdp_core.dephdp.tasks import (
     release_attributes,
     total_correlation_change,
 )
-from mdp_core.dephdp.utility import UTILITY_METRICS, TaskUtility, prediction_labels, task_utility
+from mdp_core.dephdp.utility import (
+    MAJORITY_TOLERANCE,
+    UTILITY_METRICS,
+    TaskUtility,
+    majority_rate,
+    prediction_labels,
+    task_utility,
+)
 
 __all__ = [
     "BASELINES",
     "DELTA",
+    "MAJORITY_TOLERANCE",
     "METHODS_EVALUATED",
     "TASKS",
     "UTILITY_METRICS",
@@ -66,6 +74,7 @@ __all__ = [
     "evaluate_dephdp",
     "greatest_convex_minorant",
     "least_convex_majorant",
+    "majority_rate",
     "make_task",
     "marginal_tv",
     "mse_likeness",

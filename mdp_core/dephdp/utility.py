@@ -31,7 +31,14 @@ from mdp_core.data import Encoded
 from mdp_core.dephdp.tasks import Task, entropy_change, marginal_tv, total_correlation_change
 from mdp_core.errors import DataError
 
-__all__ = ["UTILITY_METRICS", "TaskUtility", "prediction_labels", "task_utility"]
+__all__ = [
+    "MAJORITY_TOLERANCE",
+    "UTILITY_METRICS",
+    "TaskUtility",
+    "majority_rate",
+    "prediction_labels",
+    "task_utility",
+]
 
 #: Primary metric per task: (name, unit, higher_is_better).
 UTILITY_METRICS: dict[str, tuple[str, str, bool]] = {
@@ -97,6 +104,17 @@ class TaskUtility:
         }
         out.update({k: float(v) for k, v in self.metrics.items()})
         return out
+
+
+#: An accuracy within this of :func:`majority_rate` is said to be no better than it.
+MAJORITY_TOLERANCE = 0.005
+
+
+def majority_rate(labels: np.ndarray) -> float:
+    """Accuracy of always predicting the more frequent of the 0/1 ``labels``: the prediction task's
+    accuracy says nothing at or below it (adult: 0.758, what three methods scored at every budget)."""
+    share = float(np.mean(np.asarray(labels, dtype=np.float64)))
+    return max(share, 1.0 - share)
 
 
 def prediction_labels(fit: Encoded, codes: pd.DataFrame) -> np.ndarray:

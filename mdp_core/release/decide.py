@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from mdp_core._validation import Progress
-from mdp_core.dephdp.utility import UTILITY_METRICS
+from mdp_core.dephdp.utility import MAJORITY_TOLERANCE, UTILITY_METRICS
 from mdp_core.errors import DataError
 
 from .posterior import budget_sentence, posterior_bound
@@ -25,8 +25,6 @@ from .scenarios import UtilityTarget
 
 __all__ = ["WHICH_EPS_GRID", "Decision", "sweep_options", "which_eps"]
 
-#: An accuracy within this of the majority rate is said to be no better than it.
-MAJORITY_TOLERANCE = 0.005
 #: Budgets tried by "which eps" (geometric-ish, 0.25 to 20 per unit of the record metric).
 WHICH_EPS_GRID: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0)
 

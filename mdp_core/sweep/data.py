@@ -12,6 +12,7 @@ import numpy as np
 
 from mdp_core.data import Encoded, discretize, infer_schema, load_dataset
 from mdp_core.dephdp import (
+    majority_rate,
     prediction_labels,
     release_attributes,
     split_encoded,
@@ -42,13 +43,11 @@ class SweepData:
 
     @property
     def majority_rate(self) -> float | None:
-        """Held-out accuracy of always predicting the more frequent label (None without labels): the
-        prediction task's accuracy says nothing at or below it (adult: 0.758, what three methods scored at
-        every budget)."""
+        """Held-out accuracy of always predicting the more frequent label (:func:`majority_rate`; None
+        without labels)."""
         if self.labels is None or len(self.labels) == 0:
             return None
-        share = float(np.mean(self.labels))
-        return max(share, 1.0 - share)
+        return majority_rate(self.labels)
 
 
 def _target(spec: SweepSpec, columns: Sequence[str]) -> str | None:

@@ -10,6 +10,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -328,12 +329,28 @@ def test_release_utility_in_the_tasks_own_units(app: AppTest) -> None:
     res = core.run_dephdp(fit, DepHDPConfig(**FAST))
     attrs = list(res.task.attributes)
     y = res.privatize(test.codes, np.random.default_rng(0)).to_numpy()  # the downloadable draw (seed 0)
-    u = core.task_utility(
-        res.task, test.codes[attrs].to_numpy(), y, labels=core.prediction_labels(fit, test.codes)
-    )
+    labels = core.prediction_labels(fit, test.codes)
+    u = core.task_utility(res.task, test.codes[attrs].to_numpy(), y, labels=labels)
     assert _metrics(app)["Release: accuracy"] == f"{u.value:.3f}"
     caption = next(c.value for c in app.caption if c.value.startswith("Utility in the task's own units"))
     assert f"non-private {u.reference:.3f} ({u.relative:.0%} of non-private)" in caption
+    majority = max(labels.mean(), 1 - labels.mean())  # always predicting the more frequent label
+    assert f"always predicting the more frequent label {majority:.3f}" in caption
+    assert ("does no better" in caption) == (u.value <= majority + core.MAJORITY_TOLERANCE)
+
+
+def test_an_accuracy_no_better_than_the_majority_label_is_said() -> None:
+    """Adult: the release's accuracy 0.758 equals always predicting '<=50K'; the page gave it as 89 % of
+    non-private without saying so."""
+    u = SimpleNamespace(metric="accuracy", higher_is_better=True, relative=0.893, value=0.758,
+                        reference=0.849, unit="share of test records classified correctly")  # fmt: skip
+    _, value, caption = view.utility_text(u, majority=0.758)
+    assert value == "0.758" and caption.endswith(
+        "always predicting the more frequent label 0.758 (this release does no better: it carries nothing "
+        "the task can use)."
+    )
+    assert "does no better" not in view.utility_text(u, majority=0.70)[2]
+    assert "more frequent" not in view.utility_text(u)[2]  # not a prediction task
 
 
 # --- readable page text (UX audit of the heart defaults) ---------------------------------------------------
