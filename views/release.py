@@ -163,7 +163,8 @@ else:
     u = done.utility
     st.markdown(
         f"**Utility** ({u['metric']}, {u['test_rows']} held-out records): {u['mean']:.3f} "
-        f"(95 % band {u['lo']:.3f}–{u['hi']:.3f}) against {u['reference']:.3f} without privacy."
+        f"(95 % band {u['lo']:.3f}–{u['hi']:.3f}) against {u['reference']:.3f} without privacy"
+        f"{rel.majority_clause(u)}."
     )
     for message in done.check.messages:
         st.warning(message)

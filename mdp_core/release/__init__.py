@@ -12,6 +12,7 @@ from .outcome import (
     evaluate_scenario,
     information_kept,
     leakage_per_attribute,
+    majority_clause,
 )
 from .posterior import budget_sentence, odds_factor, posterior_bound, posterior_table
 from .privatise import ReleaseCheck, privatise, release_report, target_channel
@@ -48,6 +49,7 @@ __all__ = [
     "information_kept",
     "leakage_per_attribute",
     "load_scenarios",
+    "majority_clause",
     "odds_factor",
     "package_versions",
     "posterior_bound",

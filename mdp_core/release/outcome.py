@@ -25,7 +25,7 @@ from scipy.special import entr
 
 from mdp_core._validation import Progress, report
 from mdp_core.data import Encoded, discretize, infer_schema
-from mdp_core.dephdp import DepHDPResult, released_by, run_dephdp, split_encoded
+from mdp_core.dephdp import MAJORITY_TOLERANCE, DepHDPResult, released_by, run_dephdp, split_encoded
 from mdp_core.errors import DataError
 from mdp_core.leakage import pairwise_leakage
 
@@ -40,6 +40,7 @@ __all__ = [
     "evaluate_scenario",
     "information_kept",
     "leakage_per_attribute",
+    "majority_clause",
 ]
 
 FIT_FRACTION = 0.625
@@ -128,7 +129,7 @@ def information_kept(encoded: Encoded, result: DepHDPResult) -> pd.Series:
 
 
 def _utility(result: DepHDPResult, fit: Encoded, test: Encoded, reps: int, seed: int) -> dict:
-    from mdp_core.dephdp import prediction_labels, task_utility
+    from mdp_core.dephdp import majority_rate, prediction_labels, task_utility
 
     rng = np.random.default_rng([seed, 1])
     labels = prediction_labels(fit, test.codes) if result.task.name == "prediction" else None
@@ -159,7 +160,20 @@ def _utility(result: DepHDPResult, fit: Encoded, test: Encoded, reps: int, seed:
         "auc_reference": ref.metrics.get("auc_reference"),
         "repetitions": reps,
         "test_rows": len(test.codes),
+        "majority": None if labels is None else majority_rate(labels),
     }
+
+
+def majority_clause(utility: dict) -> str:
+    """``"; always predicting the more frequent label X"`` for an accuracy (``utility`` of an outcome), and
+    that the release does no better when so (adult: 0.758); ``""`` for other metrics."""
+    majority = utility.get("majority")
+    if majority is None:
+        return ""
+    said = f"; always predicting the more frequent label {majority:.3f}"
+    if utility["mean"] <= majority + MAJORITY_TOLERANCE:
+        said += " (this release does no better: it carries nothing the task can use)"
+    return said
 
 
 def evaluate_scenario(

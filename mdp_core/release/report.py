@@ -24,7 +24,7 @@ from mdp_core.data import nmi_matrix
 from mdp_core.errors import DataError
 
 from .decide import Decision
-from .outcome import ScenarioOutcome, evaluate_scenario
+from .outcome import ScenarioOutcome, evaluate_scenario, majority_clause
 from .posterior import PRIORS, budget_sentence, posterior_bound
 from .scenarios import Scenario
 
@@ -392,6 +392,7 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any]) -
         f"<b>{u['mean']:.3f}</b> (95 % band {u['lo']:.3f}–{u['hi']:.3f}) against {u['reference']:.3f} "
         "without privacy"
         + (f", i.e. {u['relative']:.1%} of non-private" if not math.isnan(u["relative"]) else "")
+        + _esc(majority_clause(u))
         + ".</p>",
         _figure_html("utility", figs["utility"]),
         "<h2>What the release keeps of each column</h2>",

@@ -74,6 +74,9 @@ def test_release_shows_flags_before_the_downloads(app: AppTest, small_engine: No
     preview = app.dataframe[1].value
     assert "target" in preview.columns and len(preview) == 20
     assert any("Composition of the group budgets" in m.value for m in app.markdown)
+    done = view.store().get(next(k for k in view.store()._items if k[0] == "outcome"))
+    (said,) = [m.value for m in app.markdown if m.value.startswith("**Utility**")]
+    assert f"always predicting the more frequent label {done.utility['majority']:.3f}" in said
     keys = [b.proto.id for b in app.get("download_button")]
     assert len(keys) >= 3
     app.toggle(key="rel_include_target").set_value(False).run()

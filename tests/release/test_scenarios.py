@@ -21,6 +21,7 @@ from mdp_core.release import (
     dataset_fingerprint,
     evaluate_scenario,
     load_scenarios,
+    majority_clause,
     save_scenarios,
 )
 
@@ -155,6 +156,7 @@ def test_outcome_numbers_are_what_they_claim() -> None:
     # utility: the three repetitions recomputed independently give the same mean and CI
     rng = np.random.default_rng([0, 1])
     labels = prediction_labels(out.fit, out.test.codes)
+    assert out.utility["majority"] == pytest.approx(max(labels.mean(), 1 - labels.mean()))
     values = []
     for _ in range(3):
         y = out.result.privatize(out.test.codes, rng)
@@ -198,3 +200,15 @@ def test_fingerprint_and_columns_are_checked() -> None:
         compare_scenarios([scenario()])
     with pytest.raises(TypeError, match="items must be Scenario"):
         compare_scenarios([pd.DataFrame()])  # type: ignore[list-item]
+
+
+def test_the_majority_clause_says_when_an_accuracy_is_no_better_than_the_majority_label() -> None:
+    """Adult: 0.758 at every budget is what always predicting '<=50K' scores."""
+    assert majority_clause({"majority": None, "mean": 0.5}) == ""  # not an accuracy
+    assert (
+        majority_clause({"majority": 0.758, "mean": 0.80})
+        == "; always predicting the more frequent label 0.758"
+    )
+    assert majority_clause({"majority": 0.758, "mean": 0.760}).endswith(
+        "0.758 (this release does no better: it carries nothing the task can use)"
+    )
