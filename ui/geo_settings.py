@@ -156,6 +156,7 @@ def choose_settings(city: str, network: RoadNetwork) -> Settings:
                 default=float(geo.remembered(key, "eps", 1.0, lambda v: 0.1 <= float(v) <= 5.0)),
                 lo=0.1,
                 hi=5.0,
+                stops=[geo.level_eps(name) for name in geo.LEVEL_RADIUS_KM],
             )
         else:
             eps = geo.level_eps(level.split(":")[0])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import streamlit as st
 
@@ -27,9 +29,20 @@ def eps_slider(
     hi: float = 20.0,
     help: str | None = "Log scale: each step multiplies ε by about 1.25.",
     sidebar: bool = False,
+    stops: Sequence[float] = (),
 ) -> float:
-    """A log-scale slider for a privacy budget; returns the chosen value."""
-    options = log_grid(lo, hi)
+    """A log-scale slider for a privacy budget; returns the chosen value. ``stops``: budgets offered
+    besides the round ones (the geo page's named levels, so switching to a custom ε keeps the level's
+    value, and its cached mechanisms, instead of moving to the nearest round stop)."""
+    options = sorted(set(log_grid(lo, hi)) | {float(s) for s in stops if lo <= s <= hi})
     value = min(options, key=lambda v: abs(np.log(v / default)))
     where = st.sidebar if sidebar else st
-    return float(where.select_slider(label, options=options, value=value, key=key, help=help))
+    return float(
+        where.select_slider(label, options=options, value=value, key=key, help=help, format_func=_eps_label)
+    )
+
+
+def _eps_label(value: float) -> str:
+    """A round stop as it always read ("1.5"); another stop to 3 significant digits (ln 2 / 0.5 = "1.39")."""
+    text = str(value)
+    return text if len(text) <= 8 else f"{value:.3g}"

@@ -1041,3 +1041,19 @@ def test_above_one_block_one_click_starts_the_bound_that_finds_the_optimum(
     assert geo_bound.optimum_search(config, geo.level_eps("Low")) == ""
     assert not [b for b in at.button if b.key == "geo_find_optimum"] and runs == [longest]
     assert not any(promise in i.value for i in at.info)
+
+
+def test_a_custom_eps_starts_at_the_named_level_and_reuses_its_mechanisms(app: AppTest) -> None:
+    """Choosing "Custom ε" after a named level moved ε to the nearest round stop (Medium's 1.39 -> 1.5) and
+    rebuilt every mechanism (16-24 s on the 15 km city); the level's own ε is now a stop of the slider."""
+    at = _run(app.switch_page("views/geo.py"))
+    medium = round(geo.level_eps("Medium"), 12)
+    before = store().get(("mech", _config(), medium, "em"))
+    assert before is not None and "Medium" in _widget(at, "radio", "Privacy level").value
+    _widget(at, "radio", "Privacy level").set_value(geo.CUSTOM)
+    _run(at)
+    slider = _widget(at, "select_slider", "Privacy budget")
+    assert float(slider.value) == pytest.approx(geo.level_eps("Medium"), rel=1e-12)
+    assert slider.format_func(slider.value) == "1.39" and slider.format_func(1.5) == "1.5"
+    assert store().get(("mech", _config(), medium, "em")) is before  # nothing rebuilt
+    _assert_agreement(at)
