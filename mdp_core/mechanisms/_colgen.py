@@ -123,6 +123,11 @@ class ColumnGeneration:
     max_log_factor : float
         Privacy rows with ``eps d`` above it are left out of master and pricing (a relaxation:
         :data:`~mdp_core.mechanisms._pricing.MAX_LOG_FACTOR`).
+    first_solver : {"choose", "ipm"}
+        HiGHS ``solver`` of the first master solve of a cold start (``"choose"``: HiGHS's default, simplex);
+        later ones are simplex from the previous basis (IPM ends with a crossover basis). The seed LP's grid
+        (156 seeds, 574 rows per output) measured its first master 2x faster by IPM (0.4 vs 0.9 s; 3.6 vs
+        6.7 s at 48 outputs).
     """
 
     def __init__(
@@ -135,8 +140,10 @@ class ColumnGeneration:
         start: np.ndarray,
         warm: WarmStart | None = None,
         max_log_factor: float = MAX_LOG_FACTOR,
+        first_solver: str = "choose",
     ) -> None:
         self.n, self.m = loss.shape
+        self.first_solver = "choose" if warm is not None else first_solver
         self.max_log_factor = max_log_factor
         n = self.n
         self.C = prior[:, None] * loss
@@ -375,8 +382,10 @@ class ColumnGeneration:
             if rounds >= max_rounds:
                 return MasterSolution(ok=False, status="round limit", rounds=rounds)
             self.h.setOptionValue("simplex_strategy", strategy)
+            self.h.setOptionValue("solver", "choose" if self.log else self.first_solver)
             t0 = time.perf_counter()
             status = run_until(self.h, deadline)
+            self.h.setOptionValue("solver", "choose")
             iterations = self.h.getInfo().simplex_iteration_count
             self.log.append((strategy, time.perf_counter() - t0, self.rows, self.outputs.size, iterations))
             rounds += 1

@@ -173,19 +173,21 @@ def test_falls_back_to_interior_point_when_the_core_solver_fails(
     monkeypatch: pytest.MonkeyPatch, full_fallback: int
 ) -> None:
     """One IPM solve of the whole LP when it is small enough, the IPM column generation loop otherwise."""
-    import mdp_core
     import mdp_core.geo.seed_lp as seed_lp_module
+    from mdp_core.mechanisms._colgen import MasterSolution
 
     shape, h0, eps_t = (3, 4), 0.7, 0.8
     cost = random_cost(np.random.default_rng(11), shape, m=5, zero_rows=1)
     calls = []
 
-    def failing(*args: object, **kwargs: object) -> object:
-        calls.append(args)
-        nan = np.full(cost.shape, np.nan)
-        return mdp_core.MechanismResult(nan, np.nan, False, "repair failed", "no", 0.0)
+    class Failing:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            calls.append(args)
 
-    monkeypatch.setattr(seed_lp_module, "optimal_mechanism", failing)
+        def solve(self, *args: object, **kwargs: object) -> MasterSolution:
+            return MasterSolution(ok=False, status="repair failed", rounds=1)
+
+    monkeypatch.setattr(seed_lp_module, "ColumnGeneration", Failing)
     monkeypatch.setattr(seed_lp_module, "FULL_FALLBACK", full_fallback)
     messages: list[str] = []
     res = solve_seed_lp(cost, shape, h0, eps_t, gap_tol=1e-9, progress=lambda f, m: messages.append(m))
@@ -194,3 +196,51 @@ def test_falls_back_to_interior_point_when_the_core_solver_fails(
     tight = linprog_seed_lp(cost, shape, h0, (1.0 - REPAIR_MARGIN) * eps_t)
     assert res.objective == pytest.approx(tight, rel=1e-6)
     assert axis_log_steps(res.z, shape) <= eps_t * h0 * (1 + 1e-12)
+
+
+class _StopError(Exception):
+    pass
+
+
+def test_a_stop_raised_by_progress_ends_the_column_generation_at_its_first_master() -> None:
+    """The page's stop reaches the seed LP: its column generation reports after every master solve."""
+    shape, h0, eps_t = (6, 5), 0.5, 1.5
+    cost = random_cost(np.random.default_rng(3), shape, m=12, zero_rows=2)
+    seen: list[str] = []
+
+    def progress(fraction: float, message: str) -> None:
+        seen.append(message)
+        assert 0.0 <= fraction <= 1.0
+        if message.startswith("seed LP: round"):
+            raise _StopError
+
+    with pytest.raises(_StopError):
+        solve_seed_lp(cost, shape, h0, eps_t, progress=progress)
+    assert [m for m in seen if m.startswith("seed LP: round")] == [seen[-1]] and "round 1" in seen[-1]
+    # without a stop: one report per master round, fractions rising, then the result counts the rounds
+    fractions: list[tuple[float, str]] = []
+    res = solve_seed_lp(cost, shape, h0, eps_t, progress=lambda f, m: fractions.append((f, m)))
+    rounds = [f for f, m in fractions if m.startswith("seed LP: round")]
+    assert len(rounds) == res.iterations >= 1 and rounds == sorted(rounds) and rounds[-1] < 0.9
+
+
+@pytest.mark.parametrize("eps", [0.3, 1.2, 3.0])
+def test_an_ipm_first_master_reaches_the_simplex_optimum(eps: float) -> None:
+    """``first_solver="ipm"`` (the seed LP's) ends at the optimum and bound of a simplex start."""
+    from mdp_core.mechanisms import chain_free_pairs
+    from mdp_core.mechanisms._colgen import ColumnGeneration
+
+    shape = (7, 6)
+    d = grid_l1_distance(shape, 0.4)
+    cost = random_cost(np.random.default_rng(5), shape, m=20, zero_rows=3)
+    prior = np.full(d.shape[0], 1.0 / d.shape[0])
+    start = np.arange(3)
+    out = {}
+    for solver in ("choose", "ipm"):
+        model = ColumnGeneration(prior, cost, d, *chain_free_pairs(d), start, first_solver=solver)
+        raw = model.solve(eps, time_limit=60.0, max_rounds=500)
+        assert raw.ok and raw.Z is not None
+        out[solver] = (raw.lp_objective, raw.lower_bound)
+        assert raw.lower_bound <= raw.lp_objective + 1e-9
+    assert out["ipm"][0] == pytest.approx(out["choose"][0], rel=1e-8)
+    assert out["ipm"][1] == pytest.approx(out["choose"][1], rel=1e-6, abs=1e-9)
