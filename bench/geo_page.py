@@ -14,6 +14,7 @@ optimum toggled on (``done_s``: until its row and the exact bound are in the tab
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +31,9 @@ TIMEOUT = 600.0
 #: page where the browser only reruns the small polling fragment; polling every 0.2 s slowed a 20 s build to
 #: 75 s through the GIL.)
 POLL = 1.0
+#: Environment variables that shorten a run: comma-separated step names to time (prefixes; the steps before
+#: the last chosen one still run, untimed, so each timed step starts from the same settings) and the maps.
+STEPS_ENV, MAPS_ENV = "MDP_BENCH_GEO_STEPS", "MDP_BENCH_GEO_MAPS"
 
 
 def _pending(at: AppTest) -> bool:
@@ -106,10 +110,17 @@ def _map(name: str, open_map: Callable[[AppTest], tuple[float, float]]) -> list[
     at.switch_page("views/geo.py")
     run_s, done_s = open_map(at)
     first = "open" if name == "district" else "upload"
-    rows = [{"map": name, "step": first, "run_s": run_s, "done_s": done_s}]
-    for step, action, wait in _steps(at):
+    rows = [{"map": name, "step": first, "run_s": run_s, "done_s": done_s, "load": os.getloadavg()[0]}]
+    chosen = [s.strip() for s in os.environ.get(STEPS_ENV, "").split(",") if s.strip()]
+    steps = _steps(at)
+    timed = [not chosen or any(step.startswith(c) for c in chosen) for step, _, _ in steps]
+    last = max((k for k, t in enumerate(timed) if t), default=-1)
+    for (step, action, wait), keep in list(zip(steps, timed, strict=True))[: last + 1]:
         run_s, done_s = _timed(at, action, wait)
-        rows.append({"map": name, "step": step, "run_s": run_s, "done_s": done_s})
+        if keep:
+            rows.append(
+                {"map": name, "step": step, "run_s": run_s, "done_s": done_s, "load": os.getloadavg()[0]}
+            )
     return rows
 
 
@@ -125,8 +136,11 @@ def _upload_city(at: AppTest) -> tuple[float, float]:
 
 
 def run(quick: bool = False) -> list[dict]:
+    maps = os.environ.get(MAPS_ENV, "district,city")
+    rows: list[dict] = []
     with _label_index():
-        rows = _map("district", _open_district)
-        if CITY.exists() and not quick:
+        if "district" in maps:
+            rows += _map("district", _open_district)
+        if "city" in maps and CITY.exists() and not quick:
             rows += _map("city (Baltimore, 15 km)", _upload_city)
     return rows
