@@ -87,13 +87,13 @@ class Decision:
         more frequent label (adult: 0.758 at every budget, which read as a good private accuracy)."""
         if self.majority is None:
             return ""
-        c, floor = self.choice, self.majority + MAJORITY_TOLERANCE
-        if self.target_value <= floor:
+        c, level = self.choice, self.majority + MAJORITY_TOLERANCE
+        if self.target_value <= level:
             return (
                 f" Always predicting the more frequent label already scores {self.majority:.3f} on these "
                 "records: a target at or below it says nothing about the release."
             )
-        if not c.met and c.estimate <= floor:
+        if not c.met and c.estimate <= level:
             return (
                 f" That is no better than always predicting the more frequent label ({self.majority:.3f}): "
                 "at this budget the release carries nothing the task can use."
