@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import Any, NamedTuple
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -105,13 +105,11 @@ FLOOR_HELP = (
 def floor_fits(result: core.DepHDPResult, floor: float) -> bool:
     """Whether the composition rule allows ``floor`` (snapped up to the ε grid, as the allocation does) for
     every group of ``result`` at its eps."""
-    grid = result.eps_grid
-    at = int(np.searchsorted(grid, floor * (1 - 1e-12)))
-    if at >= grid.size:
+    try:
+        core.floor_offset(replace(result.config, min_group_eps=floor), len(result.groups))
+    except core.DataError:  # InfeasibleFloorError, or above the grid's top
         return False
-    q = core.dual_exponent(result.config.p)
-    need = core.budget_norm(np.full(len(result.groups), grid[at]), q)
-    return bool(need <= result.config.eps * (1 + 1e-12))
+    return True
 
 
 def floor_hint(outcome: rel.ScenarioOutcome) -> str:
@@ -314,8 +312,6 @@ def _which(encoded: core.Encoded, scenario: rel.Scenario, progress: core.Progres
 
 
 def outcome_key(state: AppState, scenario: rel.Scenario) -> tuple:
-    from dataclasses import replace
-
     return (
         "outcome",
         state.dataset_key,

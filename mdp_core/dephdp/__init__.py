@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mdp_core.dephdp._allocate import floor_offset
 from mdp_core.dephdp._grouploss import Surrogate
 from mdp_core.dephdp._profiles import Cache, GroupProfile, clear_profile_cache
 from mdp_core.dephdp.adequacy import DELTA, Mechanism, mse_likeness, radial_fit, select_mechanism
@@ -72,6 +73,7 @@ __all__ = [
     "entropy_change",
     "entropy_loss",
     "evaluate_dephdp",
+    "floor_offset",
     "greatest_convex_minorant",
     "least_convex_majorant",
     "majority_rate",

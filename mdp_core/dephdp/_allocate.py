@@ -109,13 +109,18 @@ def select(config: DepHDPConfig, profiles: Sequence[GroupProfile]) -> Selection:
     return Selection(selection, kinds, tuple(notes))
 
 
-def allocation_problem(
-    config: DepHDPConfig, profiles: Sequence[GroupProfile], surrogate: Surrogate
-) -> Problem:
-    """The allocation problem of ``config`` (usable grid from the budget floor on); DataError when the floor
-    is infeasible, naming the largest feasible floor."""
+def floor_offset(config: DepHDPConfig, groups: int) -> int:
+    """Index of the eps-grid budget every one of ``groups`` groups gets at least: the first grid point at
+    or above ``config.min_group_eps`` (0 without a floor).
+
+    Raises
+    ------
+    InfeasibleFloorError
+        When ``groups`` groups at that budget break ``||eps_k||_q <= eps`` (its ``largest``: the largest
+        floor the rule allows, ``eps / K^(1/q)``).
+    """
     grid, q, eps = config.eps_grid, dual_exponent(config.p), float(config.eps)
-    K = len(profiles)
+    K = int(groups)
     offset = int(np.searchsorted(grid, config.min_group_eps * (1 - 1e-12), side="left"))
     if offset >= grid.size:
         raise DataError(f"min_group_eps = {config.min_group_eps:g} is above the grid's top {grid[-1]:g}")
@@ -127,13 +132,22 @@ def allocation_problem(
             f"eps = {eps:g}; lower the budget floor (min_group_eps) to at most {most:.3g} or raise eps",
             largest=most,
         )
+    return offset
+
+
+def allocation_problem(
+    config: DepHDPConfig, profiles: Sequence[GroupProfile], surrogate: Surrogate
+) -> Problem:
+    """The allocation problem of ``config`` (usable grid from the budget floor on, :func:`floor_offset`);
+    InfeasibleFloorError when the floor is infeasible, naming the largest feasible floor."""
+    q = dual_exponent(config.p)
     return Problem(
         profiles=tuple(profiles),
-        grid=grid,
-        offset=offset,
+        grid=config.eps_grid,
+        offset=floor_offset(config, len(profiles)),
         betas=np.array(surrogate.betas, dtype=float),
         beta0=float(surrogate.beta0),
-        eps=eps,
+        eps=float(config.eps),
         p=float(config.p),
         q=q,
     )

@@ -279,3 +279,17 @@ def test_released_by_a_baseline_releases_its_channels_at_its_budgets(
     assert result.method == "DepHDP" and core.released_by(result, "DepHDP") is result
     with pytest.raises(DataError, match=r"method must be 'DepHDP' or one of \['ALC\+DPN'"):
         core.released_by(result, "EM")
+
+
+def test_floor_offset_is_the_grid_point_the_allocation_uses_and_refuses_what_composition_forbids() -> None:
+    config = DepHDPConfig(eps=1.0, min_group_eps=0.3)
+    grid = config.eps_grid
+    at = int(np.searchsorted(grid, 0.3))  # the first grid budget at or above the floor
+    assert core.floor_offset(config, 4) == at and grid[at] >= 0.3 > grid[at - 1]
+    assert core.floor_offset(DepHDPConfig(eps=1.0), 50) == 0  # no floor: the grid's first point
+    nine = grid[at] * 3.0  # ||(f, ..., f)||_2 for 9 groups = 3 f > 1
+    assert nine > 1.0
+    with pytest.raises(core.InfeasibleFloorError, match=r"for each of 9 groups needs \|\|eps_k\|\|_q") as err:
+        core.floor_offset(config, 9)
+    assert err.value.largest == pytest.approx(1.0 / 3.0)
+    assert core.floor_offset(DepHDPConfig(eps=100.0, min_group_eps=20.0), 1) == len(grid) - 1  # the top
