@@ -46,8 +46,7 @@ from mdp_core._highs import new_highs
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
 from mdp_core.geo.grid import GeoGrid
-from mdp_core.mechanisms import bayesian_remap, chain_free_pairs, exponential_mechanism
-from mdp_core.mechanisms._colgen import ColumnGeneration
+from mdp_core.mechanisms import optimal_mechanism
 
 #: Relative tightening of the LP's ratio bound that leaves room for the exact repair.
 REPAIR_MARGIN = 1e-5
@@ -315,9 +314,9 @@ def _solve_grid_mdp(
 ) -> SeedLPResult | None:
     """The seed LP as the LP-optimal ``eps_axis``-mDP mechanism on the grid metric (module docstring).
 
-    The column generation of :func:`mdp_core.optimal_mechanism` (its :class:`ColumnGeneration`, started from
-    the outputs EM + Bayesian remap uses), with the first master solved by IPM (2x faster than a cold
-    simplex here) and ``progress`` after every master solve, so that a stop raised there ends it. Solved at
+    :func:`mdp_core.optimal_mechanism` (its column generation, its repair and verification), with the first
+    master solved by IPM (2x faster than a cold simplex here), three outputs entering per round and
+    ``progress`` after every master solve, so that a stop raised there ends it. Solved at
     ``(1 - REPAIR_MARGIN) eps_axis`` like the other methods, so that :func:`repair_seed` only removes
     float rounding. Returns None when the solver fails or its solution cannot be certified.
     """
@@ -325,39 +324,44 @@ def _solve_grid_mdp(
     # the uniform mechanism costs sum(C) / m >= the optimum: scale the LP so that it costs at most 1
     scale = float(cost.sum()) / n_out if cost.size and cost.sum() > 0 else 1.0
     report(progress, 0.2, f"seed LP: {n_seeds} seeds x {n_out} outputs")
-    d = grid_l1_distance(shape, h0)
-    eps = (1.0 - REPAIR_MARGIN) * eps_axis
-    prior, loss = np.full(n_seeds, 1.0 / n_seeds), cost * (n_seeds / scale)
-    begin = np.nonzero(bayesian_remap(exponential_mechanism(d, eps), prior, loss).max(axis=0) > 0)[0]
-    model = ColumnGeneration(prior, loss, d, *chain_free_pairs(d), begin, first_solver="ipm")
     done = [0]
 
     def rounds(_: float, message: str) -> None:  # the solver's fraction is of its time limit: count rounds
         done[0] += 1
         report(progress, 0.2 + 0.7 * done[0] / (done[0] + 8), f"seed LP: {message}")
 
-    raw = model.solve(eps, time_limit=600.0, max_rounds=2000, max_enter=_SEED_ENTER, progress=rounds)
-    if not raw.ok or raw.Z is None:
+    res = optimal_mechanism(
+        np.full(n_seeds, 1.0 / n_seeds),
+        cost * (n_seeds / scale),
+        grid_l1_distance(shape, h0),
+        (1.0 - REPAIR_MARGIN) * eps_axis,
+        max_inputs=max(1000, n_seeds),
+        max_variables=max(2_000_000, cost.size),
+        progress=rounds,
+        first_solver="ipm",
+        max_enter=_SEED_ENTER,
+    )
+    if not res.success:
         return None
     try:
-        z = repair_seed(raw.Z, shape, h0, eps_axis)
+        z = repair_seed(res.matrix, shape, h0, eps_axis)
     except DataError:
         return None
     objective = float(np.sum(cost * z))
-    lower = raw.lower_bound * scale  # certified: Lagrangian bound of the column generation, any duals
+    lower = float(res.extra.get("lower_bound", np.nan)) * scale  # certified: Lagrangian bound, any duals
     gap = max(0.0, objective - lower) / max(abs(objective), 1e-300) if np.isfinite(lower) else np.inf
-    used = int(model.outputs.size)
+    used = int(res.extra.get("outputs", 0))
     report(progress, 0.9, f"seed LP: optimal, {used} outputs")
     return SeedLPResult(
         z=z,
         objective=objective,
         success=True,
-        status=raw.status,
+        status=res.status,
         message=f"{used} of {n_out} outputs, certified gap {gap:.3%}",
         seconds=time.perf_counter() - start,
         gap=float(gap),
         columns=used,
-        iterations=int(raw.rounds),
+        iterations=int(res.rounds),
     )
 
 

@@ -173,21 +173,19 @@ def test_falls_back_to_interior_point_when_the_core_solver_fails(
     monkeypatch: pytest.MonkeyPatch, full_fallback: int
 ) -> None:
     """One IPM solve of the whole LP when it is small enough, the IPM column generation loop otherwise."""
+    import mdp_core
     import mdp_core.geo.seed_lp as seed_lp_module
-    from mdp_core.mechanisms._colgen import MasterSolution
 
     shape, h0, eps_t = (3, 4), 0.7, 0.8
     cost = random_cost(np.random.default_rng(11), shape, m=5, zero_rows=1)
     calls = []
 
-    class Failing:
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            calls.append(args)
+    def failing(*args: object, **kwargs: object) -> object:
+        calls.append(args)
+        nan = np.full(cost.shape, np.nan)
+        return mdp_core.MechanismResult(nan, np.nan, False, "repair failed", "no", 0.0)
 
-        def solve(self, *args: object, **kwargs: object) -> MasterSolution:
-            return MasterSolution(ok=False, status="repair failed", rounds=1)
-
-    monkeypatch.setattr(seed_lp_module, "ColumnGeneration", Failing)
+    monkeypatch.setattr(seed_lp_module, "optimal_mechanism", failing)
     monkeypatch.setattr(seed_lp_module, "FULL_FALLBACK", full_fallback)
     messages: list[str] = []
     res = solve_seed_lp(cost, shape, h0, eps_t, gap_tol=1e-9, progress=lambda f, m: messages.append(m))
