@@ -7,8 +7,10 @@ import sys
 import time
 
 import highspy
+import numpy as np
+import scipy.sparse as sp
 
-__all__ = ["new_highs", "run_until"]
+__all__ = ["highs_model", "new_highs", "run_until"]
 
 
 def _silence_banner() -> None:
@@ -53,3 +55,28 @@ def run_until(h: highspy.Highs, deadline: float) -> highspy.HighsModelStatus:
     h.setOptionValue("time_limit", h.getRunTime() + max(deadline - time.perf_counter(), 1e-3))
     h.run()
     return h.getModelStatus()
+
+
+def highs_model(
+    a: sp.spmatrix,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    cost: np.ndarray,
+    **options: bool | int | float | str,
+) -> highspy.Highs:
+    """A HiGHS model for min cost'x, lower <= A x <= upper, x >= 0 (column-wise matrix)."""
+    h = new_highs(**options)
+    a = sp.csc_matrix(a)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = a.shape[1], a.shape[0]
+    lp.col_cost_ = np.asarray(cost, dtype=np.float64)
+    lp.col_lower_ = np.zeros(a.shape[1])
+    lp.col_upper_ = np.full(a.shape[1], highspy.kHighsInf)
+    lp.row_lower_ = np.asarray(lower, dtype=np.float64)
+    lp.row_upper_ = np.asarray(upper, dtype=np.float64)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = a.indptr
+    lp.a_matrix_.index_ = a.indices
+    lp.a_matrix_.value_ = a.data
+    h.passModel(lp)
+    return h

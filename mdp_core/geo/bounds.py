@@ -40,11 +40,11 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
+from mdp_core._highs import highs_model
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
 from mdp_core.geo.aggregation import aggregate_cost, knapsack_thresholds, representatives
 from mdp_core.geo.pairs import relaxation_pairs
-from mdp_core.geo.seed_lp import _highs
 from mdp_core.geo.utility import GeoProblem, check_lp_inputs
 
 __all__ = [
@@ -181,7 +181,7 @@ def _solve(
     n, m = cost.shape
     r = len(rows)
     solver = "ipm" if r <= IPM_ROWS else "pdlp"
-    h = _highs(*_relaxation_lp(cost, rows, ratios), cost.ravel(), solver=solver)
+    h = highs_model(*_relaxation_lp(cost, rows, ratios), cost.ravel(), solver=solver)
     h.setOptionValue("time_limit", max(deadline - time.perf_counter(), 1.0))
     h.run()
     status = h.modelStatusToString(h.getModelStatus())

@@ -298,7 +298,7 @@ def tree_extension(
     eps: float,
     *,
     p: float = 2.0,
-    lp_method: str = "colgen",
+    lp_method: str = "auto",
     variant: str = "A",
     sweeps: int = 30,
     seed: SeedLPResult | None = None,
@@ -336,7 +336,7 @@ def tree_extension(
         Privacy budget in 1/km; the result is eps-mDP for the Euclidean (p = 2) or l1 (p = 1) metric.
     p : {1, 2}
         Metric on locations.
-    lp_method : {"colgen", "full"}
+    lp_method : {"auto", "colgen", "ipm", "full"}
         How the seed LP is solved (:func:`mdp_core.geo.seed_lp.solve_seed_lp`).
     seed : SeedLPResult, optional
         The seed LP already solved by :func:`tree_seed` for this problem, ``eps`` and ``p`` (the three
@@ -405,7 +405,7 @@ def tree_seed(
     eps: float,
     *,
     p: float = 2.0,
-    lp_method: str = "colgen",
+    lp_method: str = "auto",
     progress: Progress = None,
 ) -> SeedLPResult:
     """The seed LP of :func:`tree_extension` on ``problem`` at ``eps`` (1/km): the loss projected on the

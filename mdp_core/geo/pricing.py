@@ -30,11 +30,11 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
+from mdp_core._highs import highs_model
 from mdp_core.errors import DataError
 from mdp_core.geo._lapack import worker_count
 from mdp_core.geo.bounds import _reduced_costs, certified_bound
 from mdp_core.geo.ipm import GeoLPSolution
-from mdp_core.geo.seed_lp import _highs
 
 __all__ = ["OutputSet", "column_of", "price_outputs"]
 
@@ -97,7 +97,7 @@ def _pricing_lp(c: np.ndarray, a: np.ndarray, b: np.ndarray, ratios: np.ndarray)
     )
     upper = np.zeros(r + 1)
     upper[r] = 1.0
-    h = _highs(matrix, np.full(r + 1, -highspy.kHighsInf), upper, c, solver="simplex", threads=1)
+    h = highs_model(matrix, np.full(r + 1, -highspy.kHighsInf), upper, c, solver="simplex", threads=1)
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return np.zeros(r), float("-inf")  # no multipliers: the bound then takes c_z itself

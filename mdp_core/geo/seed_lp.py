@@ -9,25 +9,28 @@ with the per-axis budget ``eps_t`` (DESIGN.md: eps_bar = eps / 2, eps_t = eps_ba
 for l1). The objective is the target loss projected on the seeds with bilinear weights,
 ``C[s, y] = sum_x pi(x) w_s(x) L(x, y)``.
 
-Solving (``method="colgen"``, the default): axis-neighbour rows with one common per-axis budget are
-exactly ``eps_axis``-mDP for the seed grid's path metric ``h0 * l1`` (any two seeds are joined by a
-monotone axis staircase whose ratios multiply; conversely every axis pair is such a pair), so the seed LP
-*is* the LP-optimal mechanism of :func:`mdp_core.optimal_mechanism` with inputs = seeds,
-``dist_in = h0 * l1``, a uniform prior and ``loss = S * C`` (``prior[s] * loss[s, y] = C[s, y]``; seeds of
-zero weight get zero loss, which is allowed). That solver's column generation over outputs (chain-free
-pair elimination leaves exactly the axis pairs; tent screening and exact LP pricing; a persistent simplex
-master) certifies the optimum by a Lagrangian bound; measured 4-5x faster than the older IPM-restart
-column generation below on central Baltimore (156 seeds x 117 outputs). Its first master is solved by IPM
-(half the time of a cold simplex there) and every master solve reports to ``progress`` (a stop raised
-there ends the solve). Measured and left out: starting from the previous solve's outputs (another seed's
-task points, depth or eps) or its basis: the larger first master costs what the saved rounds save (seed
-change 2.3 vs 2.4 s; High 1.5 vs 0.5 s, Low 20 vs 14 s), as HiGHS's simplex time grows faster than the
-master; restricting the master to the rows binding before (26 %) needed 20-100 row-generation rounds.
+Solving (``method="colgen"``): axis-neighbour rows with one common per-axis budget are exactly
+``eps_axis``-mDP for the seed grid's path metric ``h0 * l1`` (any two seeds are joined by a monotone axis
+staircase whose ratios multiply; conversely every axis pair is such a pair), so the seed LP *is* the
+LP-optimal mechanism of :func:`mdp_core.optimal_mechanism` with inputs = seeds, ``dist_in = h0 * l1``, a
+uniform prior and ``loss = S * C`` (``prior[s] * loss[s, y] = C[s, y]``; seeds of zero weight get zero loss,
+which is allowed). That solver's column generation over outputs (chain-free pair elimination leaves exactly
+the axis pairs; tent screening and exact LP pricing; a persistent simplex master) certifies the optimum by a
+Lagrangian bound; measured 4-5x faster than an older IPM-restart column generation (since removed) on
+central Baltimore (156 seeds x 117 outputs). Its first master is solved by IPM (half the time of a cold
+simplex there) and every master solve reports to ``progress`` (a stop raised there ends the solve). Measured
+and left out: starting from the previous solve's outputs (another seed's task points, depth or eps) or its
+basis: the larger first master costs what the saved rounds save (seed change 2.3 vs 2.4 s; High 1.5 vs 0.5
+s, Low 20 vs 14 s), as HiGHS's simplex time grows faster than the master; restricting the master to the rows
+binding before (26 %) needed 20-100 row-generation rounds.
 
-``method="ipm_colgen"`` keeps the older loop: a restricted master on a few outputs re-solved from scratch
-with HiGHS IPM, then one small pricing LP per remaining output,
-``min_{z in K, 1'z = 1} (C[:, y] - u)' z`` with ``u`` the row-sum duals; ``S * min_y reduced_cost``
-bounds the gap. ``method="full"`` solves the whole LP in one HiGHS IPM call (reference for tests).
+``method="ipm"`` solves the whole LP by the block interior point of :func:`~mdp_core.geo.ipm.solve_geo_lp`
+(one S x S block per output, the outputs coupled by the row sums), its gap certified by the axis rows'
+multipliers. It wins once the mechanism is local (``eps_axis * h0`` from :data:`IPM_FROM`, which
+``method="auto"``, the default, uses to choose): the column generation then needs many rounds of a simplex
+master whose time grows faster than it (:data:`IPM_FROM` has the measurements; Low on the city's default
+grid 9.8 s against 2.0 s), while at High it is 3x faster (0.32 s against 1.03 s). ``method="full"``
+solves the whole LP in one HiGHS IPM call (reference for tests).
 
 Every solution goes through :func:`repair_seed`, which makes the axis constraints hold exactly (ENGINEERING.md
 "LP tolerances"): raw solver output is never returned.
@@ -42,26 +45,35 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
-from mdp_core._highs import new_highs
+from mdp_core._highs import highs_model
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
+from mdp_core.geo.bounds import certified_bound
 from mdp_core.geo.grid import GeoGrid
+from mdp_core.geo.ipm import solve_geo_lp
 from mdp_core.mechanisms import optimal_mechanism
 
 #: Relative tightening of the LP's ratio bound that leaves room for the exact repair.
 REPAIR_MARGIN = 1e-5
 
-#: Largest seed LP (seeds x outputs) solved in one IPM call when the column generation cannot certify.
-FULL_FALLBACK = 40_000
+#: ``eps_axis * h0`` from which ``method="auto"`` takes the block interior point: the column generation
+#: needs more rounds as the mechanism gets local. 15 km city (seconds, column generation / interior point):
+#: 156 seeds x 117 outputs at ``eps_axis h0`` 0.15 / 0.61 / 1.53: 0.32 / 1.03, 2.56 / 1.47, 9.8 / 2.0;
+#: 272 x 186 at 0.12 / 0.46 / 1.16: 1.3 / 5.1, 23 / 10.6, 182 / 9.0; 81 x 60 at 0.23: 0.10 / 0.14.
+IPM_FROM = 0.3
+
+#: Relative gap at which the interior point stops (the repaired objective is then within ~1e-5).
+_IPM_TOL = 1e-7
 
 #: Outputs entering the seed LP's master per pricing round. City, 6 problems at Medium: 12.7 s with 3 (2 the
 #: same), 14.2 s with 4 (the core's default: more outputs enter that end unused); at Low 11.7 / 13.2 / 10.7 s.
 _SEED_ENTER = 3
 
 #: Ways to solve the seed LP (:func:`solve_seed_lp`).
-METHODS = ("colgen", "ipm_colgen", "full")
+METHODS = ("auto", "colgen", "ipm", "full")
 
 __all__ = [
+    "IPM_FROM",
     "METHODS",
     "REPAIR_MARGIN",
     "SeedLPResult",
@@ -143,31 +155,6 @@ def _cone_rows(shape: tuple[int, int], ratio: float) -> sp.csr_matrix:
     return sp.csr_matrix((vals, (rows, cols)), shape=(k, shape[0] * shape[1]))
 
 
-def _highs(
-    a: sp.spmatrix,
-    lower: np.ndarray,
-    upper: np.ndarray,
-    cost: np.ndarray,
-    **options: bool | int | float | str,
-) -> highspy.Highs:
-    """A HiGHS model for min cost'x, lower <= A x <= upper, x >= 0 (column-wise matrix)."""
-    h = new_highs(**options)
-    a = sp.csc_matrix(a)
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = a.shape[1], a.shape[0]
-    lp.col_cost_ = np.asarray(cost, dtype=np.float64)
-    lp.col_lower_ = np.zeros(a.shape[1])
-    lp.col_upper_ = np.full(a.shape[1], highspy.kHighsInf)
-    lp.row_lower_ = np.asarray(lower, dtype=np.float64)
-    lp.row_upper_ = np.asarray(upper, dtype=np.float64)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = a.indptr
-    lp.a_matrix_.index_ = a.indices
-    lp.a_matrix_.value_ = a.data
-    h.passModel(lp)
-    return h
-
-
 def _master(cost: np.ndarray, cone: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, float, str]:
     """Solve the LP restricted to the given output columns; returns (z S x k, row duals u, obj, status)."""
     n_seeds, k = cost.shape
@@ -177,7 +164,7 @@ def _master(cost: np.ndarray, cone: sp.csr_matrix) -> tuple[np.ndarray, np.ndarr
     n_priv = blocks.shape[0]
     lower = np.concatenate([np.full(n_priv, -highspy.kHighsInf), np.ones(n_seeds)])
     upper = np.concatenate([np.zeros(n_priv), np.ones(n_seeds)])
-    h = _highs(a, lower, upper, cost.T.ravel(), solver="ipm", primal_feasibility_tolerance=1e-9)
+    h = highs_model(a, lower, upper, cost.T.ravel(), solver="ipm", primal_feasibility_tolerance=1e-9)
     h.run()
     status = h.modelStatusToString(h.getModelStatus())
     sol = h.getSolution()
@@ -192,9 +179,7 @@ def solve_seed_lp(
     h0: float,
     eps_axis: float,
     *,
-    method: str = "colgen",
-    gap_tol: float = 1e-3,
-    max_iterations: int = 25,
+    method: str = "auto",
     progress: Progress = None,
 ) -> SeedLPResult:
     """Minimise ``sum C[s, y] z[s, y]`` over row-stochastic z with axis ratio bounds ``exp(eps_axis h0)``.
@@ -209,14 +194,10 @@ def solve_seed_lp(
         Seed spacing (km).
     eps_axis : float
         Per-axis budget eps_t (1/km), see :func:`axis_budget`.
-    method : {"colgen", "ipm_colgen", "full"}
-        Exact column generation of :func:`mdp_core.optimal_mechanism` on the grid metric (default), the
-        older IPM-restart column generation, or the whole LP in one HiGHS IPM solve (module docstring).
-    gap_tol : float
-        ``"ipm_colgen"`` stops when the certified relative gap is below this (``"colgen"`` always solves
-        to optimality and reports its certified gap).
-    max_iterations : int
-        ``"ipm_colgen"`` master solves.
+    method : {"auto", "colgen", "ipm", "full"}
+        ``"auto"`` (default) takes the column generation below ``eps_axis * h0 =`` :data:`IPM_FROM` and
+        the block interior point from there (module docstring); ``"full"`` solves the whole LP in one
+        HiGHS IPM call (reference for tests).
 
     Returns
     -------
@@ -232,68 +213,72 @@ def solve_seed_lp(
     if method not in METHODS:
         raise DataError(f"method must be one of {list(METHODS)}, got {method!r}")
     start = time.perf_counter()
+    if method == "auto":
+        method = "ipm" if eps_axis * h0 >= IPM_FROM else "colgen"
     if method == "colgen":
         result = _solve_grid_mdp(cost, shape, h0, eps_axis, start, progress)
         if result is not None:
             return result
         # the core solver could not certify its solution (seen at eps 3/km, violation 1.5e-8 after its
-        # repair, and on the 15 km city at eps ln 2 / 0.2 km, 1e-4): solve again by interior point, whose
-        # solution repair_seed makes exact on the grid. One IPM solve of the whole LP up to FULL_FALLBACK
-        # variables (city, 156 seeds x 117 outputs: 21 s), the IPM column generation loop above (44 s there)
+        # repair, and on the 15 km city at eps ln 2 / 0.2 km, 1e-4): the interior point's solution is
+        # made exact on the grid by repair_seed
         report(progress, 0.3, "seed LP: solving again by interior point")
-        method = "full" if cost.size <= FULL_FALLBACK else "ipm_colgen"
+        method = "ipm"
+    if method == "ipm":
+        return _solve_block_ipm(cost, shape, h0, eps_axis, start, progress)
     ratio = float(np.exp((1.0 - REPAIR_MARGIN) * eps_axis * h0))
-    cone = _cone_rows(shape, ratio)
-    if method == "full":
-        active = np.arange(n_out)
-    else:
-        k0 = min(n_out, max(8, n_out // 8))
-        active = np.sort(np.argsort(cost.sum(axis=0))[:k0])
-    pricing = None
-    gap, iterations = 0.0, 0
-    while True:
-        iterations += 1
-        z_act, duals, objective, status = _master(cost[:, active], cone)
-        if status != "Optimal" or method == "full":
-            gap = 0.0 if status == "Optimal" else np.inf
-            break
-        rest = np.setdiff1d(np.arange(n_out), active)
-        if len(rest) == 0:
-            gap = 0.0
-            break
-        if pricing is None:
-            pricing = _highs(
-                sp.vstack([cone, np.ones((1, n_seeds))]),
-                np.r_[np.full(cone.shape[0], -highspy.kHighsInf), 1.0],
-                np.r_[np.zeros(cone.shape[0]), 1.0],
-                cost[:, 0],
-                solver="simplex",
-            )
-        reduced = _price(pricing, cost[:, rest] - duals[:, None])
-        gap = max(0.0, -n_seeds * min(0.0, reduced.min())) / max(abs(objective), 1e-12)
-        report(progress, min(0.9, 0.2 + 0.1 * iterations), f"seed LP: {len(active)} outputs, gap {gap:.2%}")
-        enter = rest[reduced < -1e-9 * max(1.0, abs(objective))]
-        if gap <= gap_tol or len(enter) == 0 or iterations >= max_iterations:
-            break
-        order = np.argsort(reduced[reduced < -1e-9 * max(1.0, abs(objective))])
-        active = np.sort(np.concatenate([active, enter[order[: max(8, len(active) // 2)]]]))
-    z = np.zeros((n_seeds, n_out))
-    if status == "Optimal":
-        z[:, active] = np.maximum(z_act, 0.0)
-    success = status == "Optimal"
-    if not success:
+    z, _, _, status = _master(cost, _cone_rows(shape, ratio))
+    if status != "Optimal":
         raise DataError(f"the seed LP failed: HiGHS status {status!r}")
-    z = repair_seed(z, shape, h0, eps_axis)
+    z = repair_seed(np.maximum(z, 0.0), shape, h0, eps_axis)
     return SeedLPResult(
         z=z,
         objective=float(np.sum(cost * z)),
-        success=success,
+        success=True,
         status=status,
-        message=f"{len(active)} of {n_out} outputs, certified gap {gap:.3%}",
+        message=f"one HiGHS IPM solve of {n_seeds} seeds x {n_out} outputs",
+        seconds=time.perf_counter() - start,
+        gap=0.0,
+        columns=n_out,
+        iterations=1,
+    )
+
+
+def _solve_block_ipm(
+    cost: np.ndarray,
+    shape: tuple[int, int],
+    h0: float,
+    eps_axis: float,
+    start: float,
+    progress: Progress,
+) -> SeedLPResult:
+    """The seed LP by the block interior point of :func:`~mdp_core.geo.ipm.solve_geo_lp` (one S x S block
+    per output), repaired by :func:`repair_seed`; its gap certified by the multipliers of the axis rows
+    (:func:`~mdp_core.geo.bounds.certified_bound`, valid whether or not the solve converged)."""
+    n_seeds, n_out = cost.shape
+    report(progress, 0.2, f"seed LP: {n_seeds} seeds x {n_out} outputs, interior point")
+    pairs = _axis_pairs(shape)
+    directed = np.concatenate([pairs, pairs[:, ::-1]])
+    rows = np.column_stack([np.repeat(directed, n_out, axis=0), np.tile(np.arange(n_out), len(directed))])
+    scale = float(cost.sum()) / n_out if cost.size and cost.sum() > 0 else 1.0  # uniform mechanism costs 1
+    tight = np.full(len(rows), np.exp((1.0 - REPAIR_MARGIN) * eps_axis * h0))
+    sol = solve_geo_lp(cost / scale, rows, tight, tol=_IPM_TOL, progress=progress)
+    z = repair_seed(np.maximum(sol.p, 0.0), shape, h0, eps_axis)
+    objective = float(np.sum(cost * z))
+    # the gap of the LP solved (at the tightened budget), as the column generation reports it
+    lower = scale * certified_bound(cost / scale, rows, tight, sol.nu)
+    gap = max(0.0, objective - lower) / max(abs(objective), 1e-300)
+    report(progress, 0.9, f"seed LP: interior point, {sol.iterations} iterations")
+    return SeedLPResult(
+        z=z,
+        objective=objective,
+        success=True,
+        status="Optimal" if sol.converged else "Not converged",
+        message=f"interior point, {sol.iterations} iterations, certified gap {gap:.3%}",
         seconds=time.perf_counter() - start,
         gap=float(gap),
-        columns=len(active),
-        iterations=iterations,
+        columns=int(np.count_nonzero(z.max(axis=0) > 1e-9)),
+        iterations=sol.iterations,
     )
 
 
@@ -363,18 +348,6 @@ def _solve_grid_mdp(
         columns=used,
         iterations=int(res.rounds),
     )
-
-
-def _price(model: highspy.Highs, reduced_costs: np.ndarray) -> np.ndarray:
-    """Minimum of (C_y - u)' z over the normalised cone, for each column of ``reduced_costs``."""
-    n = reduced_costs.shape[0]
-    idx = np.arange(n, dtype=np.int32)
-    out = np.empty(reduced_costs.shape[1])
-    for col in range(reduced_costs.shape[1]):
-        model.changeColsCost(n, idx, reduced_costs[:, col])
-        model.run()
-        out[col] = model.getInfo().objective_function_value
-    return out
 
 
 def _envelope(logz: np.ndarray, step: float) -> np.ndarray:

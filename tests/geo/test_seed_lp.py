@@ -69,7 +69,7 @@ def test_colgen_equals_linprog_of_the_original_formulation(shape: tuple[int, int
     rng = np.random.default_rng(hash((shape, eps_t)) % 2**32)
     h0 = 0.7
     cost = random_cost(rng, shape, m=6, zero_rows=2)
-    res = solve_seed_lp(cost, shape, h0, eps_t)
+    res = solve_seed_lp(cost, shape, h0, eps_t, method="colgen")
     # the solvers run at the tightened budget (1 - REPAIR_MARGIN) eps_t: same optimum as linprog there
     tight = linprog_seed_lp(cost, shape, h0, (1.0 - REPAIR_MARGIN) * eps_t)
     loose = linprog_seed_lp(cost, shape, h0, eps_t)
@@ -79,29 +79,36 @@ def test_colgen_equals_linprog_of_the_original_formulation(shape: tuple[int, int
     assert res.gap <= 1e-6
     np.testing.assert_allclose(res.z.sum(axis=1), 1.0, atol=1e-12)
     assert axis_log_steps(res.z, shape) <= eps_t * h0 * (1 + 1e-12)
-    # the same optimum by the older loop and by one full IPM solve
-    for method in ("ipm_colgen", "full"):
-        other = solve_seed_lp(cost, shape, h0, eps_t, method=method, gap_tol=1e-9)
+    # the same optimum by the block interior point and by one full HiGHS IPM solve
+    for method in ("ipm", "full"):
+        other = solve_seed_lp(cost, shape, h0, eps_t, method=method)
         assert other.objective == pytest.approx(tight, rel=1e-5)
+        assert axis_log_steps(other.z, shape) <= eps_t * h0 * (1 + 1e-12)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(
     sx=st.integers(2, 4),
     sy=st.integers(1, 4),
     m=st.integers(1, 5),
     eps_t=st.floats(0.05, 6.0),
     seed=st.integers(0, 10_000),
+    method=st.sampled_from(["colgen", "ipm"]),
 )
-def test_colgen_equals_linprog_random(sx: int, sy: int, m: int, eps_t: float, seed: int) -> None:
+def test_seed_lp_equals_linprog_random(
+    sx: int, sy: int, m: int, eps_t: float, seed: int, method: str
+) -> None:
     shape = (sx, sy)
     m = min(m, sx * sy)
     rng = np.random.default_rng(seed)
     cost = random_cost(rng, shape, m=m, zero_rows=int(rng.integers(0, 2)))
-    res = solve_seed_lp(cost, shape, 0.3, eps_t)
+    res = solve_seed_lp(cost, shape, 0.3, eps_t, method=method)
     tight = linprog_seed_lp(cost, shape, 0.3, (1.0 - REPAIR_MARGIN) * eps_t)
-    assert res.objective == pytest.approx(tight, rel=1e-7, abs=1e-10)
+    # exact for the simplex-based column generation; the interior point stops at a 1e-7 gap
+    assert res.objective == pytest.approx(tight, rel=1e-7 if method == "colgen" else 1e-5, abs=1e-10)
     assert axis_log_steps(res.z, shape) <= eps_t * 0.3 * (1 + 1e-12)
+    # the certified gap is a true bound: objective * (1 - gap) is at most the optimum of the solved LP
+    assert res.objective * (1.0 - res.gap) <= tight * (1 + 1e-9) + 1e-10
 
 
 def test_mdp_on_the_grid_metric_is_the_axis_constraint_set() -> None:
@@ -153,7 +160,7 @@ def test_seed_lp_matches_linprog_and_full_solve(small_problem, eps: float) -> No
     grid = small_problem.grid
     cost = seed_cost(grid, small_problem.prior, small_problem.loss)
     eps_t = axis_budget(eps)
-    colgen = solve_seed_lp(cost, grid.seed_shape, grid.h0, eps_t, gap_tol=1e-7)
+    colgen = solve_seed_lp(cost, grid.seed_shape, grid.h0, eps_t, method="colgen")
     full = solve_seed_lp(cost, grid.seed_shape, grid.h0, eps_t, method="full")
     reference = linprog_seed_lp(cost, grid.seed_shape, grid.h0, eps_t)
     assert colgen.success and full.success
@@ -168,11 +175,7 @@ def test_unknown_method_is_refused() -> None:
         solve_seed_lp(np.ones((4, 2)), (2, 2), 1.0, 0.5, method="simplex")
 
 
-@pytest.mark.parametrize("full_fallback", [40_000, 0])
-def test_falls_back_to_interior_point_when_the_core_solver_fails(
-    monkeypatch: pytest.MonkeyPatch, full_fallback: int
-) -> None:
-    """One IPM solve of the whole LP when it is small enough, the IPM column generation loop otherwise."""
+def test_falls_back_to_the_interior_point_when_the_core_solver_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     import mdp_core
     import mdp_core.geo.seed_lp as seed_lp_module
 
@@ -186,14 +189,27 @@ def test_falls_back_to_interior_point_when_the_core_solver_fails(
         return mdp_core.MechanismResult(nan, np.nan, False, "repair failed", "no", 0.0)
 
     monkeypatch.setattr(seed_lp_module, "optimal_mechanism", failing)
-    monkeypatch.setattr(seed_lp_module, "FULL_FALLBACK", full_fallback)
     messages: list[str] = []
-    res = solve_seed_lp(cost, shape, h0, eps_t, gap_tol=1e-9, progress=lambda f, m: messages.append(m))
+    res = solve_seed_lp(cost, shape, h0, eps_t, method="colgen", progress=lambda f, m: messages.append(m))
     assert len(calls) == 1 and "seed LP: solving again by interior point" in messages
-    assert "certified gap" in res.message and res.iterations >= 1
+    assert "interior point" in res.message and "certified gap" in res.message and res.iterations >= 1
     tight = linprog_seed_lp(cost, shape, h0, (1.0 - REPAIR_MARGIN) * eps_t)
     assert res.objective == pytest.approx(tight, rel=1e-6)
     assert axis_log_steps(res.z, shape) <= eps_t * h0 * (1 + 1e-12)
+
+
+@pytest.mark.parametrize(("eps_t", "expected"), [(0.4, "outputs, certified gap"), (0.5, "interior point")])
+def test_auto_takes_the_interior_point_from_ipm_from(eps_t: float, expected: str) -> None:
+    from mdp_core.geo.seed_lp import IPM_FROM
+
+    shape, h0 = (4, 4), 0.7
+    assert (eps_t * h0 >= IPM_FROM) == (expected == "interior point")
+    cost = random_cost(np.random.default_rng(5), shape, m=6, zero_rows=1)
+    res = solve_seed_lp(cost, shape, h0, eps_t)
+    assert expected in res.message
+    assert res.objective == pytest.approx(
+        linprog_seed_lp(cost, shape, h0, (1.0 - REPAIR_MARGIN) * eps_t), rel=1e-5
+    )
 
 
 class _StopError(Exception):
@@ -213,13 +229,30 @@ def test_a_stop_raised_by_progress_ends_the_column_generation_at_its_first_maste
             raise _StopError
 
     with pytest.raises(_StopError):
-        solve_seed_lp(cost, shape, h0, eps_t, progress=progress)
+        solve_seed_lp(cost, shape, h0, eps_t, method="colgen", progress=progress)
     assert [m for m in seen if m.startswith("seed LP: round")] == [seen[-1]] and "round 1" in seen[-1]
     # without a stop: one report per master round, fractions rising, then the result counts the rounds
     fractions: list[tuple[float, str]] = []
-    res = solve_seed_lp(cost, shape, h0, eps_t, progress=lambda f, m: fractions.append((f, m)))
+    res = solve_seed_lp(
+        cost, shape, h0, eps_t, method="colgen", progress=lambda f, m: fractions.append((f, m))
+    )
     rounds = [f for f, m in fractions if m.startswith("seed LP: round")]
     assert len(rounds) == res.iterations >= 1 and rounds == sorted(rounds) and rounds[-1] < 0.9
+
+
+def test_a_stop_raised_by_progress_ends_the_interior_point() -> None:
+    shape, h0, eps_t = (6, 5), 0.5, 1.5
+    cost = random_cost(np.random.default_rng(3), shape, m=12, zero_rows=2)
+    seen: list[str] = []
+
+    def progress(fraction: float, message: str) -> None:
+        seen.append(message)
+        if message.startswith("interior point"):
+            raise _StopError
+
+    with pytest.raises(_StopError):
+        solve_seed_lp(cost, shape, h0, eps_t, method="ipm", progress=progress)
+    assert seen[-1].startswith("interior point: gap") and len([m for m in seen if "gap" in m]) == 1
 
 
 @pytest.mark.parametrize("eps", [0.3, 1.2, 3.0])
