@@ -29,7 +29,8 @@ binding before (26 %) needed 20-100 row-generation rounds.
 multipliers. It wins once the mechanism is local (``eps_axis * h0`` from :data:`IPM_FROM`, which
 ``method="auto"``, the default, uses to choose): the column generation then needs many rounds of a simplex
 master whose time grows faster than it (:data:`IPM_FROM` has the measurements; Low on the city's default
-grid 9.8 s against 2.0 s), while at High it is 3x faster (0.32 s against 1.03 s). ``method="full"``
+grid 9.8 s against 2.0 s, with 16 seed cells 182 s against 9 s), while at High it is 3x faster (0.32 s
+against 1.03 s). ``method="full"``
 solves the whole LP in one HiGHS IPM call (reference for tests).
 
 Every solution goes through :func:`repair_seed`, which makes the axis constraints hold exactly (ENGINEERING.md
@@ -57,10 +58,12 @@ from mdp_core.mechanisms import optimal_mechanism
 REPAIR_MARGIN = 1e-5
 
 #: ``eps_axis * h0`` from which ``method="auto"`` takes the block interior point: the column generation
-#: needs more rounds as the mechanism gets local. 15 km city (seconds, column generation / interior point):
-#: 156 seeds x 117 outputs at ``eps_axis h0`` 0.15 / 0.61 / 1.53: 0.32 / 1.03, 2.56 / 1.47, 9.8 / 2.0;
-#: 272 x 186 at 0.12 / 0.46 / 1.16: 1.3 / 5.1, 23 / 10.6, 182 / 9.0; 81 x 60 at 0.23: 0.10 / 0.14.
-IPM_FROM = 0.3
+#: needs more rounds as the mechanism gets local, the interior point's time depends on the size only.
+#: 15 km city, depth 2, seconds (column generation / interior point) at ``eps_axis * h0`` 0.1 / 0.15 / 0.2 /
+#: 0.25: 81 seeds x 60 outputs 0.06 / 0.21, 0.12 / 0.22, 0.23 / 0.21, 0.34 / 0.31; 156 x 117 (12 seed
+#: cells) 0.34 / 1.22, 0.83 / 1.03, 1.46 / 1.47, 1.41 / 1.58; 272 x 186 1.3 / 5.1, 4.7 / 7.7, 7.9 / 11.9,
+#: 20.0 / 9.4. At the named levels (156 x 117: 0.086 / 0.34 / 0.86) 0.32 / 1.03, 2.56 / 1.47, 9.8 / 2.0.
+IPM_FROM = 0.22
 
 #: Relative gap at which the interior point stops (the repaired objective is then within ~1e-5).
 _IPM_TOL = 1e-7

@@ -198,7 +198,7 @@ def test_falls_back_to_the_interior_point_when_the_core_solver_fails(monkeypatch
     assert axis_log_steps(res.z, shape) <= eps_t * h0 * (1 + 1e-12)
 
 
-@pytest.mark.parametrize(("eps_t", "expected"), [(0.4, "outputs, certified gap"), (0.5, "interior point")])
+@pytest.mark.parametrize(("eps_t", "expected"), [(0.25, "outputs, certified gap"), (0.35, "interior point")])
 def test_auto_takes_the_interior_point_from_ipm_from(eps_t: float, expected: str) -> None:
     from mdp_core.geo.seed_lp import IPM_FROM
 
