@@ -30,8 +30,7 @@ multipliers. It wins once the mechanism is local (``eps_axis * h0`` from :data:`
 ``method="auto"``, the default, uses to choose): the column generation then needs many rounds of a simplex
 master whose time grows faster than it (:data:`IPM_FROM` has the measurements; Low on the city's default
 grid 9.8 s against 2.0 s, with 16 seed cells 182 s against 9 s), while at High it is 3x faster (0.32 s
-against 1.03 s). ``method="full"``
-solves the whole LP in one HiGHS IPM call (reference for tests).
+against 1.03 s). ``method="full"`` solves the whole LP in one HiGHS IPM call (reference for tests).
 
 Every solution goes through :func:`repair_seed`, which makes the axis constraints hold exactly (ENGINEERING.md
 "LP tolerances"): raw solver output is never returned.
@@ -158,8 +157,8 @@ def _cone_rows(shape: tuple[int, int], ratio: float) -> sp.csr_matrix:
     return sp.csr_matrix((vals, (rows, cols)), shape=(k, shape[0] * shape[1]))
 
 
-def _master(cost: np.ndarray, cone: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, float, str]:
-    """Solve the LP restricted to the given output columns; returns (z S x k, row duals u, obj, status)."""
+def _master(cost: np.ndarray, cone: sp.csr_matrix) -> tuple[np.ndarray, str]:
+    """The whole LP in one HiGHS IPM solve: (z S x m, model status)."""
     n_seeds, k = cost.shape
     blocks = sp.block_diag([cone] * k, format="csr")  # variables ordered column by column: y * S + s
     sums = sp.hstack([sp.identity(n_seeds, format="csr")] * k, format="csr")
@@ -169,11 +168,8 @@ def _master(cost: np.ndarray, cone: sp.csr_matrix) -> tuple[np.ndarray, np.ndarr
     upper = np.concatenate([np.zeros(n_priv), np.ones(n_seeds)])
     h = highs_model(a, lower, upper, cost.T.ravel(), solver="ipm", primal_feasibility_tolerance=1e-9)
     h.run()
-    status = h.modelStatusToString(h.getModelStatus())
-    sol = h.getSolution()
-    z = np.asarray(sol.col_value).reshape(k, n_seeds).T
-    duals = np.asarray(sol.row_dual)[n_priv:]
-    return z, duals, float(h.getInfo().objective_function_value), status
+    z = np.asarray(h.getSolution().col_value).reshape(k, n_seeds).T
+    return z, h.modelStatusToString(h.getModelStatus())
 
 
 def solve_seed_lp(
@@ -230,7 +226,7 @@ def solve_seed_lp(
     if method == "ipm":
         return _solve_block_ipm(cost, shape, h0, eps_axis, start, progress)
     ratio = float(np.exp((1.0 - REPAIR_MARGIN) * eps_axis * h0))
-    z, _, _, status = _master(cost, _cone_rows(shape, ratio))
+    z, status = _master(cost, _cone_rows(shape, ratio))
     if status != "Optimal":
         raise DataError(f"the seed LP failed: HiGHS status {status!r}")
     z = repair_seed(np.maximum(z, 0.0), shape, h0, eps_axis)
