@@ -259,7 +259,7 @@ def _solve_block_ipm(
     pairs = _axis_pairs(shape)
     directed = np.concatenate([pairs, pairs[:, ::-1]])
     rows = np.column_stack([np.repeat(directed, n_out, axis=0), np.tile(np.arange(n_out), len(directed))])
-    scale = float(cost.sum()) / n_out if cost.size and cost.sum() > 0 else 1.0  # uniform mechanism costs 1
+    scale = _uniform_cost(cost)  # the LP then costs at most 1
     tight = np.full(len(rows), np.exp((1.0 - REPAIR_MARGIN) * eps_axis * h0))
     sol = solve_geo_lp(cost / scale, rows, tight, tol=_IPM_TOL, progress=progress)
     z = repair_seed(np.maximum(sol.p, 0.0), shape, h0, eps_axis)
@@ -279,6 +279,11 @@ def _solve_block_ipm(
         columns=int(np.count_nonzero(z.max(axis=0) > 1e-9)),
         iterations=sol.iterations,
     )
+
+
+def _uniform_cost(cost: np.ndarray) -> float:
+    """What the uniform mechanism costs, ``sum(C) / m`` (>= the optimum; 1 when C is all 0): a scale."""
+    return float(cost.sum()) / cost.shape[1] if cost.size and cost.sum() > 0 else 1.0
 
 
 def grid_l1_distance(shape: tuple[int, int], h0: float) -> np.ndarray:
@@ -305,8 +310,7 @@ def _solve_grid_mdp(
     float rounding. Returns None when the solver fails or its solution cannot be certified.
     """
     n_seeds, n_out = cost.shape
-    # the uniform mechanism costs sum(C) / m >= the optimum: scale the LP so that it costs at most 1
-    scale = float(cost.sum()) / n_out if cost.size and cost.sum() > 0 else 1.0
+    scale = _uniform_cost(cost)  # the LP then costs at most 1
     report(progress, 0.2, f"seed LP: {n_seeds} seeds x {n_out} outputs")
     done = [0]
 
