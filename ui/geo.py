@@ -145,11 +145,12 @@ def eps_meaning(eps: float, extent_km: tuple[float, float]) -> str:
     """
     diagonal = float(math.hypot(*extent_km))
     across = eps * diagonal
-    odds = f"{math.exp(across):,.0f}" if across < 60 else f"e^{across:.0f}"
+    # beyond a million the exact factor (21 digits on a city at Low) says nothing more
+    odds = f"×{math.exp(across):,.0f}" if across < math.log(1e6) else "over ×1,000,000"
     said = (
         f"ε = {eps:.3g}/km on this {extent_km[0]:.1f} × {extent_km[1]:.1f} km map: from one report an "
         f"attacker's odds between two places move by at most ×2 if they are {_metres(math.log(2) / eps)} "
-        f"apart, ×10 at {_metres(math.log(10) / eps)}, and ×{odds} between opposite corners "
+        f"apart, ×10 at {_metres(math.log(10) / eps)}, and {odds} between opposite corners "
         f"({diagonal:.1f} km)."
     )
     if across <= 2 * math.log(2):  # the whole map within two x2 steps: reports hardly depend on the place

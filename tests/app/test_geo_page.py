@@ -305,6 +305,11 @@ def test_privacy_level_wording() -> None:
     assert f"×10 at {math.log(10) / (math.log(2) / 0.5):.1f} km" in text  # 1.66 km
     assert f"×{math.exp(math.log(2) / 0.5 * 5.0):,.0f} between opposite corners (5.0 km)" in text
     assert "small for this level" not in text
+    # Low on the city (8.4 x 7.6 km): e^39, a 21-digit factor before; a million is where exact stops helping
+    assert "and over ×1,000,000 between opposite corners (11.3 km)" in geo.eps_meaning(
+        geo.level_eps("Low"), (8.4, 7.6)
+    )
+    assert "and ×999,999 between" in geo.eps_meaning(math.log(999_999.4) / 5.0, (3.0, 4.0))
     # High on the 1.0 x 1.7 km district: the whole map within two x2 steps (UX audit: it looked like a leak)
     small = geo.eps_meaning(geo.level_eps("High"), (1.0, 1.7))
     assert small.endswith("the map is small for this level, not a leak.")
