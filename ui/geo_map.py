@@ -31,6 +31,7 @@ from ui.store import store
 
 __all__ = [
     "ATTRIBUTION",
+    "IN_USE",
     "MAP_HEIGHT",
     "NO_BASE_MAP",
     "N_REPORTS",
@@ -38,6 +39,7 @@ __all__ = [
     "colour_scale",
     "deck",
     "legend_html",
+    "outputs_in_use",
     "sample_reports",
     "show",
 ]
@@ -52,6 +54,8 @@ FIT_WIDTH = 900
 NO_BASE_MAP = "__MAP_STYLE__"
 #: Sampled reports drawn from the shown row.
 N_REPORTS = 40
+#: Probability above which an output counts as reported (the caption's "of them reported").
+IN_USE = 1e-6
 #: Sequential colour scale (low -> high), light yellow to dark red (ColorBrewer YlOrRd, 7 classes).
 _SCALE = ("#ffffb2", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#b10026")
 
@@ -409,10 +413,17 @@ def show(
         )
         + f"Black: the true location; blue discs: {N_REPORTS} sampled reports (a disc's size: how "
         "many fell in that cell); white dots: candidate true locations (click one). "
-        f"{problem.grid.n_targets:,} target vertices, {len(problem.grid.outputs)} outputs, seed spacing "
+        f"{problem.grid.n_targets:,} target vertices, {len(problem.grid.outputs)} outputs "
+        f"({outputs_in_use(comp.mechanisms[method])} of them reported by this mechanism), seed spacing "
         f"{problem.grid.h0 * 1000:.0f} m; utility {comp.utility_km[method]:.3f} km. {ATTRIBUTION}"
     )
     return comp
+
+
+def outputs_in_use(mechanism: GeoMechanism) -> int:
+    """Outputs some location reports with probability above :data:`IN_USE`: an optimised mechanism reports
+    on the few outputs that serve the task points (a true location's own cell may not be among them)."""
+    return int(np.count_nonzero(mechanism.matrix.max(axis=0) > IN_USE))
 
 
 def _follow(

@@ -195,6 +195,9 @@ def test_heatmap_is_the_mechanism_row(app: AppTest) -> None:
     x, heat = _true_target_and_heat(at, problem)
     np.testing.assert_allclose(heat, mech.matrix[x], rtol=0, atol=1e-12)
     assert heat.sum() == pytest.approx(1.0, abs=1e-9)
+    used = int(np.sum(mech.matrix.max(axis=0) > geo_map.IN_USE))
+    assert 2 <= used < len(problem.grid.outputs)  # the optimum reports on some outputs only
+    assert any(f"{len(problem.grid.outputs)} outputs ({used} of them reported" in c.value for c in at.caption)
     true_ll = _layer(at, "geo_true")["data"][0]["position"]
     np.testing.assert_allclose(true_ll, problem.network.to_lonlat(problem.targets_km[[x]])[0], atol=2e-6)
     # the second view: expected error per true location, whose prior mean is the table's utility
