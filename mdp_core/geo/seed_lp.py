@@ -261,7 +261,11 @@ def _solve_block_ipm(
     rows = np.column_stack([np.repeat(directed, n_out, axis=0), np.tile(np.arange(n_out), len(directed))])
     scale = _uniform_cost(cost)  # the LP then costs at most 1
     tight = np.full(len(rows), np.exp((1.0 - REPAIR_MARGIN) * eps_axis * h0))
-    sol = solve_geo_lp(cost / scale, rows, tight, tol=_IPM_TOL, progress=progress)
+
+    def steps(done: float, message: str) -> None:
+        report(progress, 0.2 + 0.7 * done, f"seed LP: {message}")
+
+    sol = solve_geo_lp(cost / scale, rows, tight, tol=_IPM_TOL, progress=steps)
     z = repair_seed(np.maximum(sol.p, 0.0), shape, h0, eps_axis)
     objective = float(np.sum(cost * z))
     # the gap of the LP solved (at the tightened budget), as the column generation reports it

@@ -247,12 +247,16 @@ def test_a_stop_raised_by_progress_ends_the_interior_point() -> None:
 
     def progress(fraction: float, message: str) -> None:
         seen.append(message)
-        if message.startswith("interior point"):
+        if message.startswith("seed LP: interior point: gap"):
             raise _StopError
 
     with pytest.raises(_StopError):
         solve_seed_lp(cost, shape, h0, eps_t, method="ipm", progress=progress)
-    assert seen[-1].startswith("interior point: gap") and len([m for m in seen if "gap" in m]) == 1
+    assert seen[-1].startswith("seed LP: interior point: gap") and len([m for m in seen if "gap" in m]) == 1
+    # without a stop: the interior point's reports within the seed LP's share of the bar
+    fractions: list[float] = []
+    solve_seed_lp(cost, shape, h0, eps_t, method="ipm", progress=lambda f, m: fractions.append(f))
+    assert len(fractions) > 3 and min(fractions) >= 0.2 and max(fractions) == fractions[-1] == 0.9
 
 
 @pytest.mark.parametrize("eps", [0.3, 1.2, 3.0])
