@@ -7,9 +7,10 @@ generation (``method="colgen"``), the block interior point (``"ipm"``), what ``"
 on grids up to :data:`FULL_UP_TO` variables). ``ratio_auto`` is the auto choice's seconds over the better of
 the two. Objectives agree to ``rel_diff`` (interior point against column generation).
 
-Measured (2 cores, stop 57, the city): 12 seed cells (156 x 117) at High / Medium / Low 0.32 / 2.56 / 9.8 s
-by the column generation, 1.03 / 1.47 / 2.0 s by the interior point; 16 seed cells (272 x 186) 1.3 / 23 /
-182 s against 5.1 / 10.6 / 9.0 s. (:data:`mdp_core.geo.seed_lp.IPM_FROM` has the crossover.)
+Measured (2 cores, stop 57, the city; seconds at High / Medium / Low): 81 x 60 column generation 0.14 /
+0.55 / 1.04, interior point 0.27 / 0.39 / 0.31, HiGHS whole 1.01 / 1.35 / 1.83; 156 x 117 (the default)
+0.71 / 3.58 / 16.8 against 1.10 / 1.69 / 1.84; 272 x 186 1.48 / 25.0 / 176 against 5.88 / 8.43 / 8.68.
+``auto`` took the faster at all nine; objectives within 7.4e-7.
 """
 
 from __future__ import annotations
