@@ -269,8 +269,8 @@ def _solve_block_ipm(
     z = repair_seed(np.maximum(sol.p, 0.0), shape, h0, eps_axis)
     objective = float(np.sum(cost * z))
     # the gap of the LP solved (at the tightened budget), as the column generation reports it
-    lower = scale * certified_bound(cost / scale, rows, tight, sol.nu)
-    gap = max(0.0, objective - lower) / max(abs(objective), 1e-300)
+    lower = max(scale * certified_bound(cost / scale, rows, tight, sol.nu), 0.0)  # costs are >= 0
+    gap = max(0.0, objective - lower) / max(objective, 1e-300)
     report(progress, 0.9, f"seed LP: interior point, {sol.iterations} iterations")
     return SeedLPResult(
         z=z,

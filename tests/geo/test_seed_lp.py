@@ -170,6 +170,13 @@ def test_seed_lp_matches_linprog_and_full_solve(small_problem, eps: float) -> No
     assert colgen.columns <= cost.shape[1]
 
 
+@pytest.mark.parametrize("method", ["colgen", "ipm"])
+def test_a_seed_grid_without_cost_reports_no_gap(method: str) -> None:
+    res = solve_seed_lp(np.zeros((6, 3)), (2, 3), 1.0, 2.0, method=method)
+    assert res.objective == 0.0 and res.gap == 0.0 and "certified gap 0.000%" in res.message
+    np.testing.assert_allclose(res.z.sum(axis=1), 1.0, atol=1e-12)
+
+
 def test_unknown_method_is_refused() -> None:
     with pytest.raises(DataError, match="method must be one of"):
         solve_seed_lp(np.ones((4, 2)), (2, 2), 1.0, 0.5, method="simplex")
