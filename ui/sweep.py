@@ -181,12 +181,13 @@ def sweep_key(spec: core.SweepSpec, encoded: core.Encoded) -> tuple[str, str, st
     return ("sweep", encoded.fingerprint, spec.to_json())
 
 
-def chance_level(spec: core.SweepSpec, encoded: core.Encoded, task: str) -> float | None:
+def chance_level(results: pd.DataFrame, task: str) -> float | None:
     """Held-out accuracy of always predicting the most frequent class (prediction task), else None: the
-    floor an accuracy means nothing below (adult: 0.758, which three methods scored at every budget)."""
+    floor an accuracy means nothing below (adult: 0.758, which three methods scored at every budget).
+    Recorded by the sweep (``attrs["majority_rate"]``), not measured again in the page."""
     if task != "prediction":
         return None
-    return core.prepare_data(spec, encoded).majority_rate
+    return results.attrs.get("majority_rate")
 
 
 def _shown(fr: pd.DataFrame, task: str, tau_group: float, tau_dpn: float) -> pd.DataFrame:

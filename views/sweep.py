@@ -110,7 +110,7 @@ p1, p2, p3 = st.columns(3)
 task = p1.selectbox("Task shown", list(spec.tasks), key="sweep_show_task")
 tg = p2.selectbox("τ_group shown", list(spec.tau_group), key="sweep_show_tau_group")
 td = p3.selectbox("τ_dpn shown", list(spec.tau_dpn), key="sweep_show_tau_dpn")
-chance = sweep.chance_level(spec, encoded, task)
+chance = sweep.chance_level(results, task)
 st.plotly_chart(sweep.frontier_figure(fr, task, tg, td, chance), key="sweep_frontier")
 if note := sweep.chance_note(fr, task, tg, td, chance):
     st.caption(note)

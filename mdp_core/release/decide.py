@@ -182,7 +182,7 @@ def which_eps(
     method : str
         Whose smallest eps: ``"DepHDP"`` or a baseline (the method a scenario releases with).
     """
-    from mdp_core.sweep import SweepSpec, frontier, prepare_data, run_sweep, smallest_eps
+    from mdp_core.sweep import SweepSpec, frontier, run_sweep, smallest_eps
 
     if not isinstance(target, UtilityTarget):
         raise TypeError(f"target must be a UtilityTarget, got {type(target).__name__}")
@@ -217,5 +217,5 @@ def which_eps(
         seconds=seconds,
         dataset=dataset,
         skipped=tuple(sorted(set(spec.eps) - set(results["eps"]))),
-        majority=prepare_data(spec, encoded).majority_rate if task == "prediction" else None,
+        majority=results.attrs.get("majority_rate") if task == "prediction" else None,
     )

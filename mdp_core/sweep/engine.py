@@ -266,7 +266,14 @@ def run_bundle(
 # --------------------------------------------------------------------------- engine
 
 
-def _frame(rows: list[dict], spec: SweepSpec, engine: str, metas: list[dict], seconds: float) -> pd.DataFrame:
+def _frame(
+    rows: list[dict],
+    spec: SweepSpec,
+    engine: str,
+    metas: list[dict],
+    seconds: float,
+    majority_rate: float | None = None,
+) -> pd.DataFrame:
     order = {m: i for i, m in enumerate(METHODS_EVALUATED)}
     # rows in task order before the frame is built: its columns follow the first rows' keys, and tasks of
     # different kinds (prediction, entropy) carry different metrics, so completion order must not matter
@@ -281,6 +288,7 @@ def _frame(rows: list[dict], spec: SweepSpec, engine: str, metas: list[dict], se
         "engine": engine,
         "seconds": seconds,
         "tasks": sorted(metas, key=lambda m: m["task_index"]),
+        "majority_rate": majority_rate,
     }
     return df
 
@@ -314,7 +322,9 @@ def run_sweep(
         the non-private ``reference``), the 000 task ``loss``, the ``surrogate`` loss DepHDP predicted,
         the task's other metrics, ``configure_seconds`` (per configuration) and ``seconds`` (per
         privatisation + scoring). ``attrs`` holds the spec (JSON), the engine line, the wall-clock
-        seconds and per-task meta data (pid, seconds, peak RSS in MB).
+        seconds, per-task meta data (pid, seconds, peak RSS in MB) and the held-out records' ``majority_rate``
+        (:attr:`SweepData.majority_rate`: what always predicting the more frequent label scores; None
+        without a target).
     """
     if not isinstance(spec, SweepSpec):
         raise TypeError(f"spec must be a SweepSpec, got {type(spec).__name__}")
@@ -365,7 +375,7 @@ def _run_serial(
         rows += r
         metas.append(meta)
         report(progress, (k + 1) / n, f"{k + 1}/{n} configurations")
-    return _frame(rows, spec, describe_engine(False), metas, time.perf_counter() - t0)
+    return _frame(rows, spec, describe_engine(False), metas, time.perf_counter() - t0, data.majority_rate)
 
 
 def _run_distributed(
@@ -422,4 +432,4 @@ def _run_distributed(
     finally:  # release everything on the cluster (stopped, failed or done): a traceback kept by the caller
         # must not pin results, the scattered table or stage 1 in the workers' memory
         client.cancel([*futures, *stage1.values(), shared])
-    return _frame(rows, spec, engine, metas, time.perf_counter() - t0)
+    return _frame(rows, spec, engine, metas, time.perf_counter() - t0, data.majority_rate)
