@@ -311,12 +311,8 @@ def utility_text(u: core.TaskUtility, majority: float | None = None) -> tuple[st
     label = f"Release: {u.metric.replace('_', ' ')}"
     if u.higher_is_better:
         share = f" ({u.relative:.0%} of non-private)" if math.isfinite(u.relative) else ""
-        caption = f"{u.unit}; non-private {u.reference:.3f}{share}"
-        if majority is not None:
-            caption += f"; always predicting the more frequent label {majority:.3f}"
-            if u.value <= majority + core.MAJORITY_TOLERANCE:
-                caption += " (this release does no better: it carries nothing the task can use)"
-        return label, f"{u.value:.3f}", caption + "."
+        said = core.majority_clause({"mean": u.value, "majority": majority})  # the release page's words
+        return label, f"{u.value:.3f}", f"{u.unit}; non-private {u.reference:.3f}{share}{said}."
     return label, f"{u.value:.3g}", f"{u.unit}; non-private {u.reference:g} (lower is better)."
 
 
