@@ -48,7 +48,7 @@ import scipy.sparse as sp
 from mdp_core._highs import highs_model
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
-from mdp_core.geo.bounds import certified_bound
+from mdp_core.geo.bounds import _privacy_rows, certified_bound
 from mdp_core.geo.grid import GeoGrid
 from mdp_core.geo.ipm import solve_geo_lp
 from mdp_core.mechanisms import optimal_mechanism
@@ -256,9 +256,7 @@ def _solve_block_ipm(
     (:func:`~mdp_core.geo.bounds.certified_bound`, valid whether or not the solve converged)."""
     n_seeds, n_out = cost.shape
     report(progress, 0.2, f"seed LP: {n_seeds} seeds x {n_out} outputs, interior point")
-    pairs = _axis_pairs(shape)
-    directed = np.concatenate([pairs, pairs[:, ::-1]])
-    rows = np.column_stack([np.repeat(directed, n_out, axis=0), np.tile(np.arange(n_out), len(directed))])
+    rows = _privacy_rows(_axis_pairs(shape), n_out)  # both directions of every axis pair, per output
     scale = _uniform_cost(cost)  # the LP then costs at most 1
     tight = np.full(len(rows), np.exp((1.0 - REPAIR_MARGIN) * eps_axis * h0))
 
