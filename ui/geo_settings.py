@@ -168,7 +168,9 @@ def choose_settings(city: str, network: RoadNetwork) -> Settings:
             16,
             int(geo.remembered(key, "seed_n", 12, lambda v: 4 <= int(v) <= 16)),
             key=key,
-            help="Seed-grid cells along the longer side.",
+            help="Cells of the seed grid along the map's longer side (each depth level halves them). More "
+            "cells: a finer optimised grid and a little less error, but a slower seed LP (the 15 km city at "
+            "Medium: 12 cells 1.7 s, 1.718 km; 16 cells 9 s, 1.684 km).",
         )
     with c4:
         key = f"geo_depth_{mk}"

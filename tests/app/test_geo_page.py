@@ -787,6 +787,15 @@ def test_exact_optimum_on_request_is_the_tables_yardstick(app: AppTest) -> None:
     )
     assert f"errs less than {short.value:.3f} km" in geo_results.verdict(comps, short)
     assert geo_results.verdict(comps, None) == "" and geo_results.verdict({"optimal": comp}, bound) == ""
+    plain = {m: comps[m] for m in ("tree", "em", "em_remap")}  # no near-optimal method shown
+    u_plain = min(c.utility_km[m] for m, c in plain.items())
+    far = dataclasses.replace(bound, value=0.5 * u_plain, exact=False)
+    assert "turn on **Spanner LP** above" in geo_results.verdict(plain, far)  # 50 % wide: which toggle
+    assert "turn on" not in geo_results.verdict(comps, far)  # the optimum is shown: nothing to point to
+    near = dataclasses.replace(far, value=(1 - geo_results.HINT_GAP) * u_plain * 1.001)
+    assert "turn on" not in geo_results.verdict(plain, near)  # within the hint's gap
+    assert "turn on" not in geo_results.verdict(plain, dataclasses.replace(far, exact=True))
+    assert "**Bilinear lattice**" in geo_results._closer_hint(geo.SPANNER_MAX_TARGETS + 1)  # too big a map
     _widget(at, "selectbox", "Mechanism shown").set_value(EXACT)
     _run(at)
     x, heat = _true_target_and_heat(at, problem)
