@@ -47,6 +47,8 @@ _COLOURS = {
     "tree_o": "#8c564b",
     "em": "#1f77b4",
     "em_remap": "#2ca02c",
+    "tree_cal": "#7f0000",
+    "em_remap_cal": "#00441b",
     "lp_coarse": "#9467bd",
     "bilinear": "#17becf",
     "spanner": "#e377c2",

@@ -14,6 +14,13 @@ from mdp_core.geo.baselines import (
 )
 from mdp_core.geo.bilinear import bilinear_mechanism
 from mdp_core.geo.bounds import GeoBound, geo_lower_bound
+from mdp_core.geo.calibrate import (
+    CALIBRATE_MAX_TARGETS,
+    CALIBRATED_METHODS,
+    actual_eps,
+    calibrated_mechanism,
+    calibrated_method,
+)
 from mdp_core.geo.compare import (
     METHODS,
     TREE_VARIANTS,
@@ -71,6 +78,8 @@ from mdp_core.geo.utility import GeoProblem, build_problem, expected_travel_erro
 from mdp_core.geo.verify import GeoVerification, verify_geo
 
 __all__ = [
+    "CALIBRATED_METHODS",
+    "CALIBRATE_MAX_TARGETS",
     "DEFAULT_CITY",
     "FINE_GRID_TARGETS",
     "METHODS",
@@ -89,12 +98,15 @@ __all__ = [
     "GeoVerification",
     "RoadNetwork",
     "SeedLPResult",
+    "actual_eps",
     "auto_lower_bound",
     "axis_budget",
     "bilinear_mechanism",
     "bilinear_weights",
     "build_grid",
     "build_problem",
+    "calibrated_mechanism",
+    "calibrated_method",
     "coarser_start",
     "compare_methods",
     "coset_lower_bound",

@@ -19,6 +19,7 @@ import json
 import sys
 
 from mdp_core.errors import DataError
+from mdp_core.geo.calibrate import CALIBRATED_METHODS
 from mdp_core.geo.compare import COSET_CHOICES, COSET_CHOICES_TEXT, METHODS
 
 
@@ -49,7 +50,11 @@ def main(argv: list[str] | None = None) -> int:
         "(those of the grid one level coarser, targets aggregated onto it); "
         "default 0: cosets where each gets the time it needs, else geo_lower_bound",
     )
-    bench.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated subset of {METHODS}")
+    bench.add_argument(
+        "--methods",
+        default=",".join(METHODS),
+        help=f"comma-separated subset of {METHODS}, or the calibrated {tuple(CALIBRATED_METHODS)}",
+    )
     bench.add_argument(
         "--reference", action="store_true", help="also the bilinear and spanner LP mechanisms (slow)"
     )

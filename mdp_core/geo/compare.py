@@ -20,6 +20,7 @@ from mdp_core.errors import DataError
 from mdp_core.geo.baselines import em_remap_geo, exponential_geo, lp_coarse
 from mdp_core.geo.bilinear import bilinear_mechanism
 from mdp_core.geo.bounds import GeoBound
+from mdp_core.geo.calibrate import CALIBRATED_METHODS, calibrated_method
 from mdp_core.geo.cosets import auto_lower_bound, coset_lower_bound
 from mdp_core.geo.extension import GeoMechanism, tree_extension, tree_seed
 from mdp_core.geo.optimal import OPTIMAL_ADVICE, OPTIMAL_MAX_TARGETS, coarser_start, optimal_geo_mechanism
@@ -180,9 +181,9 @@ def compare_methods(
     named = isinstance(bound_cosets, str) and bound_cosets in COSET_CHOICES
     if not (named or (isinstance(bound_cosets, int | np.integer) and bound_cosets >= 0)):
         raise DataError(f"bound_cosets must be {COSET_CHOICES_TEXT}, got {bound_cosets!r}")
-    unknown = set(methods) - set(METHODS) - set(REFERENCE_METHODS)
-    if unknown:
-        raise DataError(f"unknown methods {sorted(unknown)}; choose from {list(METHODS + REFERENCE_METHODS)}")
+    known = (*METHODS, *CALIBRATED_METHODS, *REFERENCE_METHODS)
+    if unknown := set(methods) - set(known):
+        raise DataError(f"unknown methods {sorted(unknown)}; choose from {list(known)}")
     rng = np.random.default_rng(0) if rng is None else rng
     mechs: dict[str, GeoMechanism] = {}
     seconds: dict[str, float] = {}
@@ -200,6 +201,13 @@ def compare_methods(
             mechs[name] = exponential_geo(problem, eps)
         elif name == "em_remap":
             mechs[name] = em_remap_geo(problem, eps, em=mechs.get("em"))
+        elif name in CALIBRATED_METHODS:
+            try:
+                share = part(progress, k / (len(methods) + 1), (k + 1) / (len(methods) + 1))
+                mechs[name] = calibrated_method(problem, eps, name, progress=share)
+            except DataError as exc:  # a map too large to check every pair: say why, keep the others
+                failed[name] = str(exc)
+                continue
         elif name in REFERENCE_METHODS:
             builders: dict[str, Callable[..., GeoMechanism]] = {  # looked up per call (tests patch them)
                 "spanner": spanner_mechanism

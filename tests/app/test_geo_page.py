@@ -442,6 +442,39 @@ def test_bilinear_lattice_lp_on_request(app: AppTest) -> None:
     assert row["expected travel error (km)"].item() == pytest.approx(mech.utility_km(problem), rel=1e-12)
 
 
+#: A map no other test calibrates on (the store is process-wide).
+CALIBRATED_MAP = geo.GeoConfig(city="default", seed_n=6, depth=1, seed=0)
+
+
+def test_calibrated_rows_on_request(app: AppTest) -> None:
+    """Toggled on, the tree and EM + remap at the calibrated budget join the table, private on every pair
+    (exhaustive check, independent of the page's) and no worse than their families; shown, the heatmap is
+    the calibrated tree's row."""
+    at = _small_map(app, CALIBRATED_MAP)
+    labels = geo.method_labels()
+    assert labels["tree_cal"] not in list(at.dataframe[0].value["method"])
+    _widget(at, "toggle", "Calibrated ε").set_value(True)
+    _run(at)
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[0].value.set_index("method")
+    problem, eps = geo.cached_problem(CALIBRATED_MAP), geo.level_eps("Medium")
+    dist = problem.target_distances_km()
+    for name, family in (("tree_cal", "tree"), ("em_remap_cal", "em_remap")):
+        row = table.loc[labels[name]]
+        assert row["private (checked)"] == "yes" and row["violation ratio"] == 0.0
+        comp = geo.stored_mechanism(CALIBRATED_MAP, eps, name)
+        assert comp is not None
+        mech = comp.mechanisms[name]
+        assert mdp_violation(mech.matrix, dist, eps) <= 1e-9 and mech.info["nominal_eps"] >= eps
+        assert row["expected travel error (km)"] == pytest.approx(mech.utility_km(problem), rel=1e-12)
+        assert row["expected travel error (km)"] <= table.loc[labels[family], "expected travel error (km)"]
+    _widget(at, "selectbox", "Mechanism shown").set_value(labels["tree_cal"])
+    _run(at)
+    x, heat = _true_target_and_heat(at, problem)
+    mech = geo.stored_mechanism(CALIBRATED_MAP, eps, "tree_cal").mechanisms["tree_cal"]  # type: ignore[union-attr]
+    np.testing.assert_allclose(heat, mech.matrix[x], rtol=0, atol=1e-12)
+
+
 def test_bilinear_failure_is_said_not_raised(app: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
     def fails(*args: Any, **kwargs: Any) -> Any:
         raise cgeo_errors.DataError("the bilinear LP failed: HiGHS status 'Infeasible'")

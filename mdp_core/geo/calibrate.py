@@ -1,0 +1,204 @@
+"""Calibrated mechanisms: a family built at the largest nominal budget whose exact eps is still eps.
+
+A mechanism family's privacy proof is a worst case over all maps. On a given map the tree extension at
+nominal eps is only ``0.56 eps``-mDP over all pairs of its targets (the 15 km city at depth 2, eps
+1.39 / km: the proof's "normalisation at most doubles it" doubles little), and the exponential mechanism
+``0.79 eps`` (the normaliser moves less than its bound). :func:`calibrated_mechanism` spends the rest: it
+builds the family at ``c * eps`` for a few ``c >= 1`` and keeps the largest ``c`` whose mechanism's
+:func:`actual_eps` (exact, over every pair of targets and every output) is at most eps, checked again by
+:func:`~mdp_core.mechanisms.verify.mdp_violation` on all pairs. The search looks only at the map, prior and
+task points (public), never at a user's location, so the result is eps-mDP between targets like the
+family's own mechanisms, with less error: the city above, tree 1.718 -> 1.35 km, EM + remap 1.728 -> 1.50.
+
+The exact scan costs ``n^2 m`` (targets squared times outputs): about 0.5 s at 1,252 targets x 117 outputs,
+so maps above :data:`CALIBRATE_MAX_TARGETS` targets are refused.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+from mdp_core._validation import Progress, check_eps, report
+from mdp_core.errors import DataError
+from mdp_core.geo.baselines import exponential_geo, remap_matrix
+from mdp_core.geo.extension import GeoMechanism, tree_extension
+from mdp_core.geo.utility import GeoProblem
+from mdp_core.mechanisms.verify import mdp_violation
+
+__all__ = [
+    "CALIBRATED_METHODS",
+    "CALIBRATE_MAX_TARGETS",
+    "actual_eps",
+    "calibrated_mechanism",
+    "calibrated_method",
+]
+
+#: The calibrated methods and the family each calibrates: the tree extension (MLaEt-A), and EM with the
+#: Bayesian remap applied after calibration (post-processing: its actual eps is at most EM's).
+CALIBRATED_METHODS = {"tree_cal": "tree", "em_remap_cal": "em_remap"}
+
+#: Largest map (targets) calibrated: the exact scan of every pair is n^2 m (depth 3 of the 15 km city,
+#: 3,469 targets x 117 outputs: ~4 s per build checked).
+CALIBRATE_MAX_TARGETS = 4_000
+#: Rows of targets scanned against all others at a time (two chunk x n float64 temporaries).
+_CHUNK = 256
+#: Largest excess the final all-pairs check accepts (the project's verification tolerance).
+_VIOLATION_TOL = 1e-9
+
+
+def actual_eps(matrix: np.ndarray, targets_km: np.ndarray) -> float:
+    """The least eps (1/km) for which ``matrix`` is eps-mDP between all of its targets (Euclidean metric).
+
+    ``max_{x != x', y} |ln M[x, y] - ln M[x', y]| / d_2(x, x')`` over every pair of targets and every
+    output, exactly (outputs no target reports are skipped). ``inf`` when an output is reported from some
+    targets but not from others, or two targets at one place have different rows.
+    """
+    m = np.asarray(matrix, dtype=np.float64)
+    pts = np.asarray(targets_km, dtype=np.float64)
+    if m.ndim != 2 or pts.shape != (m.shape[0], 2):
+        raise DataError(f"matrix {m.shape} and targets {pts.shape} must be (n, m) and (n, 2)")
+    used = m.any(axis=0)
+    if np.any(m[:, used] == 0):
+        return float("inf")
+    logs = np.log(m[:, used])
+    worst = 0.0
+    for lo in range(0, len(pts), _CHUNK):
+        dist = cdist(pts[lo : lo + _CHUNK], pts)
+        spread = np.zeros_like(dist)
+        for y in range(logs.shape[1]):
+            np.maximum(spread, np.abs(logs[lo : lo + _CHUNK, y, None] - logs[None, :, y]), out=spread)
+        if np.any((dist == 0) & (spread > 0)):
+            return float("inf")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            worst = max(worst, float(np.max(np.where(dist > 0, spread / dist, 0.0))))
+    return worst
+
+
+def calibrated_mechanism(
+    problem: GeoProblem,
+    eps: float,
+    build: Callable[[float], GeoMechanism],
+    *,
+    method: str,
+    tol: float = 0.01,
+    max_builds: int = 5,
+    post: Callable[[np.ndarray], np.ndarray] | None = None,
+    progress: Progress = None,
+) -> GeoMechanism:
+    """``build`` (a family: nominal eps -> mechanism, eps-mDP at its nominal eps) at the largest nominal
+    budget whose mechanism is exactly eps-mDP on ``problem``'s targets.
+
+    Parameters
+    ----------
+    problem : GeoProblem
+        Targets (at most :data:`CALIBRATE_MAX_TARGETS`), prior and travel loss.
+    eps : float
+        The budget to meet (1/km).
+    build : callable
+        Nominal budget (1/km) -> mechanism on ``problem``'s targets and outputs.
+    method : str
+        Name of the result (``GeoMechanism.method``).
+    tol : float
+        Stop once the actual eps is within this share below ``eps`` (0 < tol < 1).
+    max_builds : int
+        Builds at most (the first at ``eps`` itself, then a secant on the actual eps).
+    post : callable, optional
+        Post-processing of the kept matrix (Bayesian remapping, say: it cannot raise the actual eps).
+
+    Returns
+    -------
+    GeoMechanism at ``eps``, with ``info`` "nominal_eps", "actual_eps" (of the kept build, before ``post``)
+    and "builds", and ``seconds`` for the whole search and checks.
+    """
+    eps = check_eps(eps)
+    if not 0.0 < tol < 1.0:
+        raise DataError(f"tol must be in (0, 1), got {tol!r}")
+    if not isinstance(max_builds, int | np.integer) or max_builds < 1:
+        raise DataError(f"max_builds must be a positive integer, got {max_builds!r}")
+    n = len(problem.targets_km)
+    if n > CALIBRATE_MAX_TARGETS:
+        raise DataError(
+            f"calibration checks every pair of targets: {n:,} targets is above {CALIBRATE_MAX_TARGETS:,} "
+            "(a lower depth or fewer seed cells)"
+        )
+    start = time.perf_counter()
+    tried: list[tuple[float, float]] = []  # (scale, actual eps / eps)
+    kept: tuple[float, float, GeoMechanism] | None = None
+    scale = 1.0
+    for k in range(max_builds):
+        report(progress, k / (max_builds + 1), f"calibrating: build {k + 1} at nominal ε {scale * eps:.3g}")
+        mech = build(scale * eps)
+        ratio = actual_eps(mech.matrix, problem.targets_km) / eps
+        tried.append((scale, ratio))
+        if ratio <= 1.0 and (kept is None or scale > kept[0]):
+            kept = (scale, ratio, mech)
+        if kept is not None and kept[1] >= 1.0 - tol:
+            break
+        following = _next_scale(tried, tol)
+        if following is None:
+            break
+        scale = following
+    if kept is None:  # even the family's own nominal budget failed: its proof does not hold here
+        raise DataError(f"{method}: the family's mechanism at ε itself is not ε-mDP on this map")
+    scale, ratio, mech = kept
+    matrix = mech.matrix if post is None else post(mech.matrix)
+    report(progress, max_builds / (max_builds + 1), "calibrating: checking every pair")
+    excess = mdp_violation(matrix, problem.target_distances_km(), eps)
+    if excess > _VIOLATION_TOL:  # rounding beyond the check's tolerance: never return it unproven
+        raise DataError(f"{method}: the calibrated mechanism fails the all-pairs check (excess {excess:.3g})")
+    report(progress, 1.0, "calibrating: done")
+    return replace(
+        mech,
+        matrix=matrix,
+        eps=eps,
+        seconds=time.perf_counter() - start,
+        method=method,
+        info={**mech.info, "nominal_eps": scale * eps, "actual_eps": ratio * eps, "builds": len(tried)},
+    )
+
+
+def calibrated_method(
+    problem: GeoProblem, eps: float, name: str, *, progress: Progress = None
+) -> GeoMechanism:
+    """The calibrated method ``name`` of :data:`CALIBRATED_METHODS` on ``problem`` at ``eps`` (1/km)."""
+    if name == "tree_cal":
+        return calibrated_mechanism(
+            problem, eps, lambda nominal: tree_extension(problem, nominal), method=name, progress=progress
+        )
+    if name == "em_remap_cal":
+        return calibrated_mechanism(
+            problem,
+            eps,
+            lambda nominal: exponential_geo(problem, nominal),
+            method=name,
+            post=lambda matrix: remap_matrix(matrix, problem.prior, problem.loss),
+            progress=progress,
+        )
+    raise DataError(f"unknown calibrated method {name!r}; choose from {list(CALIBRATED_METHODS)}")
+
+
+def _next_scale(tried: list[tuple[float, float]], tol: float) -> float | None:
+    """The next nominal scale: a secant of actual/eps against the scale through the closest build below
+    and above 1 (proportional from the first build alone), aimed just inside ``1 - tol / 2``; None when
+    the bracket is already narrower than ``tol``."""
+    aim = 1.0 - tol / 2
+    below = [t for t in tried if t[1] <= 1.0]
+    above = [t for t in tried if t[1] > 1.0]
+    lo = max(below, default=None)
+    hi = min(above, default=None)
+    if lo is None:  # only failures: shrink towards the family's own budget
+        return None
+    if hi is None:
+        if lo[1] <= 0:  # a mechanism that reveals nothing: any scale is private, keep it
+            return None
+        return lo[0] * aim / lo[1]
+    if hi[0] - lo[0] <= tol * lo[0]:
+        return None
+    slope = (hi[1] - lo[1]) / (hi[0] - lo[0])
+    guess = lo[0] + (aim - lo[1]) / slope if slope > 0 else (lo[0] + hi[0]) / 2
+    return float(min(max(guess, lo[0] + 0.1 * (hi[0] - lo[0])), hi[0] - 0.1 * (hi[0] - lo[0])))
