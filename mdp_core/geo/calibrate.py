@@ -45,7 +45,7 @@ CALIBRATED_METHODS = {"tree_cal": "tree", "em_remap_cal": "em_remap"}
 #: Largest map (targets) calibrated: the exact scan of every pair is n^2 m (depth 3 of the 15 km city,
 #: 3,469 targets x 117 outputs: ~4 s per build checked).
 CALIBRATE_MAX_TARGETS = 4_000
-#: Rows of targets scanned against all others at a time (two chunk x n float64 temporaries).
+#: Rows of targets scanned against the later ones at a time (two chunk x n float64 temporaries).
 _CHUNK = 256
 #: Largest excess the final all-pairs check accepts (the project's verification tolerance).
 _VIOLATION_TOL = 1e-9
@@ -65,13 +65,13 @@ def actual_eps(matrix: np.ndarray, targets_km: np.ndarray) -> float:
     used = m.any(axis=0)
     if np.any(m[:, used] == 0):
         return float("inf")
-    logs = np.log(m[:, used])
+    logs = np.ascontiguousarray(np.log(m[:, used]).T)  # one output's targets contiguous
     worst = 0.0
-    for lo in range(0, len(pts), _CHUNK):
-        dist = cdist(pts[lo : lo + _CHUNK], pts)
+    for lo in range(0, len(pts), _CHUNK):  # rows lo:hi against targets lo: (each pair once)
+        dist = cdist(pts[lo : lo + _CHUNK], pts[lo:])
         spread = np.zeros_like(dist)
-        for y in range(logs.shape[1]):
-            np.maximum(spread, np.abs(logs[lo : lo + _CHUNK, y, None] - logs[None, :, y]), out=spread)
+        for column in logs:
+            np.maximum(spread, np.abs(column[lo : lo + _CHUNK, None] - column[None, lo:]), out=spread)
         if np.any((dist == 0) & (spread > 0)):
             return float("inf")
         with np.errstate(divide="ignore", invalid="ignore"):
