@@ -58,6 +58,7 @@ def mechanism_metadata(
         "variant": mech.info.get("variant"),
         "city": network.name,
         "eps_per_km": float(mech.eps),
+        "calibration": _calibration(mech),
         "depth": None if grid is None else int(grid.depth),
         "seed_cells": None if grid is None else [int(c) for c in grid.cells],
         "seed_spacing_km": None if grid is None else float(grid.h0),
@@ -69,6 +70,16 @@ def mechanism_metadata(
         "origin_lonlat": [float(v) for v in origin_ll],
         "versions": versions,
         "attribution": "© OpenStreetMap contributors (ODbL)",
+    }
+
+
+def _calibration(mech: GeoMechanism) -> dict[str, float] | None:
+    """A calibrated mechanism's nominal budget and exact eps over all pairs (1/km), else None."""
+    if "nominal_eps" not in mech.info:
+        return None
+    return {
+        "nominal_eps_per_km": float(mech.info["nominal_eps"]),  # type: ignore[arg-type]
+        "actual_eps_per_km": float(mech.info["actual_eps"]),  # type: ignore[arg-type]
     }
 
 

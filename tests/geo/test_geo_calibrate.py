@@ -20,6 +20,7 @@ from mdp_core.geo import (
     compare_methods,
     exponential_geo,
     grid_road_network,
+    mechanism_metadata,
     tree_extension,
 )
 from mdp_core.geo import calibrate as calibrate_module
@@ -163,3 +164,18 @@ def test_compare_methods_reports_a_map_too_large_as_failed(
     comp = compare_methods(problem, 1.0, methods=("em_remap", "em_remap_cal"), verify_samples=100)
     assert "em_remap_cal" not in comp.mechanisms and "above 10" in comp.failed["em_remap_cal"]
     assert "em_remap" in comp.mechanisms
+
+
+def test_exports_record_the_calibration(problem: GeoProblem) -> None:
+    """The .npz / GeoJSON metadata say the nominal budget and the exact eps; other methods say None."""
+    net = grid_road_network(7, 5, spacing_km=0.25, rng=np.random.default_rng(3))
+    mech = calibrated_method(problem, 1.0, "em_remap_cal")
+    said = mechanism_metadata(mech, net)["calibration"]
+    assert said == {
+        "nominal_eps_per_km": mech.info["nominal_eps"],
+        "actual_eps_per_km": pytest.approx(
+            actual_eps(exponential_geo(problem, mech.info["nominal_eps"]).matrix, problem.targets_km)
+        ),
+    }
+    assert said["actual_eps_per_km"] <= 1.0 < said["nominal_eps_per_km"]
+    assert mechanism_metadata(exponential_geo(problem, 1.0), net)["calibration"] is None
