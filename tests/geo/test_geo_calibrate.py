@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from mdp_core import mdp_violation
 from mdp_core.errors import DataError
 from mdp_core.geo import (
+    CALIBRATE_MAX_TARGETS,
     CALIBRATED_METHODS,
     actual_eps,
     build_problem,
@@ -150,10 +151,11 @@ def test_bad_arguments_are_named(problem: GeoProblem) -> None:
         calibrated_mechanism(problem, 1.0, build, method="x", max_builds=0)
     with pytest.raises(DataError, match="unknown calibrated method"):
         calibrated_method(problem, 1.0, "tree")
+    too_many = CALIBRATE_MAX_TARGETS + 1
     big = dataclasses.replace(
-        problem, grid=dataclasses.replace(problem.grid, fine_ij=np.zeros((4_001, 2), int))
+        problem, grid=dataclasses.replace(problem.grid, fine_ij=np.zeros((too_many, 2), int))
     )
-    with pytest.raises(DataError, match="checks every pair of targets: 4,001 targets"):
+    with pytest.raises(DataError, match=f"checks every pair of targets: {too_many:,} targets"):
         calibrated_mechanism(big, 1.0, build, method="x")
 
 
