@@ -25,6 +25,7 @@ __all__ = [
     "HINT_GAP",
     "NEAR_OPTIMAL",
     "TABLE_COLUMNS",
+    "TOGGLES_PER_ROW",
     "build_rows",
     "comparison_table",
     "downloads",
@@ -36,7 +37,7 @@ __all__ = [
     "verdict",
 ]
 
-#: Optional rows of the table: toggle name -> (label, help) (short labels: five side by side).
+#: Optional rows of the table: toggle name -> (label, help) (short labels: three side by side).
 EXTRAS = {
     "variants": (
         "MLaEt-M and -O",
@@ -81,6 +82,8 @@ EXTRAS = {
 }
 
 
+#: Toggles side by side (six in one row cut their labels short in a 1,400 px window).
+TOGGLES_PER_ROW = 3
 #: A gap to the bound above this share, with no near-optimal method shown, points to the toggle of one: on
 #: the 15 km city at depth 2, Medium, the tree errs 1.718 km, the 20 s bound says 1.046 and the spanner LP
 #: builds a private 1.109 km in 26 s (the district, 20 s bound: the tree 1.6 / 7.2 / 20.7 % above it at
@@ -98,7 +101,9 @@ def extra_toggles(config: GeoConfig, eps: float, method: str) -> dict[str, bool]
     build unless it is the mechanism shown on the map."""
     mk = geo.map_key(config.city)
     included: dict[str, bool] = {}
-    for column, (name, (label, help_text)) in zip(st.columns(len(EXTRAS)), EXTRAS.items(), strict=True):
+    items = list(EXTRAS.items())
+    places = [c for _ in range(0, len(items), TOGGLES_PER_ROW) for c in st.columns(TOGGLES_PER_ROW)]
+    for column, (name, (label, help_text)) in zip(places, items, strict=False):
         with column:
             key = f"geo_{name}_{mk}"
             value = bool(geo.remembered(key, name, False))
