@@ -242,7 +242,7 @@ def comparison_table(comps: dict[str, GeoComparison], bound: Any | None = None) 
 
     With a bound B (``GeoBound``): "at most X % better possible" is ``1 - B / U`` and the gap ``U / B - 1``
     (private rows only: the bound holds for eps-mDP mechanisms). A tree variant worse than EM + remap on the
-    same map and eps gets a note saying so.
+    same map and eps gets a note saying so (the calibrated tree: worse than the calibrated EM + remap).
     """
     labels = method_labels()
     utility = {key: c.utility_km[key] for key, c in comps.items()}
@@ -266,9 +266,10 @@ def comparison_table(comps: dict[str, GeoComparison], bound: Any | None = None) 
         row["construction (s)"] = comp.mechanisms[key].seconds
         row["violation ratio"] = comp.violation_ratio[key]
         row["private (checked)"] = "yes" if private else "NO"
-        remap = utility.get("em_remap")
+        rival = "em_remap_cal" if key == "tree_cal" else "em_remap"  # like with like: calibrated or not
+        remap = utility.get(rival)
         if key.startswith("tree") and remap is not None and u > remap:
-            row["note"] = f"worse than EM + remap by {100 * (u / remap - 1):.1f} %"
+            row["note"] = f"worse than {labels[rival]} by {100 * (u / remap - 1):.1f} %"
         if key == "optimal":  # out of time, it is not the optimum: say how close it is
             row["note"] = _optimum_note(comp.mechanisms[key], u)
         rows.append(row)

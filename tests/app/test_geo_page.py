@@ -475,6 +475,31 @@ def test_calibrated_rows_on_request(app: AppTest) -> None:
     np.testing.assert_allclose(heat, mech.matrix[x], rtol=0, atol=1e-12)
 
 
+def test_a_tree_worse_than_its_em_remap_says_so_like_with_like() -> None:
+    """The table's note: a tree row worse than EM + remap says by how much; the calibrated tree is held to
+    the calibrated EM + remap (not to the plain one, which it would beat by its budget alone)."""
+    eps = geo.level_eps("Medium")
+    comps = {
+        m: geo.mechanism(CALIBRATED_MAP, eps, m) for m in ("tree", "em_remap", "tree_cal", "em_remap_cal")
+    }
+
+    def at(key: str, utility: float) -> cgeo.GeoComparison:
+        return dataclasses.replace(comps[key], utility_km={key: utility})
+
+    remap, remap_cal = (
+        comps["em_remap"].utility_km["em_remap"],
+        comps["em_remap_cal"].utility_km["em_remap_cal"],
+    )
+    labels = geo.method_labels()
+    worse = {**comps, "tree": at("tree", 1.05 * remap), "tree_cal": at("tree_cal", 1.005 * remap_cal)}
+    notes = geo_results.comparison_table(worse).set_index("method")["note"]
+    assert notes[labels["tree"]] == f"worse than {labels['em_remap']} by 5.0 %"
+    assert notes[labels["tree_cal"]] == f"worse than {labels['em_remap_cal']} by 0.5 %"
+    assert 1.005 * remap_cal < remap  # against the plain EM + remap it would have passed unsaid
+    better = {**worse, "tree_cal": at("tree_cal", 0.99 * remap_cal)}
+    assert geo_results.comparison_table(better).set_index("method")["note"][labels["tree_cal"]] == ""
+
+
 def test_bilinear_failure_is_said_not_raised(app: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
     def fails(*args: Any, **kwargs: Any) -> Any:
         raise cgeo_errors.DataError("the bilinear LP failed: HiGHS status 'Infeasible'")
