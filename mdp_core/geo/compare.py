@@ -96,7 +96,8 @@ class GeoComparison:
 
     ``bound`` is the certified lower bound (:func:`mdp_core.geo.geo_lower_bound`) when computed; ``gap``
     is ``utility / bound - 1`` per method (how far above the best possible); ``worse_than_em_remap`` lists
-    the tree variants whose utility exceeds EM + remap's on this map and eps (never hidden); ``problem``
+    the tree variants whose utility exceeds EM + remap's on this map and eps (never hidden; the calibrated
+    tree against the calibrated EM + remap); ``problem``
     is the problem they were built on (its network and grid give exports their projection and metadata);
     ``failed`` maps a reference method that could not be built (too many targets, unrepairable LP) to why;
     ``timed_bound`` is the bound computed within the comparison's bound time limit, before ``bound`` takes
@@ -255,9 +256,8 @@ def compare_methods(
             gap = {
                 k: (u / lower.value - 1.0 if lower.value > 0 else float("inf")) for k, u in utility.items()
             }
-    worse: tuple[str, ...] = ()
-    if "em_remap" in utility:
-        worse = tuple(k for k in TREE_VARIANTS if k in utility and utility[k] > utility["em_remap"])
+    rivals = {**dict.fromkeys(TREE_VARIANTS, "em_remap"), "tree_cal": "em_remap_cal"}  # like with like
+    worse = tuple(k for k, r in rivals.items() if k in utility and r in utility and utility[k] > utility[r])
     report(progress, 1.0, "done")
     return GeoComparison(
         mechanisms=mechs,

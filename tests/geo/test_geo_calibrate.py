@@ -25,6 +25,7 @@ from mdp_core.geo import (
     tree_extension,
 )
 from mdp_core.geo import calibrate as calibrate_module
+from mdp_core.geo import compare as compare_module
 from mdp_core.geo.utility import GeoProblem
 
 
@@ -157,6 +158,28 @@ def test_bad_arguments_are_named(problem: GeoProblem) -> None:
     )
     with pytest.raises(DataError, match=f"checks every pair of targets: {too_many:,} targets"):
         calibrated_mechanism(big, 1.0, build, method="x")
+
+
+def test_a_calibrated_tree_worse_than_the_calibrated_em_remap_is_listed(
+    problem: GeoProblem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``worse_than_em_remap`` holds the calibrated tree to the calibrated EM + remap, never hidden: a
+    'calibrated tree' that is EM at a tenth of the budget (private, and worse) is listed."""
+    real = calibrate_module.calibrated_method
+
+    def weak_tree(problem: GeoProblem, eps: float, name: str, **kw: object) -> object:
+        if name == "tree_cal":
+            return dataclasses.replace(exponential_geo(problem, eps / 10), method=name)
+        return real(problem, eps, name)
+
+    methods = ("tree", "em_remap", *CALIBRATED_METHODS)
+    honest = compare_methods(problem, 4.0, methods=methods, verify_samples=100)
+    assert "tree_cal" not in honest.worse_than_em_remap  # the real one is better here
+    monkeypatch.setattr(compare_module, "calibrated_method", weak_tree)
+    comp = compare_methods(problem, 4.0, methods=methods, verify_samples=100)
+    assert comp.utility_km["tree_cal"] > comp.utility_km["em_remap_cal"]
+    assert "tree_cal" in comp.worse_than_em_remap
+    assert ("tree" in comp.worse_than_em_remap) == (comp.utility_km["tree"] > comp.utility_km["em_remap"])
 
 
 def test_compare_methods_reports_a_map_too_large_as_failed(
