@@ -185,22 +185,23 @@ def calibrated_method(
 
 
 def _next_scale(tried: list[tuple[float, float]], tol: float) -> float | None:
-    """The next nominal scale: a secant of actual/eps against the scale through the closest build below
-    and above 1 (proportional from the first build alone), aimed just inside ``1 - tol / 2``; None when
-    the bracket is already narrower than ``tol``."""
+    """The next nominal scale, aimed just inside ``1 - tol / 2`` of eps: a power law ``actual/eps ~ scale^k``
+    through the closest builds below and above 1 (or the two largest below; ``k = 1`` from one build: the
+    actual eps grows a little faster than the budget, ``k`` 1.1-1.2, so the power law lands closer than a
+    straight secant); None when the bracket is already narrower than ``tol`` or only failures are known."""
     aim = 1.0 - tol / 2
-    below = [t for t in tried if t[1] <= 1.0]
-    above = [t for t in tried if t[1] > 1.0]
-    lo = max(below, default=None)
-    hi = min(above, default=None)
-    if lo is None:  # only failures: shrink towards the family's own budget
+    below = sorted(t for t in tried if t[1] <= 1.0)
+    above = sorted(t for t in tried if t[1] > 1.0)
+    if not below or below[-1][1] <= 0:  # only failures, or a mechanism that reveals nothing (any scale)
         return None
-    if hi is None:
-        if lo[1] <= 0:  # a mechanism that reveals nothing: any scale is private, keep it
-            return None
-        return lo[0] * aim / lo[1]
-    if hi[0] - lo[0] <= tol * lo[0]:
+    lo, hi = below[-1], (above[0] if above else None)
+    if hi is not None and hi[0] - lo[0] <= tol * lo[0]:
         return None
-    slope = (hi[1] - lo[1]) / (hi[0] - lo[0])
-    guess = lo[0] + (aim - lo[1]) / slope if slope > 0 else (lo[0] + hi[0]) / 2
-    return float(min(max(guess, lo[0] + 0.1 * (hi[0] - lo[0])), hi[0] - 0.1 * (hi[0] - lo[0])))
+    pair = (lo, hi) if hi is not None else (below[-2], lo) if len(below) > 1 else None
+    power = 1.0
+    if pair is not None and pair[0][1] > 0 and pair[1][0] > pair[0][0]:
+        power = np.log(pair[1][1] / pair[0][1]) / np.log(pair[1][0] / pair[0][0])
+    guess = lo[0] * (aim / lo[1]) ** (1.0 / power) if power > 0 else 2.0 * lo[0]
+    if hi is not None:  # strictly inside the bracket (the power law lands near its top end often)
+        guess = min(max(guess, lo[0] + 0.01 * (hi[0] - lo[0])), hi[0] - 0.01 * (hi[0] - lo[0]))
+    return float(guess)

@@ -125,6 +125,27 @@ def test_search_stops_within_tol_of_eps(problem: GeoProblem) -> None:
     assert one.info["nominal_eps"] <= close.info["nominal_eps"]
 
 
+@pytest.mark.parametrize(("first", "power", "builds"), [(0.5, 1.0, 2), (0.56, 1.15, 3), (0.9, 1.3, 3)])
+def test_the_search_follows_a_power_law_in_few_builds(
+    problem: GeoProblem, monkeypatch: pytest.MonkeyPatch, first: float, power: float, builds: int
+) -> None:
+    """With actual/eps = first * scale^power (the shape measured: the tree's power 1.1-1.2), the search
+    reaches [1 - tol, 1] in ``builds``: proportional from the first build, then the power law through the
+    bracket (the search's logic alone: the scan and the final check are stubbed)."""
+    eps, nominal = 1.0, []
+
+    def build(e: float) -> object:
+        nominal.append(e)
+        return exponential_geo(problem, e)
+
+    monkeypatch.setattr(calibrate_module, "actual_eps", lambda m, t: first * (nominal[-1] / eps) ** power)
+    monkeypatch.setattr(calibrate_module, "mdp_violation", lambda *args: -1.0)
+    mech = calibrated_mechanism(problem, eps, build, method="x", tol=0.01)  # type: ignore[arg-type]
+    assert mech.info["builds"] == builds == len(nominal)
+    assert 0.99 * eps <= mech.info["actual_eps"] <= eps
+    assert mech.info["nominal_eps"] == pytest.approx((mech.info["actual_eps"] / first) ** (1 / power))
+
+
 def test_a_family_whose_proof_fails_is_refused(problem: GeoProblem) -> None:
     """A 'family' that is not private at its own nominal budget: nothing is returned."""
 
