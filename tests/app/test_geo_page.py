@@ -468,6 +468,8 @@ def test_calibrated_rows_on_request(app: AppTest) -> None:
         assert mdp_violation(mech.matrix, dist, eps) <= 1e-9 and mech.info["nominal_eps"] >= eps
         assert row["expected travel error (km)"] == pytest.approx(mech.utility_km(problem), rel=1e-12)
         assert row["expected travel error (km)"] <= table.loc[labels[family], "expected travel error (km)"]
+        said = f"{labels[name]}: built at nominal ε {mech.info['nominal_eps']:.3g}/km; its exact ε over all"
+        assert any(said in c.value for c in at.caption)  # the caption says what the row is
     _widget(at, "selectbox", "Mechanism shown").set_value(labels["tree_cal"])
     _run(at)
     x, heat = _true_target_and_heat(at, problem)
