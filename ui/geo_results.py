@@ -277,10 +277,9 @@ def comparison_table(comps: dict[str, GeoComparison], bound: Any | None = None) 
         row["construction (s)"] = comp.mechanisms[key].seconds
         row["violation ratio"] = comp.violation_ratio[key]
         row["private (checked)"] = "yes" if private else "NO"
-        rival = "em_remap_cal" if key == "tree_cal" else "em_remap"  # like with like: calibrated or not
-        remap = utility.get(rival)
-        if key.startswith("tree") and remap is not None and u > remap:
-            row["note"] = f"worse than {labels[rival]} by {100 * (u / remap - 1):.1f} %"
+        rival = cgeo.EM_REMAP_RIVAL.get(key)  # like with like: the calibrated tree against calibrated EM
+        if rival in utility and u > utility[rival]:
+            row["note"] = f"worse than {labels[rival]} by {100 * (u / utility[rival] - 1):.1f} %"
         if key == "optimal":  # out of time, it is not the optimum: say how close it is
             row["note"] = _optimum_note(comp.mechanisms[key], u)
         rows.append(row)

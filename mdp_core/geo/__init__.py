@@ -22,6 +22,7 @@ from mdp_core.geo.calibrate import (
     calibrated_method,
 )
 from mdp_core.geo.compare import (
+    EM_REMAP_RIVAL,
     METHODS,
     TREE_VARIANTS,
     GeoComparison,
@@ -81,6 +82,7 @@ __all__ = [
     "CALIBRATED_METHODS",
     "CALIBRATE_MAX_TARGETS",
     "DEFAULT_CITY",
+    "EM_REMAP_RIVAL",
     "FINE_GRID_TARGETS",
     "METHODS",
     "OPTIMAL_MAX_TARGETS",
