@@ -293,11 +293,12 @@ def page_lp_seconds(method: str, n_targets: int) -> float | None:
 def build_row(
     config: GeoConfig, eps: float, method: str, progress: Progress, prebuilt: GeoMechanism | None = None
 ) -> GeoComparison:
-    """One method on ``config`` at ``eps``; the tree variants share one seed LP through the store.
+    """One method on ``config`` at ``eps``; the tree variants and the calibrated tree's first build share one
+    seed LP through the store.
     ``prebuilt``: the method's mechanism, built before (only scored and verified here)."""
     problem = cached_problem(config)
     seed = None
-    if method in cgeo.TREE_VARIANTS:
+    if method in cgeo.TREE_VARIANTS or cgeo.CALIBRATED_METHODS.get(method) in cgeo.TREE_VARIANTS:
         seed = store().get_or_compute(
             ("geo-seed", config, round(float(eps), 12)),
             lambda: cgeo.tree_seed(problem, eps, progress=progress),

@@ -28,6 +28,7 @@ from mdp_core._validation import Progress, check_eps, report
 from mdp_core.errors import DataError
 from mdp_core.geo.baselines import exponential_geo, remap_matrix
 from mdp_core.geo.extension import GeoMechanism, tree_extension
+from mdp_core.geo.seed_lp import SeedLPResult
 from mdp_core.geo.utility import GeoProblem
 from mdp_core.mechanisms.verify import mdp_violation
 
@@ -166,13 +167,22 @@ def calibrated_mechanism(
 
 
 def calibrated_method(
-    problem: GeoProblem, eps: float, name: str, *, progress: Progress = None
+    problem: GeoProblem,
+    eps: float,
+    name: str,
+    *,
+    seed: SeedLPResult | None = None,
+    progress: Progress = None,
 ) -> GeoMechanism:
-    """The calibrated method ``name`` of :data:`CALIBRATED_METHODS` on ``problem`` at ``eps`` (1/km)."""
+    """The calibrated method ``name`` of :data:`CALIBRATED_METHODS` on ``problem`` at ``eps`` (1/km).
+    ``seed``: the tree's seed LP at ``eps`` itself, solved before (:func:`tree_seed`), which the first
+    build (the family's own mechanism) then takes instead of solving it again."""
     if name == "tree_cal":
-        return calibrated_mechanism(
-            problem, eps, lambda nominal: tree_extension(problem, nominal), method=name, progress=progress
-        )
+
+        def tree(nominal: float) -> GeoMechanism:
+            return tree_extension(problem, nominal, seed=seed if nominal == eps else None)
+
+        return calibrated_mechanism(problem, eps, tree, method=name, progress=progress)
     if name == "em_remap_cal":
         return calibrated_mechanism(
             problem,

@@ -168,7 +168,8 @@ def compare_methods(
     and its bound is tighter) and every method's gap
     ``utility / bound - 1``. ``worse_than_em_remap`` is filled whenever both a tree variant and
     ``em_remap`` are among ``methods``. The tree variants share one seed LP (``seed``: one solved before by
-    :func:`~mdp_core.geo.extension.tree_seed` for this problem and eps, else solved here once).
+    :func:`~mdp_core.geo.extension.tree_seed` for this problem and eps, else solved here once); the
+    calibrated tree's first build (at eps itself) takes it too when it is there.
     ``reference_seconds`` replaces the reference methods' solver time (SPANNER_SECONDS, or
     FINE_GRID_SPANNER_SECONDS on finer grids, EXTENSION_SPANNER_SECONDS extended from a coarser one;
     BILINEAR_SECONDS). ``optimal_start``: outputs that start the
@@ -209,7 +210,7 @@ def compare_methods(
         elif name in CALIBRATED_METHODS:
             try:
                 share = part(progress, k / (len(methods) + 1), (k + 1) / (len(methods) + 1))
-                mechs[name] = calibrated_method(problem, eps, name, progress=share)
+                mechs[name] = calibrated_method(problem, eps, name, seed=seed, progress=share)
             except DataError as exc:  # a map too large to check every pair: say why, keep the others
                 failed[name] = str(exc)
                 continue

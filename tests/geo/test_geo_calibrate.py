@@ -23,9 +23,11 @@ from mdp_core.geo import (
     grid_road_network,
     mechanism_metadata,
     tree_extension,
+    tree_seed,
 )
 from mdp_core.geo import calibrate as calibrate_module
 from mdp_core.geo import compare as compare_module
+from mdp_core.geo import extension as extension_module
 from mdp_core.geo.utility import GeoProblem
 
 
@@ -144,6 +146,27 @@ def test_the_search_follows_a_power_law_in_few_builds(
     assert mech.info["builds"] == builds == len(nominal)
     assert 0.99 * eps <= mech.info["actual_eps"] <= eps
     assert mech.info["nominal_eps"] == pytest.approx((mech.info["actual_eps"] / first) ** (1 / power))
+
+
+def test_a_seed_lp_solved_before_serves_the_first_build(
+    problem: GeoProblem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given the tree's seed LP at eps, the calibrated tree solves one seed LP fewer, with the same result."""
+    solved: list[float] = []
+    real = extension_module.tree_seed
+
+    def counted(problem: GeoProblem, eps: float, **kw: object) -> object:
+        solved.append(eps)
+        return real(problem, eps, **kw)  # type: ignore[arg-type]
+
+    seed = tree_seed(problem, 2.0)
+    monkeypatch.setattr(extension_module, "tree_seed", counted)
+    alone = calibrated_method(problem, 2.0, "tree_cal")
+    assert len(solved) == alone.info["builds"] and solved[0] == 2.0
+    solved.clear()
+    given = calibrated_method(problem, 2.0, "tree_cal", seed=seed)
+    assert len(solved) == given.info["builds"] - 1 and 2.0 not in solved
+    np.testing.assert_allclose(given.matrix, alone.matrix, rtol=0, atol=1e-9)
 
 
 def test_a_family_whose_proof_fails_is_refused(problem: GeoProblem) -> None:
