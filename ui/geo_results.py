@@ -183,10 +183,7 @@ def show_table(comps: dict[str, GeoComparison], bound: Any | None) -> None:
     )
     if said := verdict(comps, bound):
         st.markdown(said)
-    notes = [
-        "Violation ratio: share of checked (x, x′, y) triples over the bound, on all nearest-neighbour pairs "
-        "plus 50,000 random pairs; LP-A reports through the nearest seed and is not private on the fine grid."
-    ]
+    notes = [check_note(comps)]
     notes += [calibration_note(comps[key].mechanisms[key]) for key in cgeo.CALIBRATED_METHODS if key in comps]
     if bound is not None:
         kind = "exact optimum" if bound.exact else "certified lower bound"
@@ -196,6 +193,25 @@ def show_table(comps: dict[str, GeoComparison], bound: Any | None) -> None:
             f"{bound.value:.3f} km; no ε-mDP mechanism has a smaller expected travel error."
         )
     st.caption(" ".join(notes))
+
+
+def check_note(comps: dict[str, GeoComparison]) -> str:
+    """Which pairs of targets the privacy check covered: every pair where affordable (exact), else the
+    nearest neighbours and :data:`~ui.geo.PAGE_SAMPLES` random pairs; named per method when they differ."""
+    labels = method_labels()
+    shown = [key for key in labels if key in comps]
+    every = [labels[key] for key in shown if comps[key].all_pairs.get(key)]
+    sampled = [labels[key] for key in shown if not comps[key].all_pairs.get(key)]
+    on_every = "on every pair of targets"
+    on_sample = f"on all nearest-neighbour pairs plus {geo.PAGE_SAMPLES:,} random pairs (too many for all)"
+    if every and sampled:
+        where = f"{on_every} for {', '.join(every)}; {on_sample} for {', '.join(sampled)}"
+    else:
+        where = on_every if every else on_sample
+    return (
+        f"Violation ratio: share of checked (x, x′, y) triples over the bound, {where}; LP-A reports "
+        "through the nearest seed and is not private on the fine grid."
+    )
 
 
 def calibration_note(mech: GeoMechanism) -> str:

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
-from scipy.spatial.distance import cdist
 
 from mdp_core._validation import Progress, check_eps, report
 from mdp_core.errors import DataError
@@ -30,6 +29,7 @@ from mdp_core.geo.baselines import exponential_geo, remap_matrix
 from mdp_core.geo.extension import GeoMechanism, tree_extension
 from mdp_core.geo.seed_lp import SeedLPResult
 from mdp_core.geo.utility import GeoProblem
+from mdp_core.geo.verify import pair_spreads
 from mdp_core.mechanisms.verify import mdp_violation
 
 __all__ = [
@@ -49,8 +49,6 @@ CALIBRATED_METHODS = {"tree_cal": "tree", "em_remap_cal": "em_remap"}
 #: at depth 3, 5,311 targets, the tree using 6 outputs: 0.17 s a scan, 3.2 s in all). Depth 4 (9,000 to
 #: 21,000 targets) is refused.
 CALIBRATE_MAX_TARGETS = 6_000
-#: Rows of targets scanned against the later ones at a time (two chunk x n float64 temporaries).
-_CHUNK = 256
 #: Largest excess the final all-pairs check accepts (the project's verification tolerance).
 _VIOLATION_TOL = 1e-9
 
@@ -66,21 +64,17 @@ def actual_eps(matrix: np.ndarray, targets_km: np.ndarray) -> float:
     pts = np.asarray(targets_km, dtype=np.float64)
     if m.ndim != 2 or pts.shape != (m.shape[0], 2):
         raise DataError(f"matrix {m.shape} and targets {pts.shape} must be (n, m) and (n, 2)")
-    used = m.any(axis=0)
-    if np.any(m[:, used] == 0):
+    if np.any(m[:, m.any(axis=0)] == 0):
         return float("inf")
-    logs = np.ascontiguousarray(np.log(m[:, used]).T)  # one output's targets contiguous
-    worst = 0.0
-    for lo in range(0, len(pts), _CHUNK):  # rows lo:hi against targets lo: (each pair once)
-        dist = cdist(pts[lo : lo + _CHUNK], pts[lo:])
-        spread = np.zeros_like(dist)
-        for column in logs:
-            np.maximum(spread, np.abs(column[lo : lo + _CHUNK, None] - column[None, lo:]), out=spread)
+
+    def steepest(lo: int, spread: np.ndarray, dist: np.ndarray) -> float:
+        spread[np.tril_indices(len(spread), 0, spread.shape[1])] = 0.0  # each pair once
         if np.any((dist == 0) & (spread > 0)):
             return float("inf")
         with np.errstate(divide="ignore", invalid="ignore"):
-            worst = max(worst, float(np.max(np.where(dist > 0, spread / dist, 0.0))))
-    return worst
+            return float(np.max(np.where(dist > 0, spread / dist, 0.0)))
+
+    return max(pair_spreads(m, pts, steepest), default=0.0)
 
 
 def calibrated_mechanism(

@@ -105,7 +105,9 @@ class GeoComparison:
     is the problem they were built on (its network and grid give exports their projection and metadata);
     ``failed`` maps a reference method that could not be built (too many targets, unrepairable LP) to why;
     ``timed_bound`` is the bound computed within the comparison's bound time limit, before ``bound`` takes
-    the tighter of it and the LP mechanisms' own certificates (which took their LPs' time).
+    the tighter of it and the LP mechanisms' own certificates (which took their LPs' time); ``all_pairs``
+    says per method whether its check covered every pair of targets (exact; :func:`verify_geo`'s default
+    up to :data:`~mdp_core.geo.verify.EXHAUSTIVE_WORK`) or the nearest neighbours and sampled pairs.
     """
 
     mechanisms: dict[str, GeoMechanism]
@@ -119,6 +121,7 @@ class GeoComparison:
     problem: GeoProblem | None = None
     failed: dict[str, str] = field(default_factory=dict)
     timed_bound: GeoBound | None = None
+    all_pairs: dict[str, bool] = field(default_factory=dict)
 
 
 def _timed_bound(problem: GeoProblem, eps: float, bound_cosets: int | str, time_limit: float) -> GeoBound:
@@ -161,7 +164,8 @@ def compare_methods(
     prebuilt: Mapping[str, GeoMechanism] | None = None,
     progress: Progress = None,
 ) -> GeoComparison:
-    """Build each method on ``problem`` at ``eps`` (1/km), score it and verify it (neighbours + samples).
+    """Build each method on ``problem`` at ``eps`` (1/km), score it and verify it (on every pair of targets,
+    or on large maps the nearest neighbours and ``verify_samples`` random pairs: ``all_pairs`` says which).
 
     With ``bound=True`` also the certified lower bound (:func:`~mdp_core.geo.cosets.auto_lower_bound`,
     ``bound_time_limit`` seconds; the spanner LP's own certificate instead when ``"spanner"`` is built
@@ -277,6 +281,7 @@ def compare_methods(
         problem=problem,
         failed=failed,
         timed_bound=timed,
+        all_pairs={name: c.exhaustive for name, c in checks.items()},
     )
 
 
@@ -376,6 +381,7 @@ def run_bench(
         "seconds": {k: round(v, 4) for k, v in seconds.items()},
         "utility_km": {k: round(v, 6) for k, v in comp.utility_km.items()},
         "violation_ratio": comp.violation_ratio,
+        "verified_all_pairs": comp.all_pairs,
         "max_excess": {k: (v if np.isfinite(v) else "inf") for k, v in comp.max_excess.items()},
         "tree_vs_em": round(comp.utility_km["tree"] / comp.utility_km["em"], 4)
         if {"tree", "em"} <= set(comp.utility_km)

@@ -22,6 +22,7 @@ from streamlit.testing.v1 import AppTest
 
 import mdp_core.errors as cgeo_errors
 import mdp_core.geo as cgeo
+import mdp_core.geo.verify as gverify
 from mdp_core.mechanisms import mdp_violation
 from mdp_core.sweep.cluster import local_cluster
 from ui import geo, geo_bound, geo_curve, geo_map, geo_results, jobs
@@ -165,8 +166,31 @@ def test_geo_page_default_city(app: AppTest) -> None:
     err = dict(zip(table["method"], table["expected travel error (km)"], strict=True))
     assert err["Tree extension (MLaEt-A)"] < err["Exponential mechanism"]
     assert set(table["private (checked)"]) == {"yes"}
+    assert any("triples over the bound, on every pair of targets;" in c.value for c in at.caption)
     assert any("OpenStreetMap contributors" in c.value for c in at.caption)
     _assert_agreement(at)
+
+
+def test_the_note_says_which_pairs_each_check_covered(app: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every pair where affordable, else the sample, named per method when they differ."""
+
+    def checked(every: bool) -> cgeo.GeoComparison:
+        return cgeo.GeoComparison({}, {}, {}, {}, all_pairs={"tree": every, "em": every})
+
+    note = geo_results.check_note({"tree": checked(True), "em": checked(False)})
+    assert (
+        "on every pair of targets for Tree extension (MLaEt-A); on all nearest-neighbour pairs plus " in note
+    )
+    assert note.count("for Exponential mechanism;") == 1 and "50,000 random pairs" in note
+    monkeypatch.setattr(gverify, "EXHAUSTIVE_WORK", 0)  # as on a map too large for every pair
+    store().clear()
+    at = _run(app.switch_page("views/geo.py"))
+    assert not at.exception, [e.value for e in at.exception]
+    notes = " ".join(c.value for c in at.caption)
+    assert (
+        "over the bound, on all nearest-neighbour pairs plus 50,000 random pairs (too many for all);" in notes
+    )
+    assert "on every pair" not in notes and set(at.dataframe[0].value["private (checked)"]) == {"yes"}
 
 
 def test_no_deck_spec_references_a_url(app: AppTest) -> None:
