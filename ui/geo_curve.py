@@ -17,6 +17,7 @@ from ui import jobs, sweep
 from ui.geo import (
     PAGE_LP_SECONDS,
     PAGE_SAMPLES,
+    PAGE_VERIFY_WORK,
     GeoConfig,
     cached_problem,
     map_key,
@@ -73,6 +74,7 @@ def curve_frame(
             sorted({e for e, _ in missing}),
             methods=sorted({m for _, m in missing}),
             verify_samples=PAGE_SAMPLES,
+            verify_max_work=PAGE_VERIFY_WORK,
             seed=config.seed + 1,
             client=client,
             progress=progress,

@@ -153,6 +153,7 @@ def compare_methods(
     *,
     methods: tuple[str, ...] = METHODS,
     verify_samples: int = 200_000,
+    verify_max_work: float | None = None,
     rng: np.random.Generator | None = None,
     bound: bool = False,
     bound_time_limit: float = 60.0,
@@ -165,7 +166,8 @@ def compare_methods(
     progress: Progress = None,
 ) -> GeoComparison:
     """Build each method on ``problem`` at ``eps`` (1/km), score it and verify it (on every pair of targets,
-    or on large maps the nearest neighbours and ``verify_samples`` random pairs: ``all_pairs`` says which).
+    or on large maps the nearest neighbours and ``verify_samples`` random pairs: ``all_pairs`` says which;
+    ``verify_max_work`` is :func:`~mdp_core.geo.verify.verify_geo`'s ``max_work``).
 
     With ``bound=True`` also the certified lower bound (:func:`~mdp_core.geo.cosets.auto_lower_bound`,
     ``bound_time_limit`` seconds; the spanner LP's own certificate instead when ``"spanner"`` is built
@@ -245,7 +247,10 @@ def compare_methods(
         seconds[name] = mechs[name].seconds
     report(progress, len(methods) / (len(methods) + 1), "verifying")
     start = time.perf_counter()
-    checks = {name: verify_geo(m, samples=verify_samples, rng=rng) for name, m in mechs.items()}
+    checks = {
+        name: verify_geo(m, samples=verify_samples, max_work=verify_max_work, rng=rng)
+        for name, m in mechs.items()
+    }
     seconds["verify"] = time.perf_counter() - start
     utility = {name: m.utility_km(problem) for name, m in mechs.items()}
     lower = timed = None

@@ -24,7 +24,9 @@ from mdp_core.errors import DataError
 __all__ = ["compare_over_eps"]
 
 
-def _one(problem: Any, eps: float, method: str, verify_samples: int, seed: int) -> Any:
+def _one(
+    problem: Any, eps: float, method: str, verify_samples: int, verify_max_work: float | None, seed: int
+) -> Any:
     from mdp_core.geo import compare_methods
 
     from .cluster import _setup_if_on_worker
@@ -35,6 +37,7 @@ def _one(problem: Any, eps: float, method: str, verify_samples: int, seed: int) 
         eps,
         methods=(method,),
         verify_samples=verify_samples,
+        verify_max_work=verify_max_work,
         rng=np.random.default_rng(seed),
     )
     return replace(comp, problem=None)
@@ -46,6 +49,7 @@ def compare_over_eps(
     *,
     methods: Sequence[str] = ("tree", "em", "em_remap"),
     verify_samples: int = 200_000,
+    verify_max_work: float | None = None,
     seed: int = 0,
     client: Any = None,
     progress: Progress = None,
@@ -60,8 +64,9 @@ def compare_over_eps(
         Budgets in 1/km.
     methods : sequence of str
         Keys of :data:`mdp_core.geo.METHODS`.
-    verify_samples : int
-        Sampled pairs of each verification (see :func:`mdp_core.geo.compare_methods`).
+    verify_samples, verify_max_work
+        Sampled pairs of each verification where not every pair is checked, and the largest check of
+        every pair (see :func:`mdp_core.geo.compare_methods`).
     seed : int
         Every task verifies with ``numpy.random.default_rng(seed)``: results do not depend on the engine.
     client : distributed.Client, None or False
@@ -90,7 +95,7 @@ def compare_over_eps(
     report(progress, 0.0, f"0/{n} comparisons")
     if client is False:
         for k, (e, m) in enumerate(pairs):
-            out[(e, m)] = replace(_one(problem, e, m, verify_samples, seed), problem=problem)
+            out[(e, m)] = replace(_one(problem, e, m, verify_samples, verify_max_work, seed), problem=problem)
             report(progress, (k + 1) / n, f"{k + 1}/{n}: ε = {e:g}/km, {m}")
         return out
     from distributed import as_completed
@@ -101,8 +106,9 @@ def compare_over_eps(
         client = default_client()
     shared = client.scatter(problem, hash=False)
     token = f"geo-eps-{time.time_ns()}"
+    checks = (verify_samples, verify_max_work, seed)
     futures = {
-        client.submit(_one, shared, e, m, verify_samples, seed, key=f"{token}-{k}", pure=False): (e, m)
+        client.submit(_one, shared, e, m, *checks, key=f"{token}-{k}", pure=False): (e, m)
         for k, (e, m) in enumerate(pairs)
     }
     done: dict[tuple[float, str], Any] = {}

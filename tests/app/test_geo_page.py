@@ -22,7 +22,6 @@ from streamlit.testing.v1 import AppTest
 
 import mdp_core.errors as cgeo_errors
 import mdp_core.geo as cgeo
-import mdp_core.geo.verify as gverify
 from mdp_core.mechanisms import mdp_violation
 from mdp_core.sweep.cluster import local_cluster
 from ui import geo, geo_bound, geo_curve, geo_map, geo_results, jobs
@@ -182,7 +181,7 @@ def test_the_note_says_which_pairs_each_check_covered(app: AppTest, monkeypatch:
         "on every pair of targets for Tree extension (MLaEt-A); on all nearest-neighbour pairs plus " in note
     )
     assert note.count("for Exponential mechanism;") == 1 and "50,000 random pairs" in note
-    monkeypatch.setattr(gverify, "EXHAUSTIVE_WORK", 0)  # as on a map too large for every pair
+    monkeypatch.setattr(geo, "PAGE_VERIFY_WORK", 0)  # as on a map too large for every pair
     store().clear()
     at = _run(app.switch_page("views/geo.py"))
     assert not at.exception, [e.value for e in at.exception]
