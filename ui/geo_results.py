@@ -56,7 +56,7 @@ EXTRAS = {
         "on this one they are private at a smaller ε than asked (the tree often at about half). Each is "
         "built at the largest budget whose exact ε, over every pair of targets and every output, is still "
         "the chosen one (a few builds; every pair checked). Same guarantee, less error. Maps up to "
-        f"{cgeo.CALIBRATE_MAX_TARGETS:,} targets; seconds in the background.",
+        f"{cgeo.CALIBRATE_MAX_TARGETS:,} targets; seconds in the background (up to a minute at depth 4).",
     ),
     "bilinear": (
         "Bilinear lattice",

@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.spatial.distance import cdist
 
 from mdp_core import mdp_violation
 from mdp_core.errors import DataError
 from mdp_core.geo import (
     CALIBRATE_MAX_TARGETS,
     CALIBRATED_METHODS,
+    GeoMechanism,
     actual_eps,
     build_problem,
     calibrated_mechanism,
@@ -186,6 +188,30 @@ def test_a_result_that_fails_the_all_pairs_check_is_never_returned(
     monkeypatch.setattr(calibrate_module, "mdp_violation", lambda *args: 1e-6)
     with pytest.raises(DataError, match="fails the all-pairs check"):
         calibrated_method(problem, 1.0, "em_remap_cal")
+
+
+def test_large_maps_are_checked_on_every_pair_by_verify_geo(
+    problem: GeoProblem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above the n x n distances' size the final check is verify_geo's on every pair: the same verdict as
+    mdp_violation (an excess raises there too), without the n^2 matrix."""
+    monkeypatch.setattr(calibrate_module, "_MDP_VIOLATION_TARGETS", 5)
+    monkeypatch.setattr(calibrate_module, "mdp_violation", lambda *args: pytest.fail("not on large maps"))
+    seen = []
+    real = calibrate_module.verify_geo
+
+    def spy(mech: GeoMechanism, **kw: object) -> object:
+        seen.append(kw)
+        return real(mech, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(calibrate_module, "verify_geo", spy)
+    mech = calibrated_method(problem, 1.0, "tree_cal")
+    assert seen == [{"exhaustive": True}]
+    assert mdp_violation(mech.matrix, cdist(mech.targets_km, mech.targets_km), 1.0) <= 1e-9
+    failing = lambda *a, **k: dataclasses.replace(real(*a, **k), max_excess=1e-6)  # noqa: E731
+    monkeypatch.setattr(calibrate_module, "verify_geo", failing)
+    with pytest.raises(DataError, match="fails the all-pairs check"):
+        calibrated_method(problem, 1.0, "tree_cal")
 
 
 def test_bad_arguments_are_named(problem: GeoProblem) -> None:
