@@ -107,7 +107,8 @@ class GeoComparison:
     ``timed_bound`` is the bound computed within the comparison's bound time limit, before ``bound`` takes
     the tighter of it and the LP mechanisms' own certificates (which took their LPs' time); ``all_pairs``
     says per method whether its check covered every pair of targets (exact; :func:`verify_geo`'s default
-    up to :data:`~mdp_core.geo.verify.EXHAUSTIVE_WORK`) or the nearest neighbours and sampled pairs.
+    up to :data:`~mdp_core.geo.verify.EXHAUSTIVE_WORK`, and a calibrated method's own final check) or the
+    nearest neighbours and sampled pairs.
     """
 
     mechanisms: dict[str, GeoMechanism]
@@ -286,7 +287,8 @@ def compare_methods(
         problem=problem,
         failed=failed,
         timed_bound=timed,
-        all_pairs={name: c.exhaustive for name, c in checks.items()},
+        # a calibrated mechanism passed an exact check of every pair when it was calibrated
+        all_pairs={name: c.exhaustive or name in CALIBRATED_METHODS for name, c in checks.items()},
     )
 
 

@@ -109,6 +109,11 @@ def test_comparison_and_cli_say_which_pairs_were_checked(
     assert record["verified_all_pairs"] == {"tree": True}
     kw = {"methods": ("tree",), "bound": False, "verify_samples": 2_000}
     assert compare_methods(small_problem, 1.0, verify_max_work=0, **kw).all_pairs == {"tree": False}
+    kw["methods"] = ("tree", "tree_cal")  # calibrated: checked on every pair by the calibration itself
+    assert compare_methods(small_problem, 1.0, verify_max_work=0, **kw).all_pairs == {
+        "tree": False,
+        "tree_cal": True,
+    }
     monkeypatch.setattr(gverify, "EXHAUSTIVE_WORK", 0)
     comp = compare_methods(small_problem, 1.0, methods=("tree",), bound=False, verify_samples=2_000)
     assert comp.all_pairs == {"tree": False}
