@@ -181,7 +181,8 @@ def test_the_note_says_which_pairs_each_check_covered(app: AppTest, monkeypatch:
         "on every pair of targets for Tree extension (MLaEt-A); on all nearest-neighbour pairs plus " in note
     )
     assert note.count("for Exponential mechanism;") == 1 and "50,000 random pairs" in note
-    monkeypatch.setattr(geo, "PAGE_VERIFY_WORK", 0)  # as on a map too large for every pair
+    monkeypatch.setattr(geo, "PAGE_VERIFY_WORK", 0)  # as on a map too large for every pair ...
+    monkeypatch.setattr(geo, "BACKGROUND_VERIFY_WORK", 0)  # ... even in the background
     store().clear()
     at = _run(app.switch_page("views/geo.py"))
     assert not at.exception, [e.value for e in at.exception]
@@ -190,6 +191,30 @@ def test_the_note_says_which_pairs_each_check_covered(app: AppTest, monkeypatch:
         "over the bound, on all nearest-neighbour pairs plus 50,000 random pairs (too many for all);" in notes
     )
     assert "on every pair" not in notes and set(at.dataframe[0].value["private (checked)"]) == {"yes"}
+
+
+def test_rows_checked_on_the_sample_get_every_pair_in_the_background(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row checked on the sample while the page answered is checked on every pair in the background; the
+    table and its note then show the exact check (equal to an independent one of the stored mechanism)."""
+    monkeypatch.setattr(geo, "PAGE_VERIFY_WORK", 0)  # every row on the sample first
+    store().clear()
+    at = _run(app.switch_page("views/geo.py"))
+    assert not at.exception, [e.value for e in at.exception]
+    notes = " ".join(c.value for c in at.caption)
+    assert "triples over the bound, on every pair of targets;" in notes and "random pairs" not in notes
+    table = at.dataframe[0].value.set_index("method")
+    config = geo.GeoConfig(city="default", seed_n=12, depth=2, seed=0)
+    eps = geo.level_eps("Medium")
+    for key, label in geo.method_labels().items():
+        if label not in table.index:
+            continue
+        sampled = geo.stored_mechanism(config, eps, key)
+        assert sampled is not None and sampled.all_pairs == {key: False}
+        exact = cgeo.verify_geo(sampled.mechanisms[key], exhaustive=True)
+        assert table.loc[label, "violation ratio"] == exact.violation_ratio == 0.0
+        assert store().get(("geo-exact", config, round(eps, 12), key)).max_excess[key] == exact.max_excess
 
 
 def test_no_deck_spec_references_a_url(app: AppTest) -> None:
