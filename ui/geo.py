@@ -57,6 +57,7 @@ __all__ = [
     "cached_problem",
     "candidates",
     "eps_meaning",
+    "exact_check_key",
     "level_eps",
     "level_label",
     "map_key",
@@ -356,7 +357,7 @@ def request_exact_check(config: GeoConfig, eps: float, comp: GeoComparison) -> F
         return None
 
     def exact(progress: Progress) -> GeoComparison:
-        check = cgeo.verify_geo(mech, exhaustive=True)
+        check = cgeo.verify_geo(mech, exhaustive=True, progress=progress)  # stoppable: see exact_check_key
         return dataclasses.replace(
             comp,
             violation_ratio={method: check.violation_ratio},
@@ -364,7 +365,12 @@ def request_exact_check(config: GeoConfig, eps: float, comp: GeoComparison) -> F
             all_pairs={method: True},
         )
 
-    return builder().request(("geo-exact", *mechanism_key(config, eps, method)[1:]), exact, slow=True)
+    return builder().request(exact_check_key(config, eps, method), exact, slow=True)
+
+
+def exact_check_key(config: GeoConfig, eps: float, method: str) -> tuple[object, ...]:
+    """Store and job key of one row's check of every pair (a page stops those it no longer shows)."""
+    return ("geo-exact", *mechanism_key(config, eps, method)[1:])
 
 
 def request_mechanism(config: GeoConfig, eps: float, method: str) -> Future[GeoComparison]:

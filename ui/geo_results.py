@@ -40,6 +40,8 @@ __all__ = [
     "verdict",
 ]
 
+#: Session key of the checks of every pair this session asked for last.
+EXACT_CHECKS_KEY = "geo_exact_checks"
 #: The progress bar's text while rows are checked on every pair in the background.
 CHECKING = "Checking every pair of targets (the note under the table then says so):"
 #: Optional rows of the table: toggle name -> (label, help) (short labels: three side by side).
@@ -191,6 +193,12 @@ def exact_checks(
     checks run. They start only when every row of ``shown`` is built, and the page does not wait for them:
     on two cores a check beside a build, or a wait for it, slowed the 15 km city's depth 3 from 1.8-2.1 to
     2.4-3.3 s to the table."""
+    # the checks this session started for settings it no longer shows stop: a long-job thread is not held
+    # for seconds (the district's EM at depth 4: 16 s) by a check nobody waits for
+    keys = {geo.exact_check_key(config, eps, m) for m in shown}
+    for stale in st.session_state.get(EXACT_CHECKS_KEY, set()) - keys:
+        jobs.builder().cancel(stale)
+    st.session_state[EXACT_CHECKS_KEY] = keys
     if any(m not in comps for m in shown):
         return comps
     labels = method_labels()

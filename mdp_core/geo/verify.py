@@ -34,6 +34,7 @@ from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist
 
 from mdp_core._cores import over_blocks
+from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
 from mdp_core.geo.extension import GeoMechanism
 
@@ -76,6 +77,7 @@ def verify_geo(
     tol: float = 1e-9,
     rng: np.random.Generator | None = None,
     chunk: int = 8192,
+    progress: Progress = None,
 ) -> GeoVerification:
     """Check eps-mDP of ``mech`` (Euclidean metric on ``targets_km``) on every pair, or a sample of them.
 
@@ -98,6 +100,9 @@ def verify_geo(
         Draws the sampled pairs (default ``default_rng(0)``).
     chunk : int
         Pairs whose excess is evaluated output by output at a time.
+    progress : callable, optional
+        ``progress(fraction, message)`` after each block of the check of every pair (from any core's
+        thread); an exception raised from it stops the check and propagates.
     """
     if not isinstance(mech, GeoMechanism):
         raise TypeError(f"mech must be a GeoMechanism, got {type(mech).__name__}")
@@ -111,7 +116,7 @@ def verify_geo(
         limit = EXHAUSTIVE_WORK if max_work is None else max_work
         exhaustive = all_pairs * int(matrix.any(axis=0).sum()) <= limit
     if exhaustive:
-        worst, bad = _over_every_pair(matrix, pts, mech.eps, tol)
+        worst, bad = _over_every_pair(matrix, pts, mech.eps, tol, progress)
         return GeoVerification(
             max_excess=worst,
             violation_ratio=bad / (all_pairs * matrix.shape[1]),
@@ -141,7 +146,10 @@ def verify_geo(
 
 
 def pair_spreads(
-    matrix: np.ndarray, targets_km: np.ndarray, reduce: Callable[[int, np.ndarray, np.ndarray], _Part]
+    matrix: np.ndarray,
+    targets_km: np.ndarray,
+    reduce: Callable[[int, np.ndarray, np.ndarray], _Part],
+    progress: Progress = None,
 ) -> list[_Part]:
     """``reduce(lo, spread, dist)`` on every pair's largest log-ratio over the outputs in use, by blocks.
 
@@ -149,6 +157,7 @@ def pair_spreads(
     diagonal): ``spread[i, j] = max_y |ln M[lo + i, y] - ln M[lo + j, y]|`` (two zeros count 0, one zero
     ``inf``) and ``dist`` their distances (km). The blocks are shared among the cores and reduced where
     they are made (a block is two 256 x n float64 arrays); the results come in no particular order.
+    ``progress(fraction, message)`` after each block (a raise from it stops the scan).
     """
     used = matrix[:, matrix.any(axis=0)]
     with np.errstate(divide="ignore"):
@@ -168,12 +177,15 @@ def pair_spreads(
                     np.subtract(column[lo : lo + _ROWS, None], column[None, lo:], out=step)
                     np.fmax(spread, np.abs(step, out=step), out=spread)
             parts.append(reduce(lo, spread, dist))
+            report(progress, len(parts) / (b - a), f"checking every pair: block {len(parts)} of {b - a}")
         return parts
 
     return [part for parts in over_blocks(len(order), scan) for part in parts]
 
 
-def _over_every_pair(matrix: np.ndarray, pts: np.ndarray, eps: float, tol: float) -> tuple[float, int]:
+def _over_every_pair(
+    matrix: np.ndarray, pts: np.ndarray, eps: float, tol: float, progress: Progress = None
+) -> tuple[float, int]:
     """The largest excess over every pair and output, and how many of those triples exceed ``tol``."""
     with np.errstate(divide="ignore"):
         logs = np.ascontiguousarray(np.log(matrix[:, matrix.any(axis=0)]).T)
@@ -191,7 +203,7 @@ def _over_every_pair(matrix: np.ndarray, pts: np.ndarray, eps: float, tol: float
                 bad += int(np.count_nonzero(np.abs(column[rows, None] - column[None, lo:]) > bound))
         return worst, bad
 
-    parts = pair_spreads(matrix, pts, reduce)
+    parts = pair_spreads(matrix, pts, reduce, progress)
     return max(worst for worst, _ in parts), sum(bad for _, bad in parts)
 
 

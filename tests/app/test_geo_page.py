@@ -1088,6 +1088,52 @@ def test_turning_a_reference_lp_off_stops_its_build(app: AppTest, monkeypatch: p
     assert not at.exception and EXACT not in list(at.dataframe[0].value["method"])
 
 
+def test_a_check_of_every_pair_stops_when_its_settings_are_left(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows checked on the sample start their checks of every pair in the background (a stand-in here);
+    when the user moves to another level, those for the old level stop (queued: never start; running: at
+    their next progress report), so they do not hold the long-job threads."""
+    started, over, real = threading.Event(), threading.Event(), cgeo.verify_geo
+
+    def slow_check(mech: Any, *, progress: Any = None, **kw: Any) -> Any:
+        if not kw.get("exhaustive"):
+            return real(mech, **kw)
+        started.set()
+        for i in range(3000):
+            if over.is_set():
+                raise RuntimeError("the test is over")
+            progress(i / 3000, f"stand-in block {i}")
+            time.sleep(0.01)
+        raise AssertionError("the stop did not reach the check")
+
+    config = geo.GeoConfig(city="default", seed_n=9, depth=1, seed=0)  # no other test stores its rows
+    at = _small_map(app, config)  # Medium: every pair checked at once
+    monkeypatch.setattr(geo, "PAGE_VERIFY_WORK", 0)
+    monkeypatch.setattr("mdp_core.geo.verify_geo", slow_check)
+    levels = _widget(at, "radio", "Privacy level").options
+    try:
+        _widget(at, "radio", "Privacy level").set_value(levels[2])  # Low: rows on the sample, then checks
+        at.run()
+        start = time.perf_counter()
+        while not started.is_set() and time.perf_counter() - start < 60:
+            time.sleep(0.5)
+            at.run()
+        assert started.is_set()
+        low = geo.level_eps("Low")
+        old = [jobs.builder().job(geo.exact_check_key(config, low, m)) for m in ("tree", "em", "em_remap")]
+        assert any(job is not None and not job.done() for job in old)
+        _widget(at, "radio", "Privacy level").set_value(levels[0])  # High
+        at.run()
+        for job in old:
+            if job is not None and not job.cancelled():  # a queued one was cancelled outright
+                with pytest.raises(jobs.BuildStoppedError, match="stopped at your request"):
+                    job.result(10)
+        assert not at.exception, [e.value for e in at.exception]
+    finally:
+        over.set()
+
+
 @pytest.mark.parametrize("row_first", [True, False])
 def test_the_optimum_is_solved_once_when_its_row_and_a_bound_run_together(
     monkeypatch: pytest.MonkeyPatch, row_first: bool

@@ -128,3 +128,20 @@ def test_comparison_and_cli_say_which_pairs_were_checked(
     out = capsys.readouterr().out
     assert out.count("(sampled pairs)") == 2 and "(every pair)" not in out
     assert json.loads(json.dumps(record)) == record  # the record stays JSON
+
+
+def test_the_check_of_every_pair_reports_and_can_be_stopped() -> None:
+    """Progress after every block (from whichever core scanned it); a raise from it stops the check."""
+    rng = np.random.default_rng(2)
+    pts = rng.uniform(0, 3, size=(900, 2))
+    matrix = rng.dirichlet(np.ones(4), size=900)
+    mech = GeoMechanism(pts, pts[:4], matrix, 1.0, 0.0)
+    seen: list[float] = []
+    verify_geo(mech, exhaustive=True, progress=lambda fraction, message: seen.append(fraction))
+    assert len(seen) == 4 and max(seen) == 1.0 and all(0 < f <= 1 for f in seen)  # 900 targets: 4 blocks
+
+    def stop(fraction: float, message: str) -> None:
+        raise RuntimeError(f"stopped at {message}")
+
+    with pytest.raises(RuntimeError, match="stopped at checking every pair: block 1 of"):
+        verify_geo(mech, exhaustive=True, progress=stop)
