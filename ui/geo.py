@@ -88,7 +88,8 @@ PAGE_SAMPLES = 50_000
 #: Largest check of every pair of targets on the page (pairs x outputs in use; the core's default is 1e9).
 #: At depth 3 of the 15 km city (7.1e8) every pair adds ~0.75 s to the three rows (tree 0.44, EM 0.42, EM +
 #: remap 0.17 s against 0.08-0.10 sampled), which with the page's 1 s poll put the final picture at 3.5 s:
-#: there the page checks the sample; at depth 2 of either map (<= 1.0e8) every pair, 0.006-0.13 s each.
+#: there the rows are checked on the sample first and on every pair once the table is built (below); at
+#: depth 2 of either map (<= 1.0e8) on every pair at once, 0.006-0.13 s each.
 PAGE_VERIFY_WORK = 3e8
 #: Largest check of every pair run in the background for a row checked on the sample (then its numbers and
 #: the note are the exact ones): depth 4 of the district (21,171 targets), EM on all 112 outputs, is 2.5e10
@@ -378,7 +379,6 @@ def request_mechanism(config: GeoConfig, eps: float, method: str) -> Future[GeoC
 
     key, slow = mechanism_key(config, eps, method), method in LONG_METHODS
     build = _optimal_row if method == "optimal" else build_row
-
     return builder().request(key, lambda progress: build(config, eps, method, progress), slow=slow)
 
 
