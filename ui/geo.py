@@ -34,6 +34,7 @@ import mdp_core.geo as cgeo
 from mdp_core._validation import Progress
 from mdp_core.errors import DataError
 from mdp_core.geo import GeoComparison, GeoMechanism, GeoProblem, RoadNetwork
+from mdp_core.geo.verify import pair_work
 from ui.jobs import builder
 from ui.store import store
 
@@ -353,8 +354,7 @@ def request_exact_check(config: GeoConfig, eps: float, comp: GeoComparison) -> F
     sample; the future's result is the row with the exact check. None: checked on every pair already, or
     above :data:`BACKGROUND_VERIFY_WORK`."""
     ((method, mech),) = comp.mechanisms.items()
-    n, used = len(mech.targets_km), int(mech.matrix.any(axis=0).sum())
-    if comp.all_pairs.get(method, True) or n * (n - 1) // 2 * used > BACKGROUND_VERIFY_WORK:
+    if comp.all_pairs.get(method, True) or pair_work(mech.matrix) > BACKGROUND_VERIFY_WORK:
         return None
 
     def exact(progress: Progress) -> GeoComparison:

@@ -33,7 +33,7 @@ from mdp_core.geo.baselines import exponential_geo, remap_matrix
 from mdp_core.geo.extension import GeoMechanism, tree_extension
 from mdp_core.geo.seed_lp import SeedLPResult
 from mdp_core.geo.utility import GeoProblem
-from mdp_core.geo.verify import pair_spreads, verify_geo
+from mdp_core.geo.verify import log_columns, pair_spreads, verify_geo
 from mdp_core.mechanisms.verify import mdp_violation
 
 __all__ = [
@@ -79,7 +79,7 @@ def actual_eps(matrix: np.ndarray, targets_km: np.ndarray) -> float:
         with np.errstate(divide="ignore", invalid="ignore"):
             return float(np.max(np.where(dist > 0, spread / dist, 0.0)))
 
-    return max(pair_spreads(m, pts, steepest), default=0.0)
+    return max(pair_spreads(log_columns(m), pts, steepest), default=0.0)
 
 
 def calibrated_mechanism(

@@ -38,7 +38,7 @@ from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
 from mdp_core.geo.extension import GeoMechanism
 
-__all__ = ["EXHAUSTIVE_WORK", "GeoVerification", "pair_spreads", "verify_geo"]
+__all__ = ["EXHAUSTIVE_WORK", "GeoVerification", "log_columns", "pair_spreads", "pair_work", "verify_geo"]
 
 #: Largest all-pairs check :func:`verify_geo` runs by default, in pairs x outputs in use (~0.6 s on two
 #: cores): the 15 km city at depth 3 (3,479 targets, 117 outputs: 7.1e8, 0.44 s) is checked on every pair,
@@ -113,8 +113,7 @@ def verify_geo(
     matrix = np.asarray(mech.matrix, dtype=np.float64)
     all_pairs = n * (n - 1) // 2
     if exhaustive is None:
-        limit = EXHAUSTIVE_WORK if max_work is None else max_work
-        exhaustive = all_pairs * int(matrix.any(axis=0).sum()) <= limit
+        exhaustive = pair_work(matrix) <= (EXHAUSTIVE_WORK if max_work is None else max_work)
     if exhaustive:
         worst, bad = _over_every_pair(matrix, pts, mech.eps, tol, progress)
         return GeoVerification(
@@ -145,23 +144,34 @@ def verify_geo(
     )
 
 
+def pair_work(matrix: np.ndarray) -> int:
+    """The work of a check of every pair: pairs of targets times the outputs in use."""
+    n = len(matrix)
+    return n * (n - 1) // 2 * int(np.asarray(matrix).any(axis=0).sum())
+
+
+def log_columns(matrix: np.ndarray) -> np.ndarray:
+    """``ln M`` of the outputs in use, one output's targets contiguous (shape (outputs in use, n); zeros
+    give ``-inf``): what :func:`pair_spreads` scans."""
+    with np.errstate(divide="ignore"):
+        return np.ascontiguousarray(np.log(matrix[:, matrix.any(axis=0)]).T)
+
+
 def pair_spreads(
-    matrix: np.ndarray,
+    logs: np.ndarray,
     targets_km: np.ndarray,
     reduce: Callable[[int, np.ndarray, np.ndarray], _Part],
     progress: Progress = None,
 ) -> list[_Part]:
     """``reduce(lo, spread, dist)`` on every pair's largest log-ratio over the outputs in use, by blocks.
 
-    A block is the targets ``lo:lo + 256`` against the targets ``lo:`` (each pair once above the block's
-    diagonal): ``spread[i, j] = max_y |ln M[lo + i, y] - ln M[lo + j, y]|`` (two zeros count 0, one zero
-    ``inf``) and ``dist`` their distances (km). The blocks are shared among the cores and reduced where
-    they are made (a block is two 256 x n float64 arrays); the results come in no particular order.
-    ``progress(fraction, message)`` after each block (a raise from it stops the scan).
+    ``logs`` is :func:`log_columns` of the mechanism. A block is the targets ``lo:lo + 256`` against the
+    targets ``lo:`` (each pair once above the block's diagonal): ``spread[i, j] = max_y |ln M[lo + i, y] -
+    ln M[lo + j, y]|`` (two zeros count 0, one zero ``inf``) and ``dist`` their distances (km). The blocks
+    are shared among the cores and reduced where they are made (a block is two 256 x n float64 arrays); the
+    results come in no particular order. ``progress(fraction, message)`` after each block (a raise from it
+    stops the scan).
     """
-    used = matrix[:, matrix.any(axis=0)]
-    with np.errstate(divide="ignore"):
-        logs = np.ascontiguousarray(np.log(used).T)  # one output's targets contiguous
     pts = np.asarray(targets_km, dtype=np.float64)
     starts = list(range(0, len(pts), _ROWS))
     # the first blocks hold the most pairs: interleave them so that each core gets a like share
@@ -187,8 +197,7 @@ def _over_every_pair(
     matrix: np.ndarray, pts: np.ndarray, eps: float, tol: float, progress: Progress = None
 ) -> tuple[float, int]:
     """The largest excess over every pair and output, and how many of those triples exceed ``tol``."""
-    with np.errstate(divide="ignore"):
-        logs = np.ascontiguousarray(np.log(matrix[:, matrix.any(axis=0)]).T)
+    logs = log_columns(matrix)
 
     def reduce(lo: int, spread: np.ndarray, dist: np.ndarray) -> tuple[float, int]:
         bound, below = eps * dist, np.tril_indices(len(dist), 0, dist.shape[1])
@@ -203,7 +212,7 @@ def _over_every_pair(
                 bad += int(np.count_nonzero(np.abs(column[rows, None] - column[None, lo:]) > bound))
         return worst, bad
 
-    parts = pair_spreads(matrix, pts, reduce, progress)
+    parts = pair_spreads(logs, pts, reduce, progress)
     return max(worst for worst, _ in parts), sum(bad for _, bad in parts)
 
 
