@@ -115,8 +115,9 @@ def calibrated_mechanism(
 
     Returns
     -------
-    GeoMechanism at ``eps``, with ``info`` "nominal_eps", "actual_eps" (of the kept build, before ``post``)
-    and "builds", and ``seconds`` for the whole search and checks.
+    GeoMechanism at ``eps``, with ``info`` "nominal_eps", "actual_eps" (of the kept build, before ``post``),
+    "builds" and "all_pairs_excess" (the final check's largest excess over every pair), and ``seconds`` for
+    the whole search and checks.
     """
     eps = check_eps(eps)
     if not 0.0 < tol < 1.0:
@@ -161,7 +162,13 @@ def calibrated_mechanism(
         eps=eps,
         seconds=time.perf_counter() - start,
         method=method,
-        info={**mech.info, "nominal_eps": scale * eps, "actual_eps": ratio * eps, "builds": len(tried)},
+        info={
+            **mech.info,
+            "nominal_eps": scale * eps,
+            "actual_eps": ratio * eps,
+            "builds": len(tried),
+            "all_pairs_excess": excess,  # the final check, on every pair: compare_methods reuses it
+        },
     )
 
 
