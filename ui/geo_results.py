@@ -165,20 +165,10 @@ def build_rows(
             st.warning(f"{labels[m]} could not be built: {j.exception()}")
     pending = [labels[m] for m, j in builds.items() if not j.done()]
     if pending:
-        ready = len(builds) - len(pending)
-
-        @st.fragment(run_every=jobs.POLL_SECONDS)
-        def poll_table() -> None:
-            done = sum(j.done() for j in builds.values())
-            st.progress(
-                done / len(builds),
-                text=f"Still building: {', '.join(pending)} (the table fills in by itself)",
+        with slot.container():  # a row that lands redraws the page with it
+            jobs.poll_all(
+                list(builds.values()), f"Still building: {', '.join(pending)} (the table fills in by itself)"
             )
-            if done > ready:  # a row is ready: redraw the page with it
-                st.rerun()
-
-        with slot.container():
-            poll_table()
     return comps
 
 
@@ -205,18 +195,9 @@ def exact_checks(
     jobs_of = {m: geo.request_exact_check(config, eps, c) for m, c in comps.items()}
     checks = {m: job for m, job in jobs_of.items() if job is not None}
     done = {m: job.result() for m, job in checks.items() if job.done() and job.exception() is None}
-    pending = [m for m, job in checks.items() if not job.done()]
-    if pending:
-
-        @st.fragment(run_every=jobs.POLL_SECONDS)
-        def poll_checks() -> None:
-            left = [m for m in pending if not checks[m].done()]
-            names = ", ".join(labels[m] for m in left)
-            st.progress(1 - len(left) / len(checks), text=f"{CHECKING} {names}")
-            if len(left) < len(pending):  # a check landed: redraw the table and its note with it
-                st.rerun()
-
-        poll_checks()
+    if pending := [labels[m] for m, job in checks.items() if not job.done()]:
+        # a check that lands redraws the table and its note with it
+        jobs.poll_all(list(checks.values()), f"{CHECKING} {', '.join(pending)}")
     return {**comps, **done}
 
 

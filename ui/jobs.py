@@ -25,6 +25,7 @@ __all__ = [
     "failure",
     "follow",
     "poll",
+    "poll_all",
     "running",
     "start_button",
     "time_left",
@@ -217,6 +218,21 @@ def poll(
             st.rerun()  # the stopping text (a running job) or the start button (a queued one) at once
 
     poll_job()
+
+
+def poll_all(futures: list[Future[Any]], text: str) -> None:
+    """A progress bar over ``futures`` (the share landed; ``text`` beside it), redrawn every
+    :data:`POLL_SECONDS` by a fragment; the page re-runs as soon as one more has landed."""
+    ready = sum(f.done() for f in futures)
+
+    @st.fragment(run_every=POLL_SECONDS)
+    def poll_futures() -> None:
+        done = sum(f.done() for f in futures)
+        st.progress(done / len(futures), text=text)
+        if done > ready:  # one landed: the page shows it
+            st.rerun()
+
+    poll_futures()
 
 
 def start_button(
