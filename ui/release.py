@@ -271,18 +271,23 @@ def _fingerprint(key: str, _frame: pd.DataFrame) -> str:
 
 
 def decision_key(state: AppState, scenario: rel.Scenario) -> tuple:
+    """Everything :func:`_which` reads: the table as encoded (its bins, kinds and exclusions too) and the
+    sweep's settings, but not the budget or the release's own options, which "which eps" does not use."""
     c = scenario.config
     return (
         "which",
         state.dataset_key,
         scenario.fingerprint,
         scenario.target,
+        scenario.exclude,
+        scenario.kind_overrides,
+        scenario.bins,
         c.task,
         c.p,
         scenario.seed,
         scenario.utility_target,
         scenario.method,
-        c.min_group_eps,
+        rel.sweep_options(c),
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,9 +48,12 @@ class UtilityTarget:
     def __post_init__(self) -> None:
         if self.kind not in ("relative", "absolute"):
             raise DataError(f"utility target kind must be 'relative' or 'absolute', got {self.kind!r}")
+        if isinstance(self.value, bool) or not isinstance(self.value, numbers.Real):
+            raise TypeError(f"utility target value must be a number, got {self.value!r}")
         v = float(self.value)
         if not math.isfinite(v) or v < 0 or (self.kind == "relative" and v > 1.5):
             raise DataError(f"utility target value must be a number >= 0 (relative <= 1.5), got {v!r}")
+        object.__setattr__(self, "value", v)  # a numpy scalar or int becomes the float the JSON holds
 
     def describe(self, metric: str = "accuracy", *, higher: bool = True) -> str:
         """The target in words; ``higher=False`` for a metric where lower is better (a distance: "≤")."""
@@ -213,6 +217,10 @@ def scenario_from_dict(data: object) -> Scenario:
     ut = data.get("utility_target", {})
     if set(ut) - {"kind", "value"}:
         raise DataError(f"utility_target has unknown key(s) {sorted(set(ut) - {'kind', 'value'})}")
+    try:
+        utility_target = UtilityTarget(kind=str(ut.get("kind", "relative")), value=ut.get("value", 0.95))
+    except TypeError as exc:
+        raise DataError(f"utility_target: {exc}") from exc
     bins = data.get("bins", {})
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 2 for v in bins.values()):
         raise DataError("bins must map columns to integers >= 2")
@@ -231,9 +239,7 @@ def scenario_from_dict(data: object) -> Scenario:
         bins=tuple(sorted((str(k), int(v)) for k, v in bins.items())),
         include_target=bool(data.get("include_target", True)),
         target_eps=None if data.get("target_eps") is None else float(data["target_eps"]),
-        utility_target=UtilityTarget(
-            kind=str(ut.get("kind", "relative")), value=float(ut.get("value", 0.95))
-        ),
+        utility_target=utility_target,
         pages=tuple(sorted((str(k), json.dumps(v, sort_keys=True)) for k, v in pages.items())),
         method=data.get("method", "DepHDP"),  # files written before the field release by DepHDP
     )

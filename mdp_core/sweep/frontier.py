@@ -238,8 +238,8 @@ def smallest_eps(
         target = float(target)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"target must be a number, got {target!r}") from exc
-    if not math.isfinite(target):
-        raise DataError(f"target must be finite, got {target!r}")
+    if not math.isfinite(target) or target < 0:
+        raise DataError(f"target must be a finite number >= 0 (every metric here is), got {target!r}")
     higher = _direction(df, metric)
     if relative:
         if not higher or metric not in ("utility", "accuracy", "auc", "agreement"):

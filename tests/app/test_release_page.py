@@ -65,6 +65,24 @@ def test_which_eps_answers_with_ci_and_frontier(app: AppTest, small_engine: None
     assert any("95 % CI" in m.label for m in app.metric)
 
 
+def test_an_answer_found_on_another_encoding_is_not_shown(app: AppTest, small_engine: None) -> None:
+    """Audit: after the Data page's bins changed, the page kept the old "which eps" answer (and its report
+    paired it with a release on the new encoding): the answer's key left out the bins, kinds, exclusions."""
+    app.switch_page("views/release.py").run()
+    app.button(key="rel_which").click().run(timeout=600)
+    _until_landed(app, "rel_which_stop")
+    assert [e.value for e in (*app.success, *app.warning)] and "rel_which" not in [b.key for b in app.button]
+    state = app.session_state["mdp_app_state"]
+    state.bins = {c: 2 for c in ("age", "thalach", "trestbps", "chol", "oldpeak")}  # the Data page's editor
+    app.run()
+    assert not app.exception
+    assert "rel_which" in [b.key for b in app.button]  # asked again, not answered from the other encoding
+    assert not [e.value for e in (*app.success, *app.warning)]
+    state.bins = {}
+    app.run()
+    assert [e.value for e in (*app.success, *app.warning)]  # the first encoding's answer is still stored
+
+
 def test_release_shows_flags_before_the_downloads(app: AppTest, small_engine: None) -> None:
     app.switch_page("views/release.py").run()
     app.button(key="rel_prepare").click().run(timeout=600)

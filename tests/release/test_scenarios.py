@@ -104,6 +104,14 @@ def test_bad_files_are_refused_with_a_message(raw: bytes, message: str) -> None:
         ({"config": {"eps": -1}}, "config: eps must be a positive"),
         ({"config": {"epsilon": 1}}, r"config has unknown key\(s\) \['epsilon'\]"),
         ({"utility_target": {"kind": "median", "value": 1}}, "utility target kind must be"),
+        (
+            {"utility_target": {"value": "0.9"}},
+            "utility_target: utility target value must be a number, got '0.9'",
+        ),
+        (
+            {"utility_target": {"value": None}},
+            "utility_target: utility target value must be a number, got None",
+        ),
         ({"bins": {"dose": 1}}, "bins must map columns to integers >= 2"),
         ({"target_eps": -0.5}, "target_eps must be a positive"),
         ({"name": "  "}, "name must be a non-empty string"),
@@ -212,3 +220,13 @@ def test_the_majority_clause_says_when_an_accuracy_is_no_better_than_the_majorit
     assert majority_clause({"majority": 0.758, "mean": 0.760}).endswith(
         "0.758 (this release does no better: it carries nothing the task can use)"
     )
+
+
+def test_a_utility_target_is_a_number_from_the_start() -> None:
+    """Audit: a string value was kept, and which_eps failed after its whole sweep formatting the answer."""
+    for value in ("0.9", None, True):
+        with pytest.raises(TypeError, match=f"utility target value must be a number, got {value!r}"):
+            UtilityTarget("relative", value)  # type: ignore[arg-type]
+    target = UtilityTarget("relative", np.float32(0.5))  # type: ignore[arg-type]
+    assert type(target.value) is float and target.value == 0.5
+    assert target.describe() == "accuracy ≥ 50% of non-private"

@@ -140,6 +140,12 @@ def test_errors_are_clear() -> None:
         frontier(df.drop(columns=["loss"]))
     with pytest.raises(TypeError, match="results must be the DataFrame"):
         frontier([1, 2])
+    for bad in (-0.5, math.nan):
+        for relative in (False, True):
+            with pytest.raises(
+                DataError, match=r"target must be a finite number >= 0 \(every metric here is\)"
+            ):
+                smallest_eps(df, bad, relative=relative)
     with pytest.raises(DataError, match="refine needs the sweep spec"):
         smallest_eps(results({("DepHDP", 1.0): [0.1, 0.1], ("DepHDP", 2.0): [0.9, 0.9]}), 0.5, refine=2)
 
