@@ -31,6 +31,8 @@ __all__ = [
     "FLOOR_HELP",
     "FLOOR_LABELS",
     "JOB_WAIT_SECONDS",
+    "RECORDS_CHOICES",
+    "RECORDS_HELP",
     "RELEASE_CHOICES",
     "RELEASE_CHOICE_HELP",
     "SWEEP_CLIENT",
@@ -77,6 +79,18 @@ RELEASE_CHOICES = {
     "DepHDP": "DepHDP: best for the task",
     "ALC+DPN": "EM on every group: no column collapsed to one value",
 }
+#: Which records the release holds (:data:`mdp_core.release.RELEASE_ROWS`).
+RECORDS_CHOICES = {
+    "all": "every record (the channels are tuned on 62.5 % of them)",
+    "held_out": "only the 37.5 % held out (strict: the bound holds for each)",
+}
+RECORDS_HELP = (
+    "The channels (groups, budgets, remapping) are tuned on a random 62.5 % of the records, and that "
+    "tuning is computed from the raw values: it is not private. Releasing every record is what most "
+    "releases do, but for the records that tuned the channels the bound covers the randomisation, not what "
+    "the choice of channels reveals. Releasing only the held-out records (the ones the utility is measured "
+    "on) makes the bound hold exactly for every released record, at the cost of the other 62.5 %."
+)
 RELEASE_CHOICE_HELP = (
     "DepHDP picks, per group, the channel with the least loss for the task: the LP optimum or EM with "
     "Bayesian remapping. Both may release one value for a column the task barely uses, whatever the true "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import streamlit as st
 
@@ -20,7 +21,8 @@ st.title("Decide & release")
 st.caption(
     "What is protected: every record is randomised locally, on its own, before release. Whoever receives "
     "it (an analyst, a partner, or an attacker who already knows everything else) learns only a bounded "
-    "amount about any one record."
+    "amount about any one record whose channels were chosen without it: release only the held-out records "
+    "(below) for that to hold for every released record."
 )
 encoded = current_encoded()
 state = get_state()
@@ -141,6 +143,15 @@ else:
 
 # ------------------------------------------------------------------------------------------ release
 st.subheader("Release the whole table")
+rows = st.radio(
+    "Records released",
+    list(view.RECORDS_CHOICES),
+    format_func=view.RECORDS_CHOICES.get,
+    horizontal=True,
+    key="rel_rows",
+    help=view.RECORDS_HELP,
+)
+scenario = replace(scenario, release_rows=rows)
 release_key = view.outcome_key(state, scenario)
 done = view.store().get(release_key)
 if done is None:
@@ -156,6 +167,7 @@ if done is None:
     )
 else:
     comp = done.audit["composition"]
+    st.markdown(f"**Records released:** {done.audit['scope']['statement']}")
     st.markdown(
         f"**Composition of the group budgets** (ℓ_{p_text} record metric, q = {comp['q']}): "
         f"{comp['statement']}"
@@ -212,8 +224,6 @@ if replaces:
     s1.caption(f"A scenario named “{name}” is saved already: saving replaces it.")
 save_label = "Replace the saved scenario" if replaces else "Save current settings"
 if s2.button(save_label, key="rel_save", disabled=not name, help=unnamed):
-    from dataclasses import replace
-
     saved[name] = replace(scenario, name=name, pages=view.page_settings())
     picked = [n for n in st.session_state.get("rel_compare_pick", []) if n in saved and n != name]
     st.session_state["rel_compare_pick"] = [*picked, name][-4:]

@@ -15,7 +15,14 @@ from mdp_core.dephdp.allocation import (
     shifted_envelopes,
 )
 from mdp_core.dephdp.config import BASELINES, DepHDPConfig
-from mdp_core.dephdp.evaluation import METHODS_EVALUATED, EvaluationResult, evaluate_dephdp, split_encoded
+from mdp_core.dephdp.evaluation import (
+    METHODS_EVALUATED,
+    EvaluationResult,
+    evaluate_dephdp,
+    rows_of,
+    split_encoded,
+    split_rows,
+)
 from mdp_core.dephdp.pipeline import (
     BaselineResult,
     ComposedMechanism,
@@ -86,10 +93,12 @@ __all__ = [
     "radial_fit",
     "release_attributes",
     "released_by",
+    "rows_of",
     "run_dephdp",
     "select_mechanism",
     "shifted_envelopes",
     "split_encoded",
+    "split_rows",
     "task_utility",
     "total_correlation_change",
 ]

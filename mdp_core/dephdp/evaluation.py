@@ -23,7 +23,14 @@ from mdp_core.dephdp.pipeline import compose_mechanism, run_dephdp
 from mdp_core.dephdp.tasks import population_metrics, release_attributes
 from mdp_core.errors import DataError
 
-__all__ = ["METHODS_EVALUATED", "EvaluationResult", "evaluate_dephdp", "split_encoded"]
+__all__ = [
+    "METHODS_EVALUATED",
+    "EvaluationResult",
+    "evaluate_dephdp",
+    "rows_of",
+    "split_encoded",
+    "split_rows",
+]
 
 METHODS_EVALUATED = ("DepHDP", *BASELINES)
 
@@ -43,11 +50,10 @@ class EvaluationResult:
         return self.table.pivot(index="eps", columns="method", values=column)[list(METHODS_EVALUATED)]
 
 
-def split_encoded(encoded: Encoded, fit_fraction: float, rng: np.random.Generator) -> tuple[Encoded, Encoded]:
-    """Random fitting / test split of the rows (000 Sec. IV-A); levels and metrics are shared."""
+def split_rows(n: int, fit_fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (sorted) of the fitting and the held-out records among ``n`` (000 Sec. IV-A)."""
     if not 0.0 < fit_fraction < 1.0:
         raise DataError(f"fit_fraction must lie in (0, 1), got {fit_fraction!r}")
-    n = len(encoded.codes)
     n_fit = round(fit_fraction * n)
     if n_fit < 2 or n - n_fit < 1:
         need = next(
@@ -59,14 +65,18 @@ def split_encoded(encoded: Encoded, fit_fraction: float, rng: np.random.Generato
             "the utility of the release"
         )
     perm = rng.permutation(n)
-    fit = encoded.codes.iloc[np.sort(perm[:n_fit])].reset_index(drop=True)
-    test = encoded.codes.iloc[np.sort(perm[n_fit:])].reset_index(drop=True)
-    return _with_codes(encoded, fit), _with_codes(encoded, test)
+    return np.sort(perm[:n_fit]), np.sort(perm[n_fit:])
 
 
-def _with_codes(encoded: Encoded, codes: pd.DataFrame) -> Encoded:
-    """A copy with other rows (its content fingerprint is recomputed)."""
-    return replace(encoded, codes=codes, fingerprint="")
+def split_encoded(encoded: Encoded, fit_fraction: float, rng: np.random.Generator) -> tuple[Encoded, Encoded]:
+    """Random fitting / test split of the rows (:func:`split_rows`); levels and metrics are shared."""
+    fit, test = split_rows(len(encoded.codes), fit_fraction, rng)
+    return rows_of(encoded, fit), rows_of(encoded, test)
+
+
+def rows_of(encoded: Encoded, positions: np.ndarray) -> Encoded:
+    """The records at ``positions`` (a copy; its content fingerprint is recomputed)."""
+    return replace(encoded, codes=encoded.codes.iloc[positions].reset_index(drop=True), fingerprint="")
 
 
 def evaluate_dephdp(

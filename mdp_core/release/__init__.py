@@ -3,7 +3,7 @@ and the self-contained HTML report (DESIGN.md "Release and decisions")."""
 
 from __future__ import annotations
 
-from .audit import AUDIT_FIELDS, audit_record, dataset_fingerprint, package_versions
+from .audit import AUDIT_FIELDS, audit_record, dataset_fingerprint, package_versions, release_scope
 from .decide import WHICH_EPS_GRID, Decision, sweep_options, which_eps
 from .outcome import (
     ScenarioOutcome,
@@ -19,6 +19,7 @@ from .privatise import ReleaseCheck, privatise, release_report, target_channel
 from .report import METHOD_COLORS, build_report, frontier_figure, information_figure, report_figures
 from .scenarios import (
     RELEASE_METHODS,
+    RELEASE_ROWS,
     SCENARIO_SCHEMA,
     Scenario,
     UtilityTarget,
@@ -30,6 +31,7 @@ __all__ = [
     "AUDIT_FIELDS",
     "METHOD_COLORS",
     "RELEASE_METHODS",
+    "RELEASE_ROWS",
     "SCENARIO_SCHEMA",
     "WHICH_EPS_GRID",
     "Decision",
@@ -56,6 +58,7 @@ __all__ = [
     "posterior_table",
     "privatise",
     "release_report",
+    "release_scope",
     "report_figures",
     "save_scenarios",
     "sweep_options",

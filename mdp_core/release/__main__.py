@@ -4,11 +4,12 @@ Writes one self-contained HTML report (see :func:`mdp_core.release.build_report`
 the report uses the default settings of every page on that dataset (an embedded sample's documented
 target, or ``--target``). ``--scenario NAME`` picks one scenario of a file holding several (default: the
 first). ``--method`` overrides what releases the features (DepHDP, or a baseline such as ALC+DPN, which
-collapses no column to one value). ``--which-eps SHARE`` adds the "which eps" answer for "utility >= SHARE
-of non-private" (a sweep of DepHDP and the four baselines; ``--serial`` runs it in-process instead of on
-the embedded Dask cluster).
-The last line printed is one JSON object: ``out``, ``bytes``, ``scenario``, ``seconds`` (and ``eps``,
-``met`` with ``--which-eps``).
+collapses no column to one value), ``--rows held-out`` releases only the records the tuning never saw
+(:func:`mdp_core.release.release_scope`). ``--which-eps SHARE`` adds the "which eps" answer for
+"utility >= SHARE of non-private" (a sweep of DepHDP and the four baselines; ``--serial`` runs it
+in-process instead of on the embedded Dask cluster).
+The last line printed is one JSON object: ``out``, ``bytes``, ``scenario``, ``release_rows``, ``seconds``
+(and ``eps``, ``met`` with ``--which-eps``).
 """
 
 from __future__ import annotations
@@ -56,6 +57,13 @@ def _parser() -> argparse.ArgumentParser:
         help="what releases the features (default: the scenario's, else DepHDP); ALC+DPN collapses no "
         "column to one value",
     )
+    rep.add_argument(
+        "--rows",
+        choices=("all", "held-out"),
+        help="records released (default: the scenario's, else all): every record (the channels are tuned "
+        "on 62.5 %% of them, and that tuning is not private) or only the held-out ones, for which the bound "
+        "holds exactly",
+    )
     rep.add_argument("--repetitions", type=int, default=10, help="utility repetitions (default 10)")
     rep.add_argument("--serial", action="store_true", help="run the which-eps sweep in-process")
     return ap
@@ -90,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         scenario = _scenario(args, df, name, target)
         if args.method is not None:
             scenario = replace(scenario, method=args.method)
+        if args.rows is not None:
+            scenario = replace(scenario, release_rows=args.rows.replace("-", "_"))
         decision = None
         if args.which_eps is not None:
             enc = encode_for(scenario, df)
@@ -113,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         "out": str(args.out),
         "bytes": len(page.encode()),
         "scenario": scenario.name,
+        "release_rows": scenario.release_rows,
         "seconds": round(time.perf_counter() - t0, 2),
     }
     if decision is not None:

@@ -26,7 +26,14 @@ from mdp_core.errors import DataError
 from mdp_core.mechanisms import VIOLATION_TOL, mdp_violation
 from mdp_core.metrics import budget_norm, dual_exponent, product_distance
 
-__all__ = ["AUDIT_FIELDS", "AUDIT_SCHEMA", "audit_record", "dataset_fingerprint", "package_versions"]
+__all__ = [
+    "AUDIT_FIELDS",
+    "AUDIT_SCHEMA",
+    "audit_record",
+    "dataset_fingerprint",
+    "package_versions",
+    "release_scope",
+]
 
 AUDIT_SCHEMA = "mdp-lab/audit/1"
 
@@ -37,6 +44,7 @@ AUDIT_FIELDS: tuple[str, ...] = (
     "fingerprint",
     "rows",
     "rows_released",
+    "scope",
     "columns",
     "columns_released",
     "columns_excluded",
@@ -99,6 +107,8 @@ def audit_record(
     include_target: bool = True,
     target_eps: float | None = None,
     timestamp: dt.datetime | None = None,
+    release_rows: str = "all",
+    rows_tuning: int | None = None,
 ) -> dict:
     """The JSON-able audit record of releasing ``df`` with ``result`` (see module docstring for fields).
 
@@ -120,6 +130,9 @@ def audit_record(
         As passed to :func:`mdp_core.release.privatise` (the target channel is verified here too).
     timestamp : datetime, optional
         Default: now (UTC).
+    release_rows, rows_tuning
+        Which records the release holds (``"all"`` or ``"held_out"``) and how many of the table's records
+        tuned the channels (None: tuned on other data); stated in ``scope`` (:func:`release_scope`).
     """
 
     from .privatise import _check_result, target_channel
@@ -189,6 +202,7 @@ def audit_record(
         "fingerprint": {"algorithm": "sha256", "of": "canonical CSV", "value": dataset_fingerprint(df)},
         "rows": len(df),
         "rows_released": int(rows_released),
+        "scope": release_scope(release_rows, rows_released=int(rows_released), rows_tuning=rows_tuning),
         "columns": [str(c) for c in df.columns],
         "columns_released": cols_released,
         "columns_excluded": [str(c) for c in df.columns if c not in cols_released],
@@ -209,6 +223,40 @@ def audit_record(
     if missing:  # pragma: no cover - guards edits of this function
         raise DataError(f"internal error: audit record lacks {missing}")
     return record
+
+
+def release_scope(release_rows: str, *, rows_released: int, rows_tuning: int | None) -> dict:
+    """Which records a release holds and what its bound covers, in plain words (the audit's ``scope``).
+
+    A channel tuned on a record is not fixed independently of it: the choice of groups, budgets and
+    remapping is computed from the raw values and is not itself private. So the per-record bound holds
+    exactly only for records the tuning never saw (``release_rows="held_out"``, or channels tuned on
+    other data: ``rows_tuning=None``).
+    """
+    if release_rows not in ("all", "held_out"):
+        raise DataError(f"release_rows must be 'all' or 'held_out', got {release_rows!r}")
+    if rows_tuning is None:
+        statement = (
+            f"{rows_released:,} records are released, each randomised on its own through a verified channel. "
+            "The bound holds exactly for every record if the channels were tuned on other data; for records "
+            "they were tuned on, the tuning itself is not private."
+        )
+    elif release_rows == "all":
+        statement = (
+            f"All {rows_released:,} records are released, each randomised on its own through a verified "
+            f"channel, but the channels (groups, budgets, remapping) were tuned on {rows_tuning:,} of these "
+            "same records, and that tuning is not private: for those records the bound covers the "
+            "randomisation, not what the choice of channels reveals about them. For a bound that holds "
+            "exactly for every released record, release only the held-out records, or tune on a public table."
+        )
+    else:
+        statement = (
+            f"Only the {rows_released:,} held-out records are released; the {rows_tuning:,} that tuned the "
+            "channels are not. Each released record is randomised on its own through channels chosen "
+            "without it, so the bound holds exactly for every released record. The tuning (groups and "
+            "budgets, in this record) describes the held-back records and is not private."
+        )
+    return {"release_rows": release_rows, "rows_tuning": rows_tuning, "statement": statement}
 
 
 def _composition_statement(budgets: list[float], q: float, norm: float, eps: float, with_target: bool) -> str:

@@ -3,8 +3,10 @@
 :func:`evaluate_scenario` encodes the table as the scenario says, configures DepHDP on the 62.5 % fitting
 split (000 Sec. IV-A, seeded), measures utility in the task's own units on the held-out split over
 ``repetitions`` privatisations (mean and mean -+ 1.96 sd, the project's CI convention), privatises the whole
-table once for the degeneracy checks, bounds the leakage about every attribute and measures how much of
-each attribute the release keeps (:func:`information_kept`), and writes the audit record.
+table once (or, with ``release_rows="held_out"``, only the held-out records: the tuning never saw them, so
+each one's bound holds exactly; :func:`mdp_core.release.release_scope`) for the degeneracy checks, bounds
+the leakage about every attribute and measures how much of each attribute the release keeps
+(:func:`information_kept`), and writes the audit record.
 :func:`compare_scenarios` puts two to four outcomes side by side, one row per scenario.
 
 Leakage per attribute (001 Eq. 5, nats): ``TPL_a <= eps_g(a) + sum_{j not in g(a)} CPL_{j -> a}(eps_g(j))``:
@@ -25,7 +27,7 @@ from scipy.special import entr
 
 from mdp_core._validation import Progress, report
 from mdp_core.data import Encoded, discretize, infer_schema
-from mdp_core.dephdp import MAJORITY_TOLERANCE, DepHDPResult, released_by, run_dephdp, split_encoded
+from mdp_core.dephdp import MAJORITY_TOLERANCE, DepHDPResult, released_by, rows_of, run_dephdp, split_rows
 from mdp_core.errors import DataError
 from mdp_core.leakage import pairwise_leakage
 
@@ -193,17 +195,22 @@ def evaluate_scenario(
         )
     report(progress, 0.0, "encoding")
     encoded = encode_for(scenario, df)
-    fit, test = split_encoded(encoded, FIT_FRACTION, np.random.default_rng(scenario.seed))
+    fit_rows, test_rows = split_rows(len(encoded.codes), FIT_FRACTION, np.random.default_rng(scenario.seed))
+    fit, test = rows_of(encoded, fit_rows), rows_of(encoded, test_rows)
     config = replace(scenario.config, seed=scenario.seed)
     sub = None if progress is None else (lambda f, m: report(progress, 0.05 + 0.75 * f, m))
     result = released_by(run_dephdp(fit, config, progress=sub), scenario.method)
     report(progress, 0.85, "measuring utility on the held-out split")
     utility = _utility(result, fit, test, repetitions, scenario.seed)
-    report(progress, 0.92, "releasing the whole table")
+    strict = scenario.release_rows == "held_out"
+    report(progress, 0.92, "releasing the held-out records" if strict else "releasing the whole table")
     include, target_eps = scenario.include_target, scenario.target_eps
     rng = np.random.default_rng([scenario.seed, 2])
-    released = privatise(df, result, encoded=encoded, rng=rng, include_target=include, target_eps=target_eps)
-    check = release_report(df, released, result=result)
+    released = privatise(
+        df, result, encoded=encoded, rng=rng, include_target=include, target_eps=target_eps,
+        rows=test_rows if strict else None,
+    )  # fmt: skip
+    check = release_report(df, released, result=result, rows_tuning=len(fit_rows) if strict else 0)
     leakage = leakage_per_attribute(encoded, result)
     leakage["information_kept"] = information_kept(encoded, result).to_numpy()
     audit = audit_record(
@@ -215,6 +222,8 @@ def evaluate_scenario(
         privatised=released,
         include_target=include,
         target_eps=target_eps,
+        release_rows=scenario.release_rows,
+        rows_tuning=len(fit_rows),
     )
     report(progress, 1.0, "done")
     return ScenarioOutcome(scenario, df, encoded, fit, test, result, utility, released, check, leakage, audit)
@@ -256,6 +265,7 @@ def compare_scenarios(
             "mechanisms": " | ".join(mech.kinds),
             "eps_k": " | ".join(f"{e:.3g}" for e in mech.eps),
             "record_budget": comp["norm"],
+            "released_rows": o.scenario.release_rows,
             "utility_metric": u["metric"],
             "utility": u["mean"],
             "utility_lo": u["lo"],

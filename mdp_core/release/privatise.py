@@ -111,8 +111,10 @@ def privatise(
     rng: np.random.Generator,
     include_target: bool = True,
     target_eps: float | None = None,
+    rows: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """The whole table, every row, through the composed DepHDP channel (and the target's own channel).
+    """The whole table (or the records at ``rows``) through the composed DepHDP channel (and the target's
+    own channel).
 
     Parameters
     ----------
@@ -129,12 +131,16 @@ def privatise(
         Release the schema target through its own channel (default) or drop it.
     target_eps : float, optional
         Budget of the target channel (default: the configuration's global eps).
+    rows : array of int, optional
+        Positions in ``encoded.codes`` of the records to release, e.g. those the configuration never saw
+        (:func:`mdp_core.split_rows`); default every record.
 
     Returns
     -------
     DataFrame
-        One row per encoded record; the schema's released columns (plus the target) in ``df``'s column
-        order; labels as loaded, numeric columns as bin centres rounded to the column's decimals.
+        One row per released record, in the encoded order; the schema's released columns (plus the target)
+        in ``df``'s column order; labels as loaded, numeric columns as bin centres rounded to the column's
+        decimals.
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
@@ -145,16 +151,26 @@ def privatise(
             f"encoded has {len(encoded.codes)} + {encoded.dropped_rows} dropped rows, df has {len(df)}: "
             "encode this table with discretize(df, schema)"
         )
-    released = result.mechanism.privatize(encoded.codes, rng)
-    codes = {c: released[c].to_numpy() for c in released.columns}
+    codes = encoded.codes if rows is None else encoded.codes.iloc[_positions(rows, len(encoded.codes))]
+    released = result.mechanism.privatize(codes, rng)
+    out = {c: released[c].to_numpy() for c in released.columns}
     target = encoded.schema.target
     if include_target and target is not None:
         eps_t = float(result.config.eps) if target_eps is None else check_eps(target_eps, "target_eps")
 
         P = target_channel(encoded, eps_t)
-        codes[target] = sample(P, encoded.codes[target].to_numpy(), rng)
-    order = [c for c in df.columns if c in codes] + [c for c in codes if c not in df.columns]
-    return pd.DataFrame({c: _decode_column(encoded, df, c, codes[c]) for c in order})
+        out[target] = sample(P, codes[target].to_numpy(), rng)
+    order = [c for c in df.columns if c in out] + [c for c in out if c not in df.columns]
+    return pd.DataFrame({c: _decode_column(encoded, df, c, out[c]) for c in order})
+
+
+def _positions(rows: object, n: int) -> np.ndarray:
+    pos = np.asarray(rows)
+    if pos.ndim != 1 or not np.issubdtype(pos.dtype, np.integer):
+        raise TypeError(f"rows must be a 1-D array of record positions, got {pos.dtype} of shape {pos.shape}")
+    if pos.size and (pos.min() < 0 or pos.max() >= n or np.unique(pos).size != pos.size):
+        raise DataError(f"rows must be distinct positions in 0..{n - 1} (the encoded records)")
+    return pos
 
 
 @dataclass(frozen=True)
@@ -176,6 +192,8 @@ class ReleaseCheck:
         That minimum (the eps grid's first point).
     distinct_original, distinct_released : int
         Distinct rows over the released columns, before and after.
+    rows_tuning : int
+        Records that tuned the channels and are held back (a release of the held-out records only).
     """
 
     rows_original: int
@@ -187,6 +205,7 @@ class ReleaseCheck:
     min_budget: float | None
     distinct_original: int
     distinct_released: int
+    rows_tuning: int = 0
 
     @property
     def degenerate(self) -> bool:
@@ -209,19 +228,28 @@ class ReleaseCheck:
             )
         if self.distinct_released <= 1:
             out.append("Every released row is identical.")
-        if self.rows_released < self.rows_original:
+        if self.rows_tuning:
             out.append(
-                f"{self.rows_original - self.rows_released} row(s) with a missing value are not released."
+                f"{self.rows_tuning} record(s) tuned the channels and are not released: only the "
+                f"{self.rows_released} the tuning never saw are (the strict release)."
             )
+        missing = self.rows_original - self.rows_released - self.rows_tuning
+        if missing > 0:
+            out.append(f"{missing} row(s) with a missing value are not released.")
         if self.columns_excluded:
             out.append(f"Never released: {listed(self.columns_excluded)}.")
         return tuple(out)
 
 
 def release_report(
-    original: pd.DataFrame, privatised: pd.DataFrame, *, result: DepHDPResult | None = None
+    original: pd.DataFrame,
+    privatised: pd.DataFrame,
+    *,
+    result: DepHDPResult | None = None,
+    rows_tuning: int = 0,
 ) -> ReleaseCheck:
-    """Flag degenerate output: constant columns, groups at the grid's minimum budget, distinct rows."""
+    """Flag degenerate output: constant columns, groups at the grid's minimum budget, distinct rows
+    (``rows_tuning``: records held back because they tuned the channels)."""
     if not isinstance(original, pd.DataFrame) or not isinstance(privatised, pd.DataFrame):
         raise TypeError("original and privatised must be pandas DataFrames")
     unknown = [c for c in privatised.columns if c not in original.columns]
@@ -250,4 +278,5 @@ def release_report(
         min_budget=lo,
         distinct_original=len(original[cols].dropna().drop_duplicates()) if cols else 0,
         distinct_released=len(privatised.drop_duplicates()) if cols else 0,
+        rows_tuning=int(rows_tuning),
     )

@@ -321,6 +321,7 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any]) -
         "person) learns only a bounded amount about that record. Records that are close in the record metric "
         "(same values except one attribute that moves a little) are hard to tell apart; records far apart "
         "less so.</p>",
+        f"<p><b>Records released.</b> {_esc(audit['scope']['statement'])}</p>",
         f"<p><b>{_esc(budget_sentence(eps))}</b> Distance 1 is the largest change of one attribute.</p>",
         _table(
             pd.DataFrame(

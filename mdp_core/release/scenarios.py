@@ -24,6 +24,7 @@ from mdp_core.errors import DataError
 
 __all__ = [
     "RELEASE_METHODS",
+    "RELEASE_ROWS",
     "SCENARIO_SCHEMA",
     "Scenario",
     "UtilityTarget",
@@ -36,6 +37,9 @@ __all__ = [
 SCENARIO_SCHEMA = "mdp-lab/scenarios/1"
 #: What may release the features: DepHDP, or one of its baselines (:func:`mdp_core.released_by`).
 RELEASE_METHODS = ("DepHDP", *BASELINES)
+#: Which records a release contains: every record (the channels were tuned on 62.5 % of them), or only the
+#: held-out ones the tuning never saw (each released record's bound then holds exactly).
+RELEASE_ROWS = ("all", "held_out")
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,8 @@ class Scenario:
         The "which eps" target.
     pages : tuple of (page, JSON object text)
         Other pages' widget settings, kept verbatim.
+    release_rows : str
+        :data:`RELEASE_ROWS`: ``"all"`` (default) or ``"held_out"`` (see :func:`mdp_core.release.scope`).
     """
 
     name: str
@@ -112,6 +118,7 @@ class Scenario:
     utility_target: UtilityTarget = field(default_factory=UtilityTarget)
     pages: tuple[tuple[str, str], ...] = ()
     method: str = "DepHDP"
+    release_rows: str = "all"
 
     def __post_init__(self) -> None:
 
@@ -121,6 +128,8 @@ class Scenario:
             raise TypeError(f"config must be a DepHDPConfig, got {type(self.config).__name__}")
         if self.method not in RELEASE_METHODS:
             raise DataError(f"method must be one of {list(RELEASE_METHODS)}, got {self.method!r}")
+        if self.release_rows not in RELEASE_ROWS:
+            raise DataError(f"release_rows must be one of {list(RELEASE_ROWS)}, got {self.release_rows!r}")
         if self.target_eps is not None and not (math.isfinite(self.target_eps) and self.target_eps > 0):
             raise DataError(f"target_eps must be a positive finite number, got {self.target_eps!r}")
         pages = []
@@ -159,6 +168,7 @@ def scenario_to_dict(s: Scenario) -> dict:
         "utility_target": {"kind": s.utility_target.kind, "value": s.utility_target.value},
         "config": _jsonable_config(s.config),
         "method": s.method,
+        "release_rows": s.release_rows,
         "pages": {page: json.loads(text) for page, text in s.pages},
     }
 
@@ -177,6 +187,7 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "utility_target": dict,
     "config": dict,
     "method": str,
+    "release_rows": str,
     "pages": dict,
 }
 _REQUIRED = ("name", "dataset", "config")
@@ -242,6 +253,7 @@ def scenario_from_dict(data: object) -> Scenario:
         utility_target=utility_target,
         pages=tuple(sorted((str(k), json.dumps(v, sort_keys=True)) for k, v in pages.items())),
         method=data.get("method", "DepHDP"),  # files written before the field release by DepHDP
+        release_rows=data.get("release_rows", "all"),  # and before this one, every record
     )
 
 

@@ -83,6 +83,21 @@ def test_an_answer_found_on_another_encoding_is_not_shown(app: AppTest, small_en
     assert [e.value for e in (*app.success, *app.warning)]  # the first encoding's answer is still stored
 
 
+def test_a_strict_release_holds_only_the_held_out_records(app: AppTest, small_engine: None) -> None:
+    app.switch_page("views/release.py").run()
+    assert "release only the held-out records" in app.caption[0].value
+    app.radio(key="rel_rows").set_value("held_out").run()
+    app.button(key="rel_prepare").click().run(timeout=600)
+    _until_landed(app, "rel_prepare_stop")
+    assert not app.exception
+    statement = next(m.value for m in app.markdown if m.value.startswith("**Records released:**"))
+    assert statement.startswith("**Records released:** Only the 114 held-out records are released; the 189")
+    assert any("189 record(s) tuned the channels and are not released" in w.value for w in app.warning)
+    done = view.store().get(next(k for k in view.store()._items if k[0] == "outcome"))
+    assert len(done.released) == done.audit["rows_released"] == 114 == len(app.dataframe[1].value) + 94
+    assert done.audit["scope"]["release_rows"] == "held_out"
+
+
 def test_release_shows_flags_before_the_downloads(app: AppTest, small_engine: None) -> None:
     app.switch_page("views/release.py").run()
     app.button(key="rel_prepare").click().run(timeout=600)

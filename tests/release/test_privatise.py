@@ -118,6 +118,24 @@ def test_mismatched_inputs_are_refused(case: Case) -> None:
         privatise(case.df, case.result, encoded=other, rng=np.random.default_rng(0))
     with pytest.raises(core.DataError, match="columns the original lacks"):
         release_report(case.df[["a"]], pd.DataFrame({"zz": [1]}))
+    rng = np.random.default_rng(0)
+    with pytest.raises(core.DataError, match=r"rows must be distinct positions in 0\.\.119"):
+        privatise(case.df, case.result, encoded=case.encoded, rng=rng, rows=np.array([0, 120]))
+    with pytest.raises(core.DataError, match="rows must be distinct positions"):
+        privatise(case.df, case.result, encoded=case.encoded, rng=rng, rows=np.array([3, 3]))
+    with pytest.raises(TypeError, match="rows must be a 1-D array of record positions, got float64"):
+        privatise(case.df, case.result, encoded=case.encoded, rng=rng, rows=np.array([0.0, 1.0]))
+
+
+def test_rows_release_those_records_through_the_same_draws(case: Case) -> None:
+    """``rows`` picks records: the same seed gives those records what a release of only them gives."""
+    rows = np.array([5, 17, 60, 119])
+    some = privatise(case.df, case.result, encoded=case.encoded, rng=np.random.default_rng(3), rows=rows)
+    sub = core.rows_of(case.encoded, rows)
+    alone = case.result.privatize(sub.codes, np.random.default_rng(3))
+    assert len(some) == 4 and list(some.columns) == [c for c in case.df.columns if c in some.columns]
+    expected = case.encoded.levels["colour"][alone["colour"].to_numpy()]
+    np.testing.assert_array_equal(some["colour"].to_numpy(), expected)
 
 
 def _kept_by_loops(encoded: core.Encoded, mech: core.ComposedMechanism, attribute: str) -> float:

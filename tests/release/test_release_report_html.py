@@ -116,6 +116,11 @@ def test_cli_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str
     with pytest.raises(SystemExit):
         main([*args, "--method", "OPT"])
     assert "invalid choice: 'OPT'" in capsys.readouterr().err
+    assert main([*args, "--rows", "held-out"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["release_rows"] == "held_out"
+    page = out.read_text()
+    assert "<b>Records released.</b> Only the 45 held-out records are released; the 75 that tuned" in page
+    assert '"rows_released": 45' in page
 
 
 def test_cli_which_eps_sweeps_the_scenarios_own_settings(

@@ -120,6 +120,7 @@ def test_bad_files_are_refused_with_a_message(raw: bytes, message: str) -> None:
             r"method must be one of \['DepHDP', 'SPL\+DPN', 'SPL\+RMP', 'ALC\+DPN', 'ALC\+RMP'\]",
         ),
         ({"method": 3}, "field 'method' must be str, got int"),
+        ({"release_rows": "some"}, r"release_rows must be one of \['all', 'held_out'\]"),
     ],
 )
 def test_bad_fields_name_the_scenario_and_the_field(change: dict, message: str) -> None:
@@ -176,6 +177,47 @@ def test_outcome_numbers_are_what_they_claim() -> None:
     assert (out.leakage["leakage_nats"] >= out.leakage["eps_group"] - 1e-12).all()
     assert len(out.released) == len(df) and "patient_id" not in out.released.columns
     assert out.audit["fingerprint"]["value"] == dataset_fingerprint(df)
+
+
+def test_a_strict_release_holds_exactly_the_records_the_tuning_never_saw(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Audit: the channels are tuned on 62.5 % of the records that were all released, so for those the
+    per-record bound does not cover what the tuning reveals. release_rows="held_out" releases the rest."""
+    import mdp_core.release.outcome as outcome
+    from mdp_core.dephdp.pipeline import ComposedMechanism
+
+    tuned: list[pd.DataFrame] = []
+    sent: list[pd.DataFrame] = []
+    run, privatize = outcome.run_dephdp, ComposedMechanism.privatize
+
+    def spy_run(encoded: core.Encoded, *args: object, **kwargs: object) -> core.DepHDPResult:
+        tuned.append(encoded.codes.copy())
+        return run(encoded, *args, **kwargs)  # type: ignore[arg-type]
+
+    def spy_privatize(self: ComposedMechanism, codes: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+        sent.append(codes.copy())
+        return privatize(self, codes, rng)
+
+    monkeypatch.setattr(outcome, "run_dephdp", spy_run)
+    monkeypatch.setattr(ComposedMechanism, "privatize", spy_privatize)
+    df = make_table()
+    out = evaluate_scenario(scenario(release_rows="held_out"), df, repetitions=2)
+    released_codes = sent[-1]  # the release itself comes after the utility's repetitions
+    rest = out.encoded.codes.drop(index=released_codes.index).reset_index(drop=True)
+    pd.testing.assert_frame_equal(rest, tuned[0].reset_index(drop=True))  # released = all but the tuned
+    n_tuned = len(tuned[0])
+    assert n_tuned == round(0.625 * len(df)) and len(out.released) == len(df) - n_tuned == len(out.test.codes)
+    assert out.audit["rows_released"] == len(df) - n_tuned
+    assert out.audit["scope"]["release_rows"] == "held_out" and out.audit["scope"]["rows_tuning"] == n_tuned
+    assert out.audit["scope"]["statement"].startswith(f"Only the {len(df) - n_tuned} held-out records")
+    assert f"{n_tuned} record(s) tuned the channels and are not released" in " ".join(out.check.messages)
+    assert not any("missing value" in m for m in out.check.messages)
+    assert all(v["verified"] for v in out.audit["verification"])
+    every = evaluate_scenario(scenario(), df, repetitions=2)
+    assert len(every.released) == len(df) and every.audit["scope"]["release_rows"] == "all"
+    assert f"tuned on {n_tuned} of these same records" in every.audit["scope"]["statement"]
+    assert list(compare_scenarios([every, out])["released_rows"]) == ["all", "held_out"]
 
 
 def test_a_scenario_released_by_em_on_every_group_collapses_no_column() -> None:
