@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ __all__ = [
     "current_nmi",
     "current_schema",
     "date_granularities",
+    "encoding_choices",
     "ensure_loaded",
     "guard_text",
     "inferred_schema",
@@ -185,6 +187,21 @@ def date_granularities(reason: str) -> tuple[str, ...]:
     if reason.startswith("date"):
         return ("month", "year")
     return ()
+
+
+def encoding_choices(schema: core.Schema) -> dict[str, Any]:
+    """The Data page's choices behind ``schema``'s encoding, as a scenario or a sweep spec records them
+    (:func:`mdp_core.encode_table` rebuilds the same table from them)."""
+    state = get_state()
+    frame = state.frame if state.frame is not None else pd.DataFrame()
+    return {
+        "include": tuple(sorted((c, g) for c, g in state.include.items() if c in schema.columns)),
+        "exclude": tuple(str(c) for c in frame.columns if c not in schema.columns),
+        "kind_overrides": tuple(
+            sorted((c, k) for c, k in state.kind_overrides.items() if c in schema.columns)
+        ),
+        "bins": tuple(sorted((c, int(b)) for c, b in state.bins.items() if c in schema.columns)),
+    }
 
 
 def current_encoded() -> core.Encoded | None:

@@ -20,6 +20,7 @@ import mdp_core as core
 from mdp_core import release as rel
 from mdp_core._text import listed
 from mdp_core._validation import part
+from ui.data import encoding_choices
 from ui.dephdp import FLOOR_LABELS, FLOOR_OPTIONS, floor_value, largest_floor
 from ui.jobs import builder
 from ui.state import AppState
@@ -239,9 +240,7 @@ def current_scenario(
         fingerprint=_fingerprint(state.dataset_key, frame),
         target=state.target,
         seed=state.seed,
-        exclude=tuple(str(c) for c in frame.columns if c not in schema.columns),
-        kind_overrides=tuple(sorted(state.kind_overrides.items())),
-        bins=tuple(sorted((c, int(b)) for c, b in state.bins.items())),
+        **encoding_choices(schema),
         include_target=include_target and state.target is not None,
         target_eps=target_eps,
         utility_target=target,

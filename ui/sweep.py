@@ -20,7 +20,9 @@ import mdp_core as core
 from mdp_core._figures import log_axis
 from mdp_core.sweep import default_client, describe_engine, frontier
 from mdp_core.sweep.cluster import start_default_client
+from ui.data import encoding_choices
 from ui.jobs import builder
+from ui.state import get_state
 from ui.store import store
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "WAIT_SECONDS",
     "chance_level",
     "chance_note",
+    "encoding_fields",
     "engine",
     "engine_getter",
     "eps_values",
@@ -42,6 +45,7 @@ __all__ = [
     "stored",
     "sweep_key",
 ]
+
 
 #: The run that starts a sweep shows its progress this long (seconds) before the page's poll takes over.
 WAIT_SECONDS = 2.0
@@ -117,6 +121,18 @@ def engine_getter() -> Callable[[], Any]:
     """What a background job calls to get (and, the first time, start) the app process's Dask client, so
     a page run never waits for the cluster's start-up (9-23 s under load, measured by a random walk)."""
     return _engine().get
+
+
+def encoding_fields(schema: core.Schema) -> dict[str, Any]:
+    """The Data page's choices as :class:`~mdp_core.SweepSpec` fields, so a spec rebuilds the app's table."""
+    choices = encoding_choices(schema)
+    return {
+        "include": choices["include"],
+        "exclude": choices["exclude"],
+        "kind_overrides": choices["kind_overrides"],
+        "column_bins": choices["bins"],
+        "bins": get_state().default_bins,
+    }
 
 
 def eps_values(lo: float, hi: float, n: int) -> list[float]:

@@ -70,6 +70,7 @@ try:
         repetitions=int(reps),
         seed=state.seed,
         target=encoded.schema.target,
+        **sweep.encoding_fields(encoded.schema),  # so that the downloaded spec rebuilds this table
     )
 except (core.DataError, TypeError) as exc:
     st.error(f"Invalid sweep: {exc}")

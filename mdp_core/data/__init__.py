@@ -18,7 +18,15 @@ from mdp_core.data.dependency import (
     nmi_pairs,
     sparse_pairs,
 )
-from mdp_core.data.encoding import MISSING_LEVEL, Encoded, Kind, Schema, discretize, infer_schema
+from mdp_core.data.encoding import (
+    MISSING_LEVEL,
+    Encoded,
+    Kind,
+    Schema,
+    discretize,
+    encode_table,
+    infer_schema,
+)
 from mdp_core.data.io import (
     DATA_DIR,
     INTERACTIVE_ROW_LIMIT,
@@ -43,6 +51,7 @@ __all__ = [
     "dependency_graph",
     "dependency_groups",
     "discretize",
+    "encode_table",
     "fewer_bins",
     "group_domain_size",
     "infer_schema",

@@ -337,6 +337,50 @@ def discretize(df: pd.DataFrame, schema: Schema, *, bins: int | dict[str, int] =
     )
 
 
+def encode_table(
+    df: pd.DataFrame,
+    *,
+    target: str | None = None,
+    include: Mapping[str, str | None] | Iterable[tuple[str, str | None]] = (),
+    exclude: Iterable[str] = (),
+    kinds: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+    bins: Mapping[str, int] | Iterable[tuple[str, int]] = (),
+    default_bins: int = 8,
+) -> Encoded:
+    """The table encoded as a user's Data-page choices say: the one recipe the app, a release scenario and
+    a sweep spec share, so that each reproduces the others' encoding.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The loaded table.
+    target : str, optional
+        Target column (must not be excluded).
+    include : mapping column -> kind or None
+        Columns re-included despite their default exclusion (see :func:`infer_schema`).
+    exclude : iterable of str
+        Columns left out. Columns the guard rails exclude anyway keep their own reason.
+    kinds : mapping column -> kind
+        Kind overrides; those of columns that are not encoded are ignored (as on the Data page).
+    bins : mapping column -> int
+        Bin counts of numeric columns; the others get ``default_bins``.
+    """
+    include = dict(include)
+    exclude = [str(c) for c in exclude]
+    both = sorted(set(include) & set(exclude))
+    if both:
+        raise DataError(f"column(s) {both} are both included and excluded")
+    guarded = {c for c, _ in infer_schema(df).excluded} if exclude else set()
+    schema = infer_schema(
+        df, target=target, include=include, exclude=[c for c in exclude if c not in guarded]
+    )
+    overrides = {str(c): str(k) for c, k in dict(kinds).items() if c in schema.columns}
+    per_col = dict(bins)
+    return discretize(
+        df, schema.with_kinds(overrides), bins={c: per_col.get(c, default_bins) for c in schema.columns}
+    )
+
+
 def _column_values(df: pd.DataFrame, column: str, schema: Schema) -> pd.Series:
     """The values to encode: date/time columns as year / month / hour labels, others as they are."""
     granularity = schema.date_granularity.get(column)

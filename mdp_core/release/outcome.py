@@ -26,7 +26,7 @@ import pandas as pd
 from scipy.special import entr
 
 from mdp_core._validation import Progress, report
-from mdp_core.data import Encoded, discretize, infer_schema
+from mdp_core.data import Encoded, encode_table
 from mdp_core.dephdp import MAJORITY_TOLERANCE, DepHDPResult, released_by, rows_of, run_dephdp, split_rows
 from mdp_core.errors import DataError
 from mdp_core.leakage import pairwise_leakage
@@ -70,16 +70,20 @@ def encode_for(scenario: Scenario, df: pd.DataFrame) -> Encoded:
 
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
-    named = (*scenario.exclude, *(c for c, _ in scenario.kind_overrides))
+    named = (*scenario.exclude, *(c for c, _ in (*scenario.include, *scenario.kind_overrides)))
     unknown = [c for c in named if c not in df.columns]
     if unknown:
         raise DataError(f"scenario {scenario.name!r} names columns the table lacks: {unknown}")
     if scenario.target is not None and scenario.target in scenario.exclude:
         raise DataError(f"scenario {scenario.name!r} excludes its own target {scenario.target!r}")
-    cols = [c for c in df.columns if c not in scenario.exclude]
-    schema = infer_schema(df[cols], target=scenario.target).with_kinds(dict(scenario.kind_overrides))
-    bins = dict(scenario.bins)
-    return discretize(df, schema, bins={c: bins.get(c, 8) for c in schema.columns})
+    return encode_table(
+        df,
+        target=scenario.target,
+        include=scenario.include,
+        exclude=scenario.exclude,
+        kinds=scenario.kind_overrides,
+        bins=scenario.bins,
+    )
 
 
 def leakage_per_attribute(encoded: Encoded, result: DepHDPResult) -> pd.DataFrame:

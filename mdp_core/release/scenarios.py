@@ -90,8 +90,10 @@ class Scenario:
         :func:`mdp_core.released_by`).
     exclude : tuple of str
         Columns never used nor released (identifiers, free text).
+    include : tuple of (column, kind or None)
+        Columns re-included despite their default exclusion (a date as ``"month"``, ...).
     kind_overrides, bins : tuple of (column, value)
-        Data page settings.
+        Data page settings (together: :func:`mdp_core.encode_table`).
     include_target : bool
         Release the target through its own channel.
     target_eps : float or None
@@ -119,6 +121,7 @@ class Scenario:
     pages: tuple[tuple[str, str], ...] = ()
     method: str = "DepHDP"
     release_rows: str = "all"
+    include: tuple[tuple[str, str | None], ...] = ()
 
     def __post_init__(self) -> None:
 
@@ -142,6 +145,7 @@ class Scenario:
                 raise DataError(f"settings of page {page!r} must be a JSON object")
             pages.append((str(page), json.dumps(obj, sort_keys=True)))
         object.__setattr__(self, "pages", tuple(sorted(pages)))  # canonical: equal settings, equal scenarios
+        object.__setattr__(self, "include", tuple(sorted(dict(self.include).items())))
 
 
 # ------------------------------------------------------------------------------------------------ JSON
@@ -161,6 +165,7 @@ def scenario_to_dict(s: Scenario) -> dict:
         "target": s.target,
         "seed": s.seed,
         "exclude": list(s.exclude),
+        "include": dict(s.include),
         "kind_overrides": dict(s.kind_overrides),
         "bins": dict(s.bins),
         "include_target": s.include_target,
@@ -180,6 +185,7 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "target": (str, type(None)),
     "seed": int,
     "exclude": list,
+    "include": dict,
     "kind_overrides": dict,
     "bins": dict,
     "include_target": bool,
@@ -246,6 +252,9 @@ def scenario_from_dict(data: object) -> Scenario:
         target=data.get("target"),
         seed=int(data.get("seed", 0)),
         exclude=tuple(str(c) for c in data.get("exclude", [])),
+        include=tuple(
+            sorted((str(k), None if v is None else str(v)) for k, v in data.get("include", {}).items())
+        ),
         kind_overrides=tuple(sorted((str(k), str(v)) for k, v in data.get("kind_overrides", {}).items())),
         bins=tuple(sorted((str(k), int(v)) for k, v in bins.items())),
         include_target=bool(data.get("include_target", True)),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdp_core.data import Encoded, discretize, infer_schema, load_dataset
+from mdp_core.data import Encoded, encode_table, load_dataset
 from mdp_core.dephdp import (
     majority_rate,
     prediction_labels,
@@ -77,7 +77,16 @@ def prepare_data(spec: SweepSpec, encoded: Encoded | None = None) -> SweepData:
     if encoded is None:
         # an embedded sample is loaded and discretised once per process (adult: ~1 CPU s, 3 s under load);
         # a file path is read again (it may have changed on disk)
-        key: Hashable = ("sample", spec.dataset, spec.seed, spec.bins, spec.target, spec.fit_fraction)
+        choices = (spec.include, spec.exclude, spec.kind_overrides, spec.column_bins)
+        key: Hashable = (
+            "sample",
+            spec.dataset,
+            spec.seed,
+            spec.bins,
+            spec.target,
+            spec.fit_fraction,
+            choices,
+        )
         if os.path.exists(spec.dataset):
             key = None
     else:
@@ -99,7 +108,15 @@ def _prepare(spec: SweepSpec, encoded: Encoded | None) -> SweepData:
     if encoded is None:
         df = load_dataset(spec.dataset, seed=spec.seed)
         target = _target(spec, [str(c) for c in df.columns])
-        encoded = discretize(df, infer_schema(df, target=target), bins=spec.bins)
+        encoded = encode_table(
+            df,
+            target=target,
+            include=spec.include,
+            exclude=spec.exclude,
+            kinds=spec.kind_overrides,
+            bins=spec.column_bins,
+            default_bins=spec.bins,
+        )
     fit, test = split_encoded(encoded, spec.fit_fraction, np.random.default_rng(spec.seed))
     labels = prediction_labels(fit, test.codes) if encoded.schema.target is not None else None
     attrs = tuple(release_attributes(fit))

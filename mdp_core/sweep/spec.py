@@ -12,10 +12,11 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
+from mdp_core.data.encoding import KINDS
 from mdp_core.dephdp import METHODS_EVALUATED, TASKS, DepHDPConfig
 from mdp_core.errors import DataError
 
@@ -60,6 +61,26 @@ def _floats(value: object, name: str, *, lo: float, hi: float, lo_open: bool) ->
     if len(set(out)) != len(out):
         raise DataError(f"{name} has duplicate values: {sorted(out)}")
     return tuple(sorted(out))
+
+
+def _pairs(value: object, name: str, ok: Callable[[object], bool], what: str) -> tuple[tuple[str, Any], ...]:
+    """A mapping (or pairs) column -> value as sorted pairs, every value passing ``ok``."""
+    try:
+        items = dict(value.items() if isinstance(value, Mapping) else value)  # type: ignore[call-overload]
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must map column names to {what}, got {value!r}") from exc
+    bad = {k: v for k, v in items.items() if not isinstance(k, str) or not ok(v)}
+    if bad:
+        raise DataError(f"{name} must map column names to {what}, got {bad}")
+    return tuple(sorted(items.items()))
+
+
+def _is_inclusion(value: object) -> bool:
+    return value is None or value in (*KINDS, "month", "year", "hour")
+
+
+def _is_bin_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 2
 
 
 def _names(value: object, name: str, allowed: Sequence[str]) -> tuple[str, ...]:
@@ -111,6 +132,10 @@ class SweepSpec:
     options : tuple of (str, value)
         Further :class:`mdp_core.DepHDPConfig` fields (e.g. ``grid_points``, ``opt_max_domain``), as given
         in JSON (a mapping); stored as sorted pairs so the spec stays hashable.
+    include, exclude, kind_overrides, column_bins
+        The Data page's choices (:func:`mdp_core.encode_table`): columns re-included (column -> kind, a
+        date's ``"month"``/``"year"``, or None), columns left out, kind overrides, per-column bin counts
+        (others get ``bins``); mappings in JSON, sorted pairs here.
     """
 
     dataset: str
@@ -127,6 +152,10 @@ class SweepSpec:
     score: str = "radial"
     bins: int = 8
     options: tuple[tuple[str, Any], ...] = ()
+    include: tuple[tuple[str, str | None], ...] = ()
+    exclude: tuple[str, ...] = ()
+    kind_overrides: tuple[tuple[str, str], ...] = ()
+    column_bins: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.dataset, str) or not self.dataset.strip():
@@ -172,6 +201,14 @@ class SweepSpec:
         if bad:
             raise DataError(f"unknown options {bad}: allowed are {sorted(_OPTION_FIELDS)}")
         set_(self, "options", tuple(sorted(opts.items())))
+        set_(self, "include", _pairs(self.include, "include", _is_inclusion, "a kind, a date part or null"))
+        if isinstance(self.exclude, str) or not all(isinstance(c, str) for c in self.exclude):
+            raise TypeError(f"exclude must be a list of column names, got {self.exclude!r}")
+        set_(self, "exclude", tuple(self.exclude))
+        set_(
+            self, "kind_overrides", _pairs(self.kind_overrides, "kind_overrides", KINDS.__contains__, "kinds")
+        )
+        set_(self, "column_bins", _pairs(self.column_bins, "column_bins", _is_bin_count, "integers >= 2"))
         n = self.n_configurations
         if n > MAX_CONFIGURATIONS:
             raise DataError(
@@ -248,6 +285,10 @@ class SweepSpec:
             "score": self.score,
             "bins": self.bins,
             "options": dict(self.options),
+            "include": dict(self.include),
+            "exclude": list(self.exclude),
+            "kind_overrides": dict(self.kind_overrides),
+            "column_bins": dict(self.column_bins),
         }
 
     def to_json(self, **kwargs: Any) -> str:

@@ -164,3 +164,36 @@ def test_discretize_bad_arguments(small_table: pd.DataFrame) -> None:
 
 def test_list_datasets() -> None:
     assert core.list_datasets() == ["heart", "adult", "wine"]
+
+
+def test_encode_table_is_the_data_page_s_recipe() -> None:
+    """encode_table (scenarios and sweep specs) = infer_schema with the choices, kinds, bins (the app)."""
+    n = 60
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame(
+        {
+            "visit_id": [f"V{i:04d}" for i in range(n)],
+            "visit_date": pd.date_range("2022-01-01", periods=n, freq="9D").strftime("%Y-%m-%d"),
+            "age": rng.integers(18, 90, n),
+            "city": rng.choice(["Lyon", "Paris", "Nice"], n),
+            "visits": rng.integers(0, 5, n),
+            "target": rng.integers(0, 2, n),
+        }
+    )
+    got = core.encode_table(
+        df,
+        target="target",
+        include={"visit_date": "year"},
+        exclude=["city", "visit_id"],  # visit_id: the guard rails exclude it anyway
+        kinds={"visits": "nominal", "city": "ordinal"},  # city's override is moot: it is excluded
+        bins={"age": 3},
+        default_bins=5,
+    )
+    schema = core.infer_schema(df, target="target", include={"visit_date": "year"}, exclude=["city"])
+    want = core.discretize(df, schema.with_kinds({"visits": "nominal"}), bins={"age": 3, "visits": 5})
+    assert got.fingerprint == want.fingerprint and got.schema == want.schema
+    assert list(got.levels["visit_date"]) == ["2022", "2023"] and len(got.levels["age"]) == 3
+    reasons = dict(got.schema.excluded)
+    assert reasons["city"] == "excluded by you" and reasons["visit_id"].startswith("identifier-like")
+    with pytest.raises(core.DataError, match=r"column\(s\) \['age'\] are both included and excluded"):
+        core.encode_table(df, include={"age": None}, exclude=["age"])

@@ -50,6 +50,8 @@ def test_round_trip(tmp_path: Path) -> None:
         utility_target=UtilityTarget("absolute", 0.8),
         kind_overrides=(("a", "nominal"),),
         method="ALC+DPN",
+        include=(("visit_date", "month"), ("code", None)),
+        release_rows="held_out",
     )
     path = tmp_path / "s.json"
     text = save_scenarios([a, b], path)

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 from distributed import Client
 
 import mdp_core as core
+import mdp_core.sweep.engine as engine
 from mdp_core.sweep import SweepSpec, default_client, describe_engine, prepare_data, run_sweep
 from mdp_core.sweep.cluster import local_cluster
 
@@ -174,6 +176,47 @@ def test_an_error_in_progress_cancels_the_remaining_tasks() -> None:
             time.sleep(0.1)
         assert not any(client.processing().values())  # nothing left queued or running
         assert len(client.who_has()) == 0  # scattered data and results released
+
+
+_RELEASE = threading.Event()
+
+
+_RUN_BUNDLE = engine.run_bundle
+
+
+def _held_bundle(*args: object, **kwargs: object) -> object:
+    """A long configuration (module level: Dask pickles tasks): it ends only when the test lets it."""
+    _RELEASE.wait(30)
+    return _RUN_BUNDLE(*args, **kwargs)
+
+
+def test_a_stop_is_seen_while_every_task_still_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Audit: progress was only reported when a task completed, so a stop waited for the next one (6.8 s
+    on adult). Now the sweep reports every POLL_SECONDS while tasks run, and the stop ends it then."""
+
+    class StopSweepError(Exception):
+        pass
+
+    said: list[str] = []
+
+    def stop(fraction: float, message: str) -> None:
+        said.append(message)
+        if len(said) >= 3:
+            raise StopSweepError(message)
+
+    monkeypatch.setattr(engine, "run_bundle", _held_bundle)
+    with (
+        local_cluster(1, processes=False) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        try:
+            with pytest.raises(StopSweepError, match=r"^0/2 configurations"):
+                run_sweep(
+                    tiny(eps=[1.0, 2.0], task="record", methods=["DepHDP"]), client=client, progress=stop
+                )
+            assert not _RELEASE.is_set() and all(m.startswith("0/2") for m in said)
+        finally:
+            _RELEASE.set()
 
 
 def test_default_client_honours_dask_scheduler_address() -> None:

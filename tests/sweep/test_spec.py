@@ -60,6 +60,19 @@ def test_configurations_are_the_product_in_task_index_order() -> None:
         ({"options": {"eps": 3}}, DataError, "unknown options"),
         ({"options": {"grid_points": 2}}, DataError, "invalid options for DepHDPConfig"),
         ({"dataset": " "}, DataError, "dataset must be"),
+        (
+            {"column_bins": {"age": 1}},
+            DataError,
+            r"column_bins must map column names to integers >= 2, got \{'age': 1\}",
+        ),
+        ({"kind_overrides": {"age": "float"}}, DataError, "kind_overrides must map column names to kinds"),
+        (
+            {"include": {"day": "week"}},
+            DataError,
+            "include must map column names to a kind, a date part or null",
+        ),
+        ({"include": ["day"]}, TypeError, "include must map column names to"),
+        ({"exclude": "city"}, TypeError, "exclude must be a list of column names"),
     ],
 )
 def test_invalid_specs_name_the_field(kwargs: dict, error: type[Exception], match: str) -> None:
@@ -124,6 +137,10 @@ def test_json_round_trip(
         seed=seed,
         p=p,
         options={"grid_points": grid_points},
+        include={"when": "month", "id": None},
+        exclude=["city"],
+        kind_overrides={"age": "ordinal"},
+        column_bins={"age": 3},
     )
     again = SweepSpec.from_json(spec.to_json())
     assert again == spec
