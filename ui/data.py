@@ -73,14 +73,16 @@ def ensure_loaded(state: AppState) -> None:
     if state.frame is None:
         df, report = _sample_report(state.dataset, state.seed)
         key = f"sample:{state.dataset}:{state.seed}"
-        state.set_table(state.dataset, key, df, report.notes, target=report.target)
+        state.set_table(
+            state.dataset, key, df, report.notes, target=report.target, source_rows=_source_rows(report)
+        )
 
 
 def select_sample(state: AppState, name: str) -> None:
     key = f"sample:{name}:{state.seed}"
     if key != state.dataset_key:
         df, report = _sample_report(name, state.seed)
-        state.set_table(name, key, df, report.notes, target=report.target)
+        state.set_table(name, key, df, report.notes, target=report.target, source_rows=_source_rows(report))
 
 
 def select_upload(state: AppState, raw: bytes, name: str) -> None:
@@ -93,7 +95,11 @@ def select_upload(state: AppState, raw: bytes, name: str) -> None:
     except core.DataError as exc:
         state.error = f"Could not load {name}: {exc}"
         return
-    state.set_table(name, key, df, report.notes, target=None)
+    state.set_table(name, key, df, report.notes, target=None, source_rows=_source_rows(report))
+
+
+def _source_rows(report: core.LoadReport) -> int | None:
+    return report.original_rows if report.sampled else None
 
 
 def level_labels(values: object) -> list[str]:

@@ -52,6 +52,7 @@ __all__ = [
     "floor_label",
     "floor_value",
     "grouping_caption",
+    "large_attributes_note",
     "largest_floor",
     "majority_of",
     "page_notes",
@@ -476,6 +477,26 @@ def page_notes(result: DepHDPResult) -> list[str]:
 def suggested_floor(result: DepHDPResult) -> float:
     """A round floor from :data:`FLOOR_OPTIONS` at most half the largest feasible one (0 when none fits)."""
     return max((v for v in FLOOR_OPTIONS if 0 < v <= largest_floor(result) / 2), default=0.0)
+
+
+#: Values of one attribute from which DepHDP's profiles take long enough to say so before they start.
+LARGE_ATTRIBUTE = 1_000
+
+
+def large_attributes_note(encoded: core.Encoded) -> str | None:
+    """A warning before the profiles start when an attribute has thousands of values (None otherwise)."""
+    large = {
+        a: n for a, n in encoded.domain_sizes.items() if n > LARGE_ATTRIBUTE and a != encoded.schema.target
+    }
+    if not large:
+        return None
+    named = ", ".join(f"{a} ({n:,} values)" for a, n in sorted(large.items(), key=lambda kv: -kv[1]))
+    return (
+        f"Large attributes: {named}. DepHDP's profiles of an attribute grow with the cube of its values "
+        "(its loss matrix, and one remapping per budget): 5,000 values take about 4 minutes on 2 cores. "
+        "Merge rare values or exclude the column on the Data page to go faster; meanwhile the bar moves "
+        "and the stop button works."
+    )
 
 
 def profiles_pending_text(config: DepHDPConfig) -> str:

@@ -342,7 +342,9 @@ def request_outcome(state: AppState, scenario: rel.Scenario) -> Future[rel.Scena
     the builder's long-job threads and kept under :func:`outcome_key` (the page polls it and can stop it)."""
     frame = _loaded(state)
     return builder().request(
-        outcome_key(state, scenario), lambda progress: _evaluated(scenario, frame, progress), slow=True
+        outcome_key(state, scenario),
+        lambda progress: _evaluated(scenario, frame, state.source_rows, progress),
+        slow=True,
     )
 
 
@@ -352,8 +354,12 @@ def _loaded(state: AppState) -> pd.DataFrame:
     return state.frame
 
 
-def _evaluated(scenario: rel.Scenario, frame: pd.DataFrame, progress: core.Progress) -> rel.ScenarioOutcome:
-    return rel.evaluate_scenario(scenario, frame, repetitions=OUTCOME_REPETITIONS, progress=progress)
+def _evaluated(
+    scenario: rel.Scenario, frame: pd.DataFrame, source_rows: int | None, progress: core.Progress
+) -> rel.ScenarioOutcome:
+    return rel.evaluate_scenario(
+        scenario, frame, repetitions=OUTCOME_REPETITIONS, progress=progress, source_rows=source_rows
+    )
 
 
 def comparison_key(state: AppState, scenarios: Sequence[rel.Scenario], names: Sequence[str]) -> tuple:
@@ -367,7 +373,7 @@ def request_comparison(
     """The comparison table of ``scenarios`` (each one's release outcome, stored as by
     :func:`request_outcome`), computed on the builder's long-job threads: the page polls
     :func:`comparison_key`'s job and can stop it (4 scenarios on adult: 16 s in one page run before)."""
-    frame = _loaded(state)
+    frame, source_rows = _loaded(state), state.source_rows
     keys = [outcome_key(state, s) for s in scenarios]
     labels = list(names)
 
@@ -375,7 +381,11 @@ def request_comparison(
         outs = []
         for i, (key, scenario) in enumerate(zip(keys, scenarios, strict=True)):
             sub = part(progress, i / len(keys), (i + 1) / len(keys), f"scenario {labels[i]}: ")
-            outs.append(store().get_or_compute(key, lambda s=scenario, sub=sub: _evaluated(s, frame, sub)))
+            outs.append(
+                store().get_or_compute(
+                    key, lambda s=scenario, sub=sub: _evaluated(s, frame, source_rows, sub)
+                )
+            )
         return rel.compare_scenarios(outs).assign(scenario=labels)
 
     return builder().request(comparison_key(state, scenarios, labels), compute, slow=True)

@@ -47,6 +47,8 @@ class AppState:
         Columns the user excluded (never encoded, privatised or released).
     encode_error : str or None
         Why the current table cannot be encoded with the current choices (cleared once it can).
+    source_rows : int or None
+        Rows of the loaded file when the table is a uniform sample of them (None: the whole file).
     bins : dict
         Per-column bin counts for numeric attributes (default ``default_bins``).
     dephdp_config : DepHDPConfig or None
@@ -71,6 +73,7 @@ class AppState:
     include: dict[str, str | None] = field(default_factory=dict)
     exclude: list[str] = field(default_factory=list)
     encode_error: str | None = None
+    source_rows: int | None = None
 
     def set_table(
         self,
@@ -79,13 +82,16 @@ class AppState:
         frame: pd.DataFrame,
         notes: tuple[str, ...],
         target: str | None = None,
+        source_rows: int | None = None,
     ) -> None:
         """Install a newly loaded table and reset everything that depended on the old one.
 
         ``target`` is an embedded sample's documented target; an upload has none until the user picks one
-        (never guessed from the column names or positions).
+        (never guessed from the column names or positions). ``source_rows``: the file's rows when the
+        table is a uniform sample of them.
         """
         self.dataset, self.dataset_key, self.frame, self.notes = name, key, frame, notes
+        self.source_rows = source_rows
         self.error = None
         self.kind_overrides, self.bins = {}, {}
         self.include, self.exclude = {}, []

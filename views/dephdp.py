@@ -110,6 +110,8 @@ if stage is None:
     pkey = view.profiles_key(fit, config)
     if not jobs.running(pkey):
         st.info(view.profiles_pending_text(config))
+    if (large := view.large_attributes_note(encoded)) is not None:
+        st.warning(large)
     jobs.start_button(
         pkey,
         lambda: view.request_profiles(fit, config),

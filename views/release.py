@@ -14,6 +14,7 @@ from mdp_core import release as rel
 from ui import jobs
 from ui import release as view
 from ui.data import current_encoded, guard_text
+from ui.dephdp import large_attributes_note
 from ui.state import get_state
 from ui.widgets import eps_slider
 
@@ -155,6 +156,8 @@ scenario = replace(scenario, release_rows=rows)
 release_key = view.outcome_key(state, scenario)
 done = view.store().get(release_key)
 if done is None:
+    if (large := large_attributes_note(encoded)) is not None:
+        st.warning(large)
     jobs.start_button(
         release_key,
         lambda: view.request_outcome(state, scenario),

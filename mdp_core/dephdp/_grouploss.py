@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import lsq_linear
 
+from mdp_core._validation import Progress, report
 from mdp_core.dephdp.tasks import Task
 from mdp_core.errors import DataError
 from mdp_core.mechanisms import exponential_mechanism, sample
@@ -27,7 +28,12 @@ def group_scores(task: Task, cols: list[int], sizes: list[int]) -> np.ndarray:
 
 
 def group_loss_matrix(
-    task: Task, contexts: np.ndarray, cols: list[int], sizes: list[int], dist: np.ndarray
+    task: Task,
+    contexts: np.ndarray,
+    cols: list[int],
+    sizes: list[int],
+    dist: np.ndarray,
+    progress: Progress = None,
 ) -> np.ndarray:
     """``C_k[x, y] = E_{X_-k | X_k = x} gamma(U(x, X_-k), U(y, X_-k))`` (000 Eq. 16-17).
 
@@ -46,6 +52,8 @@ def group_loss_matrix(
         Their domain sizes; the joint domain is in C order.
     dist : array (|X|, |X|)
         Group metric (for the nearest-context rule).
+    progress : callable, optional
+        Called per block of rows (a 4,908-value attribute takes ~26 s; its raise stops the work).
     """
     n = contexts.shape[0]
     S_G = group_scores(task, cols, sizes)  # (X, dim)
@@ -66,6 +74,7 @@ def group_loss_matrix(
         C = np.empty((X, X))
         step = max(1, _BLOCK // max(n * X * V.shape[2], 1))
         for s in range(0, X, step):
+            report(progress, s / X, f"loss matrix, {s:,} of {X:,} values")
             vals = np.abs(V[:, s : s + step, None, :] - V[:, None, :, :]).sum(axis=-1)  # (n, c, Y)
             C[s : s + step] = np.einsum("xr,rxy->xy", W[s : s + step], vals)
     np.fill_diagonal(C, 0.0)

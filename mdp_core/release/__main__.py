@@ -114,7 +114,13 @@ def main(argv: list[str] | None = None) -> int:
                 method=scenario.method,
                 options=sweep_options(scenario.config),  # the scenario's floor and solver settings
             )
-        page = build_report(scenario, data=df, decision=decision, repetitions=args.repetitions)
+        page = build_report(
+            scenario,
+            data=df,
+            decision=decision,
+            repetitions=args.repetitions,
+            source_rows=load.original_rows if load.sampled else None,
+        )
     except (DataError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

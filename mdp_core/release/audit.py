@@ -109,6 +109,7 @@ def audit_record(
     timestamp: dt.datetime | None = None,
     release_rows: str = "all",
     rows_tuning: int | None = None,
+    source_rows: int | None = None,
 ) -> dict:
     """The JSON-able audit record of releasing ``df`` with ``result`` (see module docstring for fields).
 
@@ -133,6 +134,8 @@ def audit_record(
     release_rows, rows_tuning
         Which records the release holds (``"all"`` or ``"held_out"``) and how many of the table's records
         tuned the channels (None: tuned on other data); stated in ``scope`` (:func:`release_scope`).
+    source_rows : int, optional
+        Rows of the file when ``df`` is a uniform sample of it (:attr:`mdp_core.LoadReport.original_rows`).
     """
 
     from .privatise import _check_result, target_channel
@@ -202,7 +205,12 @@ def audit_record(
         "fingerprint": {"algorithm": "sha256", "of": "canonical CSV", "value": dataset_fingerprint(df)},
         "rows": len(df),
         "rows_released": int(rows_released),
-        "scope": release_scope(release_rows, rows_released=int(rows_released), rows_tuning=rows_tuning),
+        "scope": release_scope(
+            release_rows,
+            rows_released=int(rows_released),
+            rows_tuning=rows_tuning,
+            sample_of=(len(df), source_rows) if source_rows is not None else None,
+        ),
         "columns": [str(c) for c in df.columns],
         "columns_released": cols_released,
         "columns_excluded": [str(c) for c in df.columns if c not in cols_released],
@@ -225,8 +233,15 @@ def audit_record(
     return record
 
 
-def release_scope(release_rows: str, *, rows_released: int, rows_tuning: int | None) -> dict:
-    """Which records a release holds and what its bound covers, in plain words (the audit's ``scope``).
+def release_scope(
+    release_rows: str,
+    *,
+    rows_released: int,
+    rows_tuning: int | None,
+    sample_of: tuple[int, int] | None = None,
+) -> dict:
+    """Which records a release holds and what its bound covers, in plain words (the audit's ``scope``;
+    ``sample_of``: (rows of the table, rows of the file) when the table is a uniform sample of a file).
 
     A channel tuned on a record is not fixed independently of it: the choice of groups, budgets and
     remapping is computed from the raw values and is not itself private. So the per-record bound holds
@@ -256,7 +271,17 @@ def release_scope(release_rows: str, *, rows_released: int, rows_tuning: int | N
             "without it, so the bound holds exactly for every released record. The tuning (groups and "
             "budgets, in this record) describes the held-back records and is not private."
         )
-    return {"release_rows": release_rows, "rows_tuning": rows_tuning, "statement": statement}
+    if sample_of is not None:
+        statement = (
+            f"The table is a uniform random sample of {sample_of[0]:,} of the file's {sample_of[1]:,} rows: "
+            f"the other {sample_of[1] - sample_of[0]:,} are not released. {statement}"
+        )
+    return {
+        "release_rows": release_rows,
+        "rows_tuning": rows_tuning,
+        "rows_in_source": None if sample_of is None else sample_of[1],
+        "statement": statement,
+    }
 
 
 def _composition_statement(budgets: list[float], q: float, norm: float, eps: float, with_target: bool) -> str:

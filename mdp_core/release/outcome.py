@@ -183,9 +183,15 @@ def majority_clause(utility: dict) -> str:
 
 
 def evaluate_scenario(
-    scenario: Scenario, df: pd.DataFrame, *, repetitions: int = 10, progress: Progress = None
+    scenario: Scenario,
+    df: pd.DataFrame,
+    *,
+    repetitions: int = 10,
+    progress: Progress = None,
+    source_rows: int | None = None,
 ) -> ScenarioOutcome:
-    """Configure, measure and release one scenario on ``df`` (its fingerprint is checked when it has one)."""
+    """Configure, measure and release one scenario on ``df`` (its fingerprint is checked when it has one;
+    ``source_rows``: the file's rows when ``df`` is a uniform sample of them, stated in the audit)."""
 
     if not isinstance(scenario, Scenario):
         raise TypeError(f"scenario must be a Scenario, got {type(scenario).__name__}")
@@ -228,6 +234,7 @@ def evaluate_scenario(
         target_eps=target_eps,
         release_rows=scenario.release_rows,
         rows_tuning=len(fit_rows),
+        source_rows=source_rows,
     )
     report(progress, 1.0, "done")
     return ScenarioOutcome(scenario, df, encoded, fit, test, result, utility, released, check, leakage, audit)

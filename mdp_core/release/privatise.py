@@ -30,6 +30,8 @@ from mdp_core.mechanisms import exponential_mechanism, sample
 __all__ = ["ReleaseCheck", "column_decimals", "privatise", "release_report", "target_channel"]
 
 _MAX_DECIMALS = 6
+#: Largest magnitude up to which every integer is a float64 (2^53), so writing it as an int64 is exact.
+_EXACT_INTEGERS = 2.0**53
 
 
 def column_decimals(values: pd.Series) -> int:
@@ -47,7 +49,8 @@ def _rounded_levels(centres: np.ndarray, decimals: int) -> np.ndarray:
     for d in range(decimals, decimals + _MAX_DECIMALS + 1):
         r = np.round(c, d)
         if np.unique(r).size == np.unique(c).size:
-            return r if d > 0 else r.astype(np.int64)
+            # integers where float64 holds them exactly (audit: 3.2e19 overflowed int64 to -9.2e18)
+            return r.astype(np.int64) if d == 0 and np.all(np.abs(r) <= _EXACT_INTEGERS) else r
     return c
 
 

@@ -264,6 +264,7 @@ def build_report(
     data: pd.DataFrame | None = None,
     decision: Decision | None = None,
     repetitions: int = 10,
+    source_rows: int | None = None,
 ) -> str:
     """One self-contained HTML document for ``scenario`` (run on ``data`` unless an outcome is given).
 
@@ -277,13 +278,15 @@ def build_report(
         A "which eps" answer (:func:`mdp_core.release.which_eps`) to include with its frontier.
     repetitions : int
         Utility repetitions when the scenario is run here.
+    source_rows : int, optional
+        The file's rows when ``data`` is a uniform sample of them (stated in the report and the audit).
     """
     from plotly.offline import get_plotlyjs
 
     if isinstance(scenario, Scenario):
         if data is None:
             raise DataError("pass data= (the table) to report on a scenario that has not been run")
-        o = evaluate_scenario(scenario, data, repetitions=repetitions)
+        o = evaluate_scenario(scenario, data, repetitions=repetitions, source_rows=source_rows)
     elif isinstance(scenario, ScenarioOutcome):
         o = scenario
     else:

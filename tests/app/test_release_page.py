@@ -98,6 +98,33 @@ def test_a_strict_release_holds_only_the_held_out_records(app: AppTest, small_en
     assert done.audit["scope"]["release_rows"] == "held_out"
 
 
+def test_a_release_of_a_sampled_file_says_the_rest_is_not_released(
+    app: AppTest, small_engine: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Audit: on a 200,000-row file the page said "All 58,237 records are released" of its 60,000 sample."""
+    import mdp_core.data.io as io
+
+    monkeypatch.setattr(io, "INTERACTIVE_ROW_LIMIT", 150)
+    rng = np.random.default_rng(5)
+    age = rng.integers(20, 80, 400)
+    raw = "age,smoker,target\n" + "".join(
+        f"{a},{s},{int(a + 10 * s > 55)}\n" for a, s in zip(age, rng.integers(0, 2, 400), strict=True)
+    )
+    app.selectbox(key="side_dataset").set_value("Upload CSV/TSV…").run()
+    app.file_uploader(key="side_upload").set_value(("big.csv", raw.encode(), "text/csv")).run()
+    app.session_state["mdp_app_state"].target = "target"
+    app.switch_page("views/release.py").run()
+    app.button(key="rel_prepare").click().run(timeout=600)
+    _until_landed(app, "rel_prepare_stop")
+    statement = next(m.value for m in app.markdown if m.value.startswith("**Records released:**"))
+    assert statement.startswith(
+        "**Records released:** The table is a uniform random sample of 150 of the file's 400 rows: the other "
+        "250 are not released. All 150 records are released"
+    )
+    done = view.store().get(next(k for k in view.store()._items if k[0] == "outcome"))
+    assert done.audit["rows"] == 150 and done.audit["scope"]["rows_in_source"] == 400
+
+
 def test_release_shows_flags_before_the_downloads(app: AppTest, small_engine: None) -> None:
     app.switch_page("views/release.py").run()
     app.button(key="rel_prepare").click().run(timeout=600)

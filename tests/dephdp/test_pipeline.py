@@ -8,6 +8,7 @@ import time
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import mdp_core as core
@@ -293,3 +294,37 @@ def test_floor_offset_is_the_grid_point_the_allocation_uses_and_refuses_what_com
         core.floor_offset(config, 9)
     assert err.value.largest == pytest.approx(1.0 / 3.0)
     assert core.floor_offset(DepHDPConfig(eps=100.0, min_group_eps=20.0), 1) == len(grid) - 1  # the top
+
+
+def test_a_large_attribute_reports_within_its_loss_matrix_and_every_budget() -> None:
+    """Audit: a 4,908-value column sat at 0 % for 217 s and its stop landed 4 minutes later: nothing was
+    reported inside a group. Now the loss matrix reports per block and EM + remapping per budget, and a
+    stop raised from progress ends the work there."""
+    rng = np.random.default_rng(3)
+    n = 800  # 200 codes: a quarter distinct, not identifier-like
+    codes = [f"c{v:03d}" for v in rng.integers(0, 200, n)]
+    df = pd.DataFrame({"code": codes, "a": rng.integers(0, 3, n), "t": rng.integers(0, 2, n)})
+    fit = core.discretize(df, core.infer_schema(df, target="t"))
+    cfg = DepHDPConfig(eps=2.0, tau_group=0.99, **FAST)
+    said: list[tuple[float, str]] = []
+    core.dephdp.dephdp_profiles(fit, cfg, progress=lambda f, m: said.append((f, m)))
+    fractions = [f for f, _ in said]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    grid = cfg.eps_grid.size
+    for k in range(1, grid + 1):
+        assert any(m == f"code: EM and remapping, budget {k}/{grid}" for _, m in said), k
+    assert any(m.startswith("code: loss matrix, ") for _, m in said)
+
+    class StopError(Exception):
+        pass
+
+    seen: list[str] = []
+
+    def stop_at_budget_two(fraction: float, message: str) -> None:
+        seen.append(message)
+        if message.endswith("budget 2/" + str(grid)):
+            raise StopError
+
+    with pytest.raises(StopError):
+        core.dephdp.dephdp_profiles(fit, cfg, progress=stop_at_budget_two)
+    assert seen[-1] == f"code: EM and remapping, budget 2/{grid}"

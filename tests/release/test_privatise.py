@@ -35,6 +35,17 @@ def test_values_are_labels_and_rounded_bin_centres(case: Case) -> None:
     assert "0000000" not in text
 
 
+def test_huge_integer_centres_stay_floats_instead_of_overflowing() -> None:
+    """Audit: centres >= 2^63 of a 0-decimal column were cast to int64, released as -9223372036854775808."""
+    from mdp_core.release.privatise import _rounded_levels
+
+    huge = np.array([1.0e18, 8.3e18, 3.24e19, 4.0e19])
+    out = _rounded_levels(huge, 0)
+    assert out.dtype == np.float64 and np.array_equal(out, huge)
+    small = _rounded_levels(np.array([2.5, 7.5, 9.007199254740992e15]), 0)
+    assert small.dtype == np.int64 and list(small) == [2, 8, 9007199254740992]  # exact up to 2^53
+
+
 def test_target_can_be_dropped_and_rng_is_explicit(case: Case) -> None:
     kw = {"encoded": case.encoded, "include_target": False}
     a = privatise(case.df, case.result, rng=np.random.default_rng(3), **kw)
