@@ -21,9 +21,11 @@ __all__ = [
     "MISSING_TOKENS",
     "clean_headers",
     "decode_text",
+    "fill_short_header",
     "number_conventions",
     "parse_numbers",
     "preamble_length",
+    "short_header",
     "sniff_separator",
     "strip_unit",
     "unquote_values",
@@ -122,20 +124,101 @@ def sniff_separator(lines: list[str]) -> str:
     return best
 
 
-def preamble_length(lines: list[str], sep: str) -> int:
-    """Lines above the header to skip (at most 20): blank lines, ``#`` comments, and title lines with fewer
-    fields than the table (``Table 1: Population by county, 2020`` in a census extract) when the first
-    full-width line looks like a header (not all numbers)."""
+def _table_rows(lines: list[str], sep: str) -> tuple[list[str], list[list[str]], int]:
+    """The first 61 lines, their fields, and the table's width (the most common number of fields)."""
     head = lines[:61]
     rows = list(csv.reader(head, delimiter=sep))
     widths = [len(r) for r, ln in zip(rows, head, strict=False) if ln.strip()]
-    if not widths:
+    return head, rows, Counter(widths).most_common(1)[0][0] if widths else 0
+
+
+def _is_number(text: str) -> bool:
+    """Whether a stripped field reads as a number in either convention (``12``, ``1,234.5``, ``1.234,5``)."""
+    return any(c.isdigit() for c in text) and bool(
+        _EN.fullmatch(text) or _EU.fullmatch(text) or _SPACED.fullmatch(text)
+    )
+
+
+def _header_like(row: list[str], body: list[list[str]]) -> bool:
+    """Whether ``row`` reads as column names above the rows ``body`` rather than as one more data row.
+
+    Over the columns whose ``body`` values are all numbers, a header holds mostly text and a data row mostly
+    numbers. Without such a column, a header is text that recurs nowhere in its column (data values of a
+    category do).
+    """
+    votes = []
+    for c, field in enumerate(f.strip() for f in row):
+        column = [r[c].strip() for r in body if c < len(r) and r[c].strip() not in MISSING_TOKENS]
+        if field not in MISSING_TOKENS and column and all(_is_number(v) for v in column):
+            votes.append(not _is_number(field))
+    if votes:
+        return sum(votes) > len(votes) / 2
+    fields = [(c, f.strip()) for c, f in enumerate(row) if f.strip() not in MISSING_TOKENS]
+    return all(not _is_number(f) for _, f in fields) and not any(
+        c < len(r) and r[c].strip() == f for c, f in fields for r in body
+    )
+
+
+def _names_like(fields: list[str]) -> bool:
+    """Whether fields can be column names: none blank, none a number, no two alike."""
+    names = [f.strip() for f in fields]
+    return all(names) and not any(_is_number(n) for n in names) and len(set(names)) == len(names)
+
+
+def _rows_below(head: list[str], rows: list[list[str]], i: int) -> list[int]:
+    """Indices of the non-blank lines below line ``i``."""
+    return [t for t in range(i + 1, len(rows)) if head[t].strip()]
+
+
+def _short_kind(head: list[str], rows: list[list[str]], i: int, k: int) -> str | None:
+    """``"trailing"`` or ``"row names"`` when line ``i`` is a header with one field fewer than the ``k`` of
+    every line below it (see :func:`short_header`), else None."""
+    below = _rows_below(head, rows, i)
+    if len(rows[i]) != k - 1 or not below or not _names_like(rows[i]):
+        return None
+    data = [rows[t] for t in below]
+    if any(len(r) != k for r in data) or _header_like(data[0], data[1:]):
+        return None  # the line below is a header (line i is a title) or the lines below are ragged
+    if all(not r[-1].strip() for r in data):
+        return "trailing"
+    firsts = [r[0].strip() for r in data]
+    if not all(firsts) or len(set(firsts)) < len(firsts):
+        return None
+    quoted = all(head[t].lstrip().startswith('"') for t in below)  # write.table's default quote=TRUE
+    counted = len(firsts) >= 3 and firsts == [str(n) for n in range(1, len(firsts) + 1)]  # its default
+    return "row names" if quoted or counted else None
+
+
+def _hash_header(head: list[str], rows: list[list[str]], i: int, k: int) -> bool:
+    """Whether the ``#`` line ``i`` is the header (``#items,store``; ``# of visits,clinic``): it has the
+    table's ``k`` fields, reads as names, and the next non-blank line is data, not a (second) header."""
+    below = _rows_below(head, rows, i)
+    if k < 2 or len(rows[i]) != k or not below or not _names_like(rows[i]):
+        return False
+    if head[below[0]].lstrip().startswith("#"):
+        return False
+    body = [rows[t] for t in below[1:] if len(rows[t]) == k]
+    return not _header_like(rows[below[0]], body)
+
+
+def preamble_length(lines: list[str], sep: str) -> int:
+    """Lines above the header to skip (at most 20): blank lines, ``#`` comments, and title lines with fewer
+    fields than the table (``Table 1: Population by county, 2020`` in a census extract) when the first
+    full-width line looks like a header (not all numbers).
+
+    Two lines that look like a preamble are kept as the header: a ``#`` line with as many fields as the table
+    above a data row (``#items,store,region``), and a line of names with one field fewer than every line
+    below it when :func:`short_header` tells why (a trailing separator, R's row names).
+    """
+    head, rows, k = _table_rows(lines, sep)
+    if not k:
         return 0
-    k = Counter(widths).most_common(1)[0][0]
 
     def title(i: int, wide: bool) -> bool:
+        if head[i].lstrip().startswith("#"):
+            return not _hash_header(head, rows, i, k)
         filled = [f for f in rows[i] if f.strip()]
-        return head[i].lstrip().startswith("#") or len(filled) <= 1 or (wide and len(rows[i]) < k)
+        return len(filled) <= 1 or (wide and len(rows[i]) < k and _short_kind(head, rows, i, k) is None)
 
     for wide in (True, False):
         i = 0
@@ -147,6 +230,48 @@ def preamble_length(lines: list[str], sep: str) -> int:
         if not wide or not (number_conventions(names)[0] == 1.0 or number_conventions(names)[1] == 1.0):
             return i
     return 0
+
+
+def short_header(lines: list[str], sep: str, *, at: int = 0) -> str | None:
+    """Why the header (line ``at``) has one field fewer than every line below it, or None.
+
+    ``"trailing"``: the last field of every data row is empty (a separator at the end of the data rows
+    only). ``"row names"``: the first field of every data row is a distinct row name, as R's
+    ``write.table(df, sep=",")`` writes them (no header field for them): quoted (its default), or
+    ``1, 2, 3, ...`` unquoted (at least 3 rows). Decided on the first 60 lines below the header, which must
+    not read as a header themselves. Any other short header is left to the parser, whose error says what to
+    fix.
+    """
+    head, rows, k = _table_rows(lines, sep)
+    return _short_kind(head, rows, at, k) if k and at < len(rows) else None
+
+
+def fill_short_header(df: pd.DataFrame, kind: str | None, sep: str) -> tuple[pd.DataFrame, list[str]]:
+    """Complete a header that :func:`short_header` found one field short and the loader padded with an empty
+    name (row 0 of ``df``, read without header): drop the trailing field, or name the row names.
+
+    A "trailing" field with a value further down keeps its blank name, which the loader then refuses.
+    """
+    if kind == "trailing":
+        last = df.columns[-1]
+        if df[last].iloc[1:].fillna("").astype(str).str.strip().eq("").all():
+            note = (
+                "Every data row ends with an empty field that the header has no name for (a "
+                f"{separator_name(sep)} at the end of the data rows only); dropped that field."
+            )
+            return df.drop(columns=last), [note]
+    elif kind == "row names":
+        taken, label, n = {str(v).strip() for v in df.iloc[0, 1:]}, "row names", 1
+        while label in taken:
+            n += 1
+            label = f"row names {n}"
+        df.iloc[0, 0] = label
+        note = (
+            "The header has one name fewer than the data rows, whose first field names the row (as R's "
+            f"write.table writes it): read those fields as a column named {label!r}."
+        )
+        return df, [note]
+    return df, []
 
 
 def separator_name(sep: str) -> str:

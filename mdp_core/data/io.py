@@ -27,10 +27,12 @@ from ._parse import (
     NUMERIC_SHARE,
     clean_headers,
     decode_text,
+    fill_short_header,
     number_conventions,
     parse_numbers,
     preamble_length,
     separator_name,
+    short_header,
     sniff_separator,
     strip_unit,
     unquote_values,
@@ -127,13 +129,16 @@ def load_dataset_report(
 
     Steps: gunzip; refuse binaries (Excel, PDF, images, NUL bytes) with what to do instead; decode (UTF-8 /
     BOM / UTF-16 / Windows-1252 / Latin-1); take the separator from Excel's ``sep=`` line or sniff it; skip
-    title and comment lines above the header; sample ``INTERACTIVE_ROW_LIMIT`` rows uniformly (seeded,
-    original order kept) when the file has more, before parsing when that is exact (about 2 s for 1,000,000
-    rows); unquote header names; read the ``MISSING_TOKENS`` as missing; drop empty rows and empty unnamed
-    columns; strip unit signs (``%``, currency) of number columns; read numbers in the English
-    (``1,234.5``) or European (``1.234,5``) convention: a column's own values decide when they can, else the
-    file's majority, else the separator (``;`` means European). Every step that changed something is a
-    note.
+    title and comment lines above the header, but keep a ``#items,...`` header above data and a header one
+    field shorter than its rows (R's ``write.table`` row names become a column ``row names``; an empty last
+    field of every data row, a trailing separator, is dropped); sample ``INTERACTIVE_ROW_LIMIT`` rows
+    uniformly (seeded, original order kept) when the file has more, before parsing when that is exact (about
+    2 s for 1,000,000 rows); unquote header names; read the ``MISSING_TOKENS`` as missing; drop empty rows
+    and empty unnamed columns; strip unit signs (``%``, currency) of number columns; read numbers in the
+    English (``1,234.5``) or European (``1.234,5``) convention: a column's own values decide when they can,
+    else the file's majority, else the separator (``;`` means European); a note names the columns where the
+    file decided that a separator groups thousands (``1.234`` read as 1234). Every step that changed
+    something is a note.
     """
     raw, name, sample = _read_bytes(source)
     raw = _gunzip(raw, name)
@@ -158,14 +163,21 @@ def load_dataset_report(
     if sep != ",":
         notes.append(f"Fields are separated by {separator_name(sep)}s.")
     title = preamble_length(lines[skip:], sep)
+    short = short_header(lines[skip:], sep, at=title)
     if title:
         first = next((ln.strip() for ln in lines[skip : skip + title] if ln.strip()), "")
         notes.append(f"Skipped {title} line(s) above the header (starting {first[:60]!r}).")
-    if skip + title:
+    header = lines[skip + title].strip() if skip + title < len(lines) else ""
+    if header.startswith("#"):
+        notes.append(f"Read {header[:60]!r} as the header, not as a comment: the line below it is data.")
+    if skip + title or short:
         lines = lines[skip + title :]
+        if short:  # an empty name where the header lacks one, named or dropped by fill_short_header
+            lines[0] = sep + lines[0] if short == "row names" else lines[0] + sep
         text = "\n".join(lines) + "\n"
     text, original, sampled = _sample_lines(text, lines, name, seed)
-    df = _read_table(text, sep, name)
+    df, short_notes = fill_short_header(_read_table(text, sep, name), short, sep)
+    notes += short_notes
     df, header_notes = _header(df, name)
     notes += header_notes
     df, clean_notes = _clean_cells(df, name)
@@ -378,7 +390,7 @@ def _type_columns(df: pd.DataFrame, sep: str) -> tuple[pd.DataFrame, list[str]]:
     en_votes = sum(en >= NUMERIC_SHARE > eu for en, eu in numeric.values())
     eu_votes = sum(eu >= NUMERIC_SHARE > en for en, eu in numeric.values())
     prefer_comma = eu_votes > en_votes or (eu_votes == en_votes and sep == ";")
-    comma_cols = []
+    comma_cols, grouped = [], []
     for c, (en, eu) in numeric.items():
         comma = (eu >= NUMERIC_SHARE) if en < NUMERIC_SHARE else (prefer_comma and eu >= NUMERIC_SHARE)
         before = df[c]
@@ -386,10 +398,41 @@ def _type_columns(df: pd.DataFrame, sep: str) -> tuple[pd.DataFrame, list[str]]:
         df[c] = values
         if comma and before.dropna().str.contains(",", regex=False).any():
             comma_cols.append(c)
+        if min(en, eu) >= NUMERIC_SHARE:  # both conventions read the column: the file decided
+            grouped += _thousands_example(c, before, values, "." if comma else ",")
         if bad:
             count = int(before.isin(bad).sum())
             examples = ", ".join(repr(b) for b in bad[:3])
             notes.append(f"{c}: {count:,} value(s) are not numbers ({examples}) and count as missing.")
     if comma_cols:
         notes.append(f"Read as numbers with a decimal comma: {', '.join(comma_cols)}.")
+    if grouped:
+        notes.append(_thousands_note(grouped, prefer_comma, eu_votes != en_votes, sep))
     return df, notes
+
+
+def _thousands_example(name: str, before: pd.Series, values: pd.Series, mark: str) -> list[str]:
+    """``["amt (1.234 read as 1234)"]`` when a value of the column has ``mark`` read as a thousands
+    separator (it has a digit group after it), else nothing."""
+    hit = before.astype("str").str.contains(mark, regex=False, na=False) & values.notna()
+    if not hit.any():
+        return []
+    first = int(np.argmax(hit.to_numpy()))
+    return [f"{name} ({str(before.iloc[first]).strip()} read as {values.iloc[first]:.15g})"]
+
+
+def _thousands_note(grouped: list[str], comma: bool, voted: bool, sep: str) -> str:
+    """Say which columns had a separator read as thousands although the values also read as decimals
+    (``1.234`` is 1234 in the European convention, 1.234 in the English one), and what decided."""
+    mark, other = (".", "a decimal point") if comma else (",", "a decimal comma")
+    if voted:
+        why = "as in the file's other number columns"
+    elif comma:
+        why = f"as the {separator_name(sep)} separator suggests"
+    else:
+        why = "the default unless fields are separated by semicolons"
+    convention = "European" if comma else "English"
+    return (
+        f"Read '{mark}' as a thousands separator ({convention} convention, {why}) in "
+        f"{listed(grouped, 6)}; these values would also read with '{mark}' as {other}."
+    )
