@@ -199,14 +199,16 @@ class GeoConfig:
 
 
 def store_upload(name: str, data: bytes) -> tuple[str, str]:
-    """Write an uploaded map to a temp file named by its checksum; return (path, map key).
+    """Write an uploaded map to a temp folder named by its checksum, under the user's file name (what the
+    page's messages and the exports' ``city`` then say); return (path, map key).
 
-    The path keeps the map's double suffix (``.osm.pbf``, ``.osm.bz2``) so the core loader knows the format.
+    The file name keeps the map's suffix (``.osm.pbf``, ``.osm.bz2``, ...), so the core loader knows the
+    format.
     """
     digest = hashlib.sha256(data).hexdigest()[:16]
-    lower = name.lower()
-    suffix = next((s for s in (".osm.pbf", ".osm.bz2") if lower.endswith(s)), Path(lower).suffix)
-    path = Path(tempfile.gettempdir()) / f"mdp_geo_{digest}{suffix}"
+    folder = Path(tempfile.gettempdir()) / f"mdp_geo_{digest}"
+    folder.mkdir(exist_ok=True)
+    path = folder / (Path(name).name or "map.osm")  # no folders from the browser's name
     if not path.exists():
         path.write_bytes(data)
     return str(path), digest[:10]

@@ -29,6 +29,7 @@ __all__ = [
     "TOGGLES_PER_ROW",
     "build_rows",
     "calibration_note",
+    "check_record",
     "comparison_table",
     "downloads",
     "exact_checks",
@@ -61,7 +62,8 @@ EXTRAS = {
         "The tree extension and EM + remap spending the whole ε: their privacy proofs hold on every map, so "
         "on this one they are private at a smaller ε than asked (the tree often at about half). Each is "
         "built at the largest budget whose exact ε, over every pair of targets and every output, is still "
-        "the chosen one (a few builds; every pair checked). Same guarantee, less error. Maps up to "
+        "the chosen one (a few builds; every pair checked; EM's remapping then lowers it further, and the "
+        "caption gives the exact ε of what is shown). Same guarantee, less error. Maps up to "
         f"{cgeo.CALIBRATE_MAX_TARGETS:,} targets; seconds in the background (up to a minute at depth 4).",
     ),
     "bilinear": (
@@ -248,22 +250,39 @@ def calibration_note(mech: GeoMechanism) -> str:
     )
 
 
+def check_record(comp: GeoComparison, method: str) -> dict[str, object]:
+    """The privacy check of ``method`` as its files state it (``metadata.privacy_check``)."""
+    return cgeo.check_metadata(
+        max_excess=comp.max_excess[method],
+        violation_ratio=comp.violation_ratio[method],
+        every_pair=bool(comp.all_pairs.get(method)),
+    )
+
+
 def downloads(comp: GeoComparison, config: GeoConfig, method: str, eps: float) -> None:
     """Download buttons of the shown mechanism: .npz (with CRS, origin and metadata) and GeoJSON; each file
-    is made on its click (0.1 s), not on every run."""
-    mech, mk = comp.mechanisms[method], geo.map_key(config.city)
+    is made on its click (0.1 s), not on every run. Their metadata carry the privacy check; a mechanism
+    that failed it (LP-A) is said to be not private beside the buttons and in their labels."""
+    mech, mk, check = comp.mechanisms[method], geo.map_key(config.city), check_record(comp, method)
+    flag = "" if check["private"] else ", NOT ε-mDP"
+    if not check["private"]:
+        st.warning(
+            f"{method_labels()[method]} is not ε-mDP at {eps:.3g}/km on this grid (its log-ratios exceed "
+            f"ε·d by up to {comp.max_excess[method]:.3g}): its files say so (metadata.privacy_check) and "
+            "must not be used to release locations."
+        )
     d1, d2 = st.columns(2)
     with d1:
         st.download_button(
-            "Download the shown mechanism (.npz, with CRS, origin and metadata)",
-            lambda: mechanism_npz(mech, config),
+            f"Download the shown mechanism (.npz, with CRS, origin and metadata{flag})",
+            lambda: mechanism_npz(mech, config, check),
             file_name=f"geo_{method}_eps{eps:.3g}.npz",
             key=f"geo_download_{mk}",
         )
     with d2:
         st.download_button(
-            "Download targets and outputs (GeoJSON, WGS84 lon/lat)",
-            lambda: geojson_bytes(mech, config),
+            f"Download targets and outputs (GeoJSON, WGS84 lon/lat{flag})",
+            lambda: geojson_bytes(mech, config, check),
             file_name=f"geo_{method}_eps{eps:.3g}.geojson",
             mime="application/geo+json",
             key=f"geo_geojson_{mk}",
@@ -382,27 +401,35 @@ def _optimum_note(optimum: GeoMechanism, utility: float) -> str:
 # --------------------------------------------------------------------------------------------------- exports
 
 
-def mechanism_npz(mech: GeoMechanism, config: GeoConfig) -> bytes:
-    """The mechanism as .npz bytes (core ``save_mechanism``: arrays, CRS, origin and metadata), cached."""
-    key = ("npz", config, round(float(mech.eps), 12), mech.method)
-    return store().get_or_compute(key, lambda: _npz(mech, config))
+def mechanism_npz(mech: GeoMechanism, config: GeoConfig, check: dict[str, object]) -> bytes:
+    """The mechanism as .npz bytes (core ``save_mechanism``: arrays, CRS, origin and metadata with the
+    privacy ``check``), cached."""
+    key = ("npz", config, round(float(mech.eps), 12), mech.method, tuple(check.items()))
+    return store().get_or_compute(key, lambda: _npz(mech, config, check))
 
 
-def _npz(mech: GeoMechanism, config: GeoConfig) -> bytes:
+def _npz(mech: GeoMechanism, config: GeoConfig, check: dict[str, object]) -> bytes:
     problem = cached_problem(config)
     with tempfile.TemporaryDirectory() as folder:
         path = cgeo.save_mechanism(
-            mech, Path(folder) / "mechanism.npz", network=problem.network, grid=problem.grid, seed=config.seed
+            mech,
+            Path(folder) / "mechanism.npz",
+            network=problem.network,
+            grid=problem.grid,
+            seed=config.seed,
+            check=check,
         )
         return Path(path).read_bytes()
 
 
-def geojson_bytes(mech: GeoMechanism, config: GeoConfig) -> bytes:
-    """GeoJSON (WGS84 points of targets and outputs + metadata, core ``export_geojson``), cached."""
+def geojson_bytes(mech: GeoMechanism, config: GeoConfig, check: dict[str, object]) -> bytes:
+    """GeoJSON (WGS84 points of targets and outputs + metadata with the privacy ``check``, core
+    ``export_geojson``), cached."""
 
     def build() -> bytes:
         problem = cached_problem(config)
-        doc = cgeo.export_geojson(mech, problem.network, grid=problem.grid, seed=config.seed)
+        doc = cgeo.export_geojson(mech, problem.network, grid=problem.grid, seed=config.seed, check=check)
         return json.dumps(doc, separators=(",", ":")).encode()
 
-    return store().get_or_compute(("geojson", config, round(float(mech.eps), 12), mech.method), build)
+    key = ("geojson", config, round(float(mech.eps), 12), mech.method, tuple(check.items()))
+    return store().get_or_compute(key, build)

@@ -33,6 +33,7 @@ from mdp_core.geo.compare import (
 )
 from mdp_core.geo.cosets import auto_lower_bound, coset_lower_bound
 from mdp_core.geo.export import (
+    check_metadata,
     export_geojson,
     km_to_lonlat,
     load_mechanism,
@@ -109,6 +110,7 @@ __all__ = [
     "build_problem",
     "calibrated_mechanism",
     "calibrated_method",
+    "check_metadata",
     "coarser_start",
     "compare_methods",
     "coset_lower_bound",

@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from mdp_core.geo.compare import run_bench
-    from mdp_core.geo.export import save_mechanism
+    from mdp_core.geo.export import check_metadata, save_mechanism
 
     try:
         record, comp = run_bench(
@@ -94,14 +94,20 @@ def main(argv: list[str] | None = None) -> int:
             optimal=args.optimal,
         )
         if args.out:
-            first = next(iter(comp.mechanisms))
+            name = "tree" if "tree" in comp.mechanisms else next(iter(comp.mechanisms))
             problem = comp.problem
+            check = check_metadata(
+                max_excess=comp.max_excess[name],
+                violation_ratio=comp.violation_ratio[name],
+                every_pair=bool(comp.all_pairs.get(name)),
+            )
             saved = save_mechanism(
-                comp.mechanisms.get("tree", comp.mechanisms[first]),
+                comp.mechanisms[name],
                 args.out,
                 network=None if problem is None else problem.network,
                 grid=None if problem is None else problem.grid,
                 seed=args.seed,
+                check=check,
             )
             record["out"] = str(saved)
     except DataError as exc:

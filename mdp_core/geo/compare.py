@@ -34,7 +34,7 @@ from mdp_core.geo.spanner import (
     spanner_from_coarser,
     spanner_mechanism,
 )
-from mdp_core.geo.utility import GeoProblem, build_problem, check_target_count
+from mdp_core.geo.utility import GeoProblem, build_problem, check_reach, check_target_count
 from mdp_core.geo.verify import GeoVerification, verify_geo
 
 __all__ = [
@@ -204,6 +204,7 @@ def compare_methods(
     (:func:`~mdp_core.geo.cosets.coset_lower_bound`, ``bound_time_limit`` seconds for all of them).
     """
     eps = check_eps(eps)
+    check_reach(problem, eps)
     named = isinstance(bound_cosets, str) and bound_cosets in COSET_CHOICES
     if not (named or (isinstance(bound_cosets, int | np.integer) and bound_cosets >= 0)):
         raise DataError(f"bound_cosets must be {COSET_CHOICES_TEXT}, got {bound_cosets!r}")

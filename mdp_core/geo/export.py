@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 
@@ -22,10 +23,30 @@ from mdp_core.errors import DataError
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.grid import GeoGrid
 from mdp_core.geo.roads import RoadNetwork
+from mdp_core.mechanisms.verify import VIOLATION_TOL
 
-__all__ = ["export_geojson", "km_to_lonlat", "load_mechanism", "mechanism_metadata", "save_mechanism"]
+__all__ = [
+    "check_metadata",
+    "export_geojson",
+    "km_to_lonlat",
+    "load_mechanism",
+    "mechanism_metadata",
+    "save_mechanism",
+]
 
 _PACKAGES = ("numpy", "scipy", "highspy", "osmium", "pyproj")
+
+
+def check_metadata(*, max_excess: float, violation_ratio: float, every_pair: bool) -> dict[str, object]:
+    """A privacy check (:func:`~mdp_core.geo.verify_geo`) as an export's ``metadata.privacy_check`` states
+    it: ``private`` when no log-ratio exceeds eps d by more than :data:`~mdp_core.VIOLATION_TOL`."""
+    return {
+        "private": bool(max_excess <= VIOLATION_TOL),
+        "max_excess": float(max_excess),
+        "violation_ratio": float(violation_ratio),
+        "pairs": "every pair of targets" if every_pair else "nearest neighbours and sampled pairs",
+        "tolerance": VIOLATION_TOL,
+    }
 
 
 def km_to_lonlat(points_km: np.ndarray, network: RoadNetwork) -> np.ndarray:
@@ -43,9 +64,17 @@ def km_to_lonlat(points_km: np.ndarray, network: RoadNetwork) -> np.ndarray:
 
 
 def mechanism_metadata(
-    mech: GeoMechanism, network: RoadNetwork, *, grid: GeoGrid | None = None, seed: int | None = None
+    mech: GeoMechanism,
+    network: RoadNetwork,
+    *,
+    grid: GeoGrid | None = None,
+    seed: int | None = None,
+    check: Mapping[str, object] | None = None,
 ) -> dict[str, object]:
-    """Method, city, eps (1/km), depth, seed cells, seed, projection and package versions (JSON-able)."""
+    """Method, city, eps (1/km), depth, seed cells, seed, projection, package versions and ``privacy_check``
+    (JSON-able). ``check``: the result of the mechanism's privacy check (``private``, ``max_excess``, ...),
+    written as given so that a file never claims eps for a mechanism that failed it (LP-A is not
+    eps-mDP on the fine grid); None: not checked by the caller (``privacy_check`` is null)."""
     versions: dict[str, str | None] = {}
     for name in _PACKAGES:
         try:
@@ -70,6 +99,7 @@ def mechanism_metadata(
         "origin_lonlat": [float(v) for v in origin_ll],
         "versions": versions,
         "attribution": "© OpenStreetMap contributors (ODbL)",
+        "privacy_check": None if check is None else dict(check),
     }
 
 
@@ -84,7 +114,12 @@ def _calibration(mech: GeoMechanism) -> dict[str, float] | None:
 
 
 def export_geojson(
-    mech: GeoMechanism, network: RoadNetwork, *, grid: GeoGrid | None = None, seed: int | None = None
+    mech: GeoMechanism,
+    network: RoadNetwork,
+    *,
+    grid: GeoGrid | None = None,
+    seed: int | None = None,
+    check: Mapping[str, object] | None = None,
 ) -> dict[str, object]:
     """GeoJSON FeatureCollection: one Point per target and per output (WGS84 lon/lat) + ``metadata``.
 
@@ -110,7 +145,7 @@ def export_geojson(
     return {
         "type": "FeatureCollection",
         "features": features,
-        "metadata": mechanism_metadata(mech, network, grid=grid, seed=seed),
+        "metadata": mechanism_metadata(mech, network, grid=grid, seed=seed, check=check),
     }
 
 
@@ -121,6 +156,7 @@ def save_mechanism(
     network: RoadNetwork | None = None,
     grid: GeoGrid | None = None,
     seed: int | None = None,
+    check: Mapping[str, object] | None = None,
 ) -> Path:
     """Write ``mech`` to ``path`` (.npz, compressed): targets_km, outputs_km, matrix, eps (scalar).
 
@@ -141,7 +177,7 @@ def save_mechanism(
         raise DataError(f"folder does not exist: {path.parent}")
     extra: dict[str, np.ndarray] = {}
     if network is not None:
-        meta = mechanism_metadata(mech, network, grid=grid, seed=seed)
+        meta = mechanism_metadata(mech, network, grid=grid, seed=seed, check=check)
         extra = {
             "crs": np.array(network.crs),
             "origin_m": np.asarray(network.origin_m, dtype=np.float64),
@@ -160,16 +196,19 @@ def save_mechanism(
 
 
 def load_mechanism(path: str | os.PathLike[str]) -> GeoMechanism:
-    """Read a file written by :func:`save_mechanism` (seconds = 0, method "loaded")."""
+    """Read a file written by :func:`save_mechanism` (seconds = 0; the method its metadata names, else
+    "loaded"; the metadata, when there is some, as ``info["metadata"]``)."""
     try:
         with np.load(path) as data:
+            meta = json.loads(str(data["metadata"])) if "metadata" in data.files else None
             return GeoMechanism(
                 targets_km=data["targets_km"],
                 outputs_km=data["outputs_km"],
                 matrix=data["matrix"],
                 eps=float(data["eps"]),
                 seconds=0.0,
-                method="loaded",
+                method=str(meta["method"]) if meta else "loaded",
+                info={} if meta is None else {"metadata": meta},
             )
     except (OSError, KeyError, ValueError) as exc:
         raise DataError(f"not a saved geo mechanism: {path} ({exc})") from exc

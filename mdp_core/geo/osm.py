@@ -31,6 +31,7 @@ from mdp_core.errors import DataError
 __all__ = [
     "DRIVE_CLASSES",
     "MAX_BZ2_BYTES",
+    "MAX_EXTENT_M",
     "MAX_UTM_OFFSET_M",
     "OsmRoads",
     "check_projected",
@@ -70,6 +71,10 @@ _FORMATS = ((".osm.pbf", "pbf"), (".pbf", "pbf"), (".osm.bz2", "osm.bz2"), (".os
 MAX_BZ2_BYTES = 256 * 2**20
 #: Largest east-west distance (m) of a road node from its UTM zone's central meridian (scale error ~1.3 %).
 MAX_UTM_OFFSET_M = 1_000_000.0
+#: Largest span (m, the longer side of the bounding box): a city or a region. Across more, e^(eps d) of the
+#: far ends overflows float64 at the page's budgets (audit: a 5,017 km map left EM "not private" by
+#: underflow, and the LPs failed on infinities).
+MAX_EXTENT_M = 100_000.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -367,12 +372,21 @@ def _centre(lonlat: np.ndarray) -> tuple[float, float]:
 
 
 def check_projected(xy_m: np.ndarray, crs: str, name: str = "the map") -> None:
-    """DataError unless projected UTM coordinates are finite and within :data:`MAX_UTM_OFFSET_M` of the
-    zone's central meridian (where UTM's scale error stays below about 1.3 %; beyond it, and for maps that
-    span a continent or the globe, travel distances would be distorted or infinite)."""
+    """DataError unless projected UTM coordinates are finite, span at most :data:`MAX_EXTENT_M` and lie
+    within :data:`MAX_UTM_OFFSET_M` of the zone's central meridian (where UTM's scale error stays below
+    about 1.3 %; beyond it, and for maps that span a continent or the globe, travel distances would be
+    distorted or infinite)."""
     offset = np.abs(np.asarray(xy_m, dtype=np.float64)[:, 0] - 500_000.0)
     if np.isfinite(xy_m).all() and offset.max() <= MAX_UTM_OFFSET_M:
-        return
+        width, height = np.ptp(xy_m, axis=0)
+        if max(width, height) <= MAX_EXTENT_M:
+            return
+        raise DataError(
+            f"the roads of {name} span {width / 1000:,.0f} km east-west and {height / 1000:,.0f} km "
+            f"north-south; a map can span at most {MAX_EXTENT_M / 1000:,.0f} km (a city or a region: across "
+            "more, a mechanism's probabilities between its far ends are too small for numbers). Upload a "
+            "smaller area."
+        )
     reach = f"{offset.max() / 1000:,.0f} km from" if np.isfinite(offset.max()) else "too far from"
     raise DataError(
         f"{name} is too wide for one map projection: its roads reach {reach} the central meridian of {crs} "

@@ -147,7 +147,7 @@ def network_from_graph(
         if u == v:
             continue
         length = data.get("length")
-        if length is None or not np.isfinite(length) or length < 0:
+        if length is None or not np.isfinite(length) or length <= 0:  # 0 too: every distance was 0 (audit)
             length = float(np.hypot(*(xy[index[u]] - xy[index[v]])))
         rows.append(index[u])
         cols.append(index[v])

@@ -21,7 +21,19 @@ from mdp_core.errors import DataError
 from mdp_core.geo.grid import GeoGrid, build_grid
 from mdp_core.geo.roads import RoadNetwork
 
-__all__ = ["GeoProblem", "build_problem", "check_lp_inputs", "expected_travel_error", "travel_loss"]
+__all__ = [
+    "MAX_EPS_REACH",
+    "GeoProblem",
+    "build_problem",
+    "check_lp_inputs",
+    "check_reach",
+    "expected_travel_error",
+    "travel_loss",
+]
+
+#: Largest eps d (eps times the map's diagonal) a comparison builds at: e^(eps d) beyond ~700 overflows
+#: float64, and long before, probabilities of e^(-eps d) underflow (then no matrix can show eps-mDP).
+MAX_EPS_REACH = 600.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -184,6 +196,17 @@ def check_lp_inputs(problem: GeoProblem, eps: float, time_limit: float) -> float
     if not (np.isfinite(time_limit) and time_limit > 0):
         raise DataError(f"time_limit must be positive seconds, got {time_limit!r}")
     return eps
+
+
+def check_reach(problem: GeoProblem, eps: float) -> None:
+    """DataError when eps (1/km) times the map's diagonal (km) exceeds :data:`MAX_EPS_REACH`."""
+    reach = float(np.hypot(*np.ptp(problem.targets_km, axis=0)))
+    if eps * reach > MAX_EPS_REACH:
+        raise DataError(
+            f"at ε = {eps:.3g}/km, places {reach:,.0f} km apart on this map differ by e^(ε·d) = "
+            f"e^{eps * reach:,.0f}, beyond what numbers can hold: choose ε ≤ {MAX_EPS_REACH / reach:.3g}/km "
+            "or a smaller map"
+        )
 
 
 def check_same_outputs(coarse: GeoProblem, fine: GeoProblem, use: str) -> None:

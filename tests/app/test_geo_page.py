@@ -387,6 +387,9 @@ def test_geo_page_bad_upload(app: AppTest) -> None:
     at = _upload(at, "broken.osm", b"<osm><node id='1'")
     assert not at.exception
     assert at.error and "map" in at.error[0].value.lower()
+    at = _upload(at, "my_footpaths.osm", _osm_grid().replace(b"residential", b"footway"))
+    assert not at.exception  # audit: the message named the temp file (mdp_geo_14ed5a342b8490ae.osm)
+    assert "'my_footpaths.osm' contains no drivable road ways" in at.error[0].value
 
 
 def test_interactions_are_fast_on_the_district(app: AppTest) -> None:
@@ -611,17 +614,49 @@ def test_downloads_carry_the_map(app: AppTest) -> None:
     assert any("GeoJSON" in label for label in labels) and any(".npz" in label for label in labels)
     config = _config()
     eps = geo.level_eps("Medium")
-    mech = geo.stored_mechanism(config, eps, "tree").mechanisms["tree"]
-    doc = json.loads(geo_results.geojson_bytes(mech, config))
+    comp = geo.stored_mechanism(config, eps, "tree")
+    mech, check = comp.mechanisms["tree"], geo_results.check_record(comp, "tree")
+    pairs = "every pair of targets" if comp.all_pairs["tree"] else "nearest neighbours and sampled pairs"
+    assert check == {
+        "private": True,
+        "max_excess": comp.max_excess["tree"],
+        "violation_ratio": 0.0,
+        "pairs": pairs,  # the store may hold a row checked on the sample by an earlier test of this process
+        "tolerance": 1e-9,
+    }
+    doc = json.loads(geo_results.geojson_bytes(mech, config, check))
+    assert doc["metadata"]["privacy_check"] == check
     lonlat = np.array([f["geometry"]["coordinates"] for f in doc["features"]])
     box = geo.cached_network("default").lonlat
     pad = 0.01  # degrees: targets lie within ~50 m of a road node
     assert (lonlat >= box.min(axis=0) - pad).all() and (lonlat <= box.max(axis=0) + pad).all()
     assert sum(f["properties"]["kind"] == "target" for f in doc["features"]) == mech.matrix.shape[0]
-    with np.load(io.BytesIO(geo_results.mechanism_npz(mech, config))) as data:
+    with np.load(io.BytesIO(geo_results.mechanism_npz(mech, config, check))) as data:
         assert float(data["eps"]) == pytest.approx(eps)
         np.testing.assert_array_equal(data["matrix"], mech.matrix)
-        assert "crs" in data and "metadata" in data
+        assert "crs" in data and json.loads(str(data["metadata"]))["privacy_check"] == check
+
+
+def test_a_mechanism_that_fails_its_check_is_exported_as_not_private(app: AppTest, tmp_path: Path) -> None:
+    """Audit: LP-A (not private on the fine grid) was downloadable as a file stating eps, with no word."""
+    at = _run(app.switch_page("views/geo.py"))
+    _widget(at, "selectbox", "Mechanism shown").set_value("LP on seed grid (LP-A, not private)")
+    at = _run(at)
+    assert not at.exception
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels and all(label.endswith(", NOT ε-mDP)") for label in labels)
+    assert any(w.value.startswith("LP on seed grid (LP-A, not private) is not ε-mDP") for w in at.warning)
+    config, eps = _config(), geo.level_eps("Medium")
+    comp = geo.stored_mechanism(config, eps, "lp_coarse")
+    check = geo_results.check_record(comp, "lp_coarse")
+    assert check["private"] is False and check["max_excess"] > 0.1  # independently: the triple check below
+    mech = comp.mechanisms["lp_coarse"]
+    independent = cgeo.verify_geo(mech, exhaustive=True)
+    assert check["max_excess"] == pytest.approx(independent.max_excess, rel=1e-12)
+    path = tmp_path / "lpa.npz"
+    path.write_bytes(geo_results.mechanism_npz(mech, config, check))
+    loaded = cgeo.load_mechanism(path)
+    assert loaded.method == "lp_coarse" and loaded.info["metadata"]["privacy_check"]["private"] is False
 
 
 def test_loss_curve(app: AppTest) -> None:

@@ -249,3 +249,41 @@ def test_map_at_one_point_is_refused_at_load(tmp_path: Path) -> None:
         path = _osm(tmp_path / "dot.osm", [(1, 60.1, 24.9), (2, 60.1, lon)], [(1, [1, 2], "residential")])
         with pytest.raises(DataError, match=r"'dot\.osm' span only 0\.0\d m .*at least 10 m apart"):
             load_road_network(path)
+
+
+def test_graphml_zero_length_is_measured(tmp_path: Path) -> None:
+    import networkx as nx
+
+    from mdp_core.geo import network_from_graph
+
+    g = nx.MultiDiGraph()
+    g.add_node(1, x=0.0, y=0.0)
+    g.add_node(2, x=300.0, y=400.0)
+    g.add_edge(1, 2, length=0.0)  # audit: every travel distance was 0, and every method's error 0.000 km
+    assert network_from_graph(g, name="t").adjacency[0, 1] == pytest.approx(0.5)
+
+
+def test_a_map_wider_than_a_region_is_refused_with_its_size(tmp_path: Path) -> None:
+    """Audit: a town plus one motorway 5,017 km north loaded; EM then underflowed ("not private") and the
+    LPs failed on infinities. Now such a map is refused, east-west and north-south alike."""
+    north = [*GRID_NODES, (7, 60.165 + 1.0, 24.94)]  # 111 km north of the grid
+    ways = [*GRID_WAYS, (20, [2, 7], "motorway")]
+    with pytest.raises(
+        DataError, match=r"'long\.osm' span \d km east-west and 111 km north-south; a map can span"
+    ):
+        load_road_network(_osm(tmp_path / "long.osm", north, ways))
+    near = [*GRID_NODES, (7, 60.165 + 0.5, 24.94)]  # 56 km: a region, loaded
+    _depth1(load_road_network(_osm(tmp_path / "region.osm", near, ways)))
+
+
+def test_a_budget_too_large_for_the_map_is_refused_by_the_comparison(tmp_path: Path) -> None:
+    from mdp_core.geo import compare_methods
+
+    near = [*GRID_NODES, (7, 60.165 + 0.5, 24.94)]
+    net = load_road_network(_osm(tmp_path / "region.osm", near, [*GRID_WAYS, (20, [2, 7], "motorway")]))
+    problem = build_problem(net, seed_n=6, depth=1, n_tasks=20, rng=np.random.default_rng(0))
+    reach = float(np.hypot(*np.ptp(problem.targets_km, axis=0)))
+    with pytest.raises(DataError, match=rf"choose ε ≤ {600 / reach:.3g}/km or a smaller map"):
+        compare_methods(problem, 700 / reach, methods=("em",))
+    comp = compare_methods(problem, 500 / reach, methods=("em",))  # within reach: built and private
+    assert comp.max_excess["em"] <= 1e-9
