@@ -341,6 +341,12 @@ def _comparison(play: Playground) -> str:
     if best_dpn <= 0:
         return "Every mechanism is loss-free at this budget."
     gain = 1 - opt / best_dpn
+    if gain < -1e-6:  # an optimum above a feasible channel: the LP was not solved (audit: eps 20, nominal)
+        return (
+            f"The LP did not reach its optimum at this budget (OPT's loss is {-100 * gain:.3g} % above "
+            "distance-based noise with remapping, a feasible channel): use EM + remap here. "
+            + play.opt_message
+        )
     if gain >= 0.05:
         return (
             f"OPT beats the best distance-based channel by {100 * gain:.1f} %: tailoring the channel to "

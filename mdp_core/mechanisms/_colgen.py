@@ -327,6 +327,15 @@ class ColumnGeneration:
         return pairs[keep], blocks[keep]
 
     # -- pricing --------------------------------------------------------------------------------------
+    def active_bound(self, u: np.ndarray) -> float:
+        """The active outputs' share of the Lagrangian bound (0 if the master's duals are optimal). Priced
+        where pricing is closed-form (tree, discrete metric): at eps 20 on a nominal attribute HiGHS
+        called a master optimal 3.6e6 times above the optimum, and assuming 0 certified it (audit)."""
+        if self.kind not in ("tree", "nominal"):
+            return 0.0
+        active = np.nonzero(self.block_of >= 0)[0]
+        return float(self.price(self.C[:, active] - u[:, None], np.inf)[0].sum())
+
     def price(self, W: np.ndarray, deadline: float) -> tuple[np.ndarray, bool]:
         """Pricing values ``mu`` (``-inf`` where not computed) for the columns of ``W``; True if exact."""
         if self.kind == "tree" and self.tree is not None:
@@ -429,5 +438,5 @@ class ColumnGeneration:
                 rounds=rounds,
                 Z=P,
                 lp_objective=float(self.h.getInfo().objective_function_value),
-                lower_bound=float(u.sum() + mu.sum()),
+                lower_bound=float(u.sum() + mu.sum() + self.active_bound(u)),
             )

@@ -25,6 +25,21 @@ RETRY_LOG_FACTOR = 13.8
 _BLOCK = 8_000_000  # elements per temporary block
 
 
+def precision_hint(d: np.ndarray, eps: float) -> str:
+    """Plain words for a failure at a budget whose factors exp(eps d) pass 1e9 (else ""): a master solved
+    to an absolute tolerance of 1e-10 then breaks ratios of its small entries by more than the repair can
+    mend (heart, three attributes, l_1 / l_2, eps 10-20, eps * max d = 26-35: "could not certify" or
+    solver errors; no failure was seen below :data:`MAX_LOG_FACTOR`)."""
+    span = eps * float(d.max())
+    if span <= MAX_LOG_FACTOR:
+        return ""
+    return (
+        f" At this budget the privacy constraints relate probabilities by factors up to e^(eps d) = "
+        f"{np.exp(span):.0e}, more than a floating-point LP can certify; below eps = "
+        f"{MAX_LOG_FACTOR / float(d.max()):.3g} it usually solves."
+    )
+
+
 def tree_order(n: int, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Breadth-first order of the graph with edges ``(a, b)`` rooted at 0, or None if it is not a tree.
 

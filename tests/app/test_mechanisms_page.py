@@ -354,3 +354,21 @@ def test_the_budget_is_explained_on_the_chosen_values(at: AppTest) -> None:
     at.select_slider(key="mech_eps").set_value(5.0).run()
     caption = next(c.value for c in at.caption if c.value.startswith("Closest values"))
     assert f"at most {np.exp(5.0):.3g}." in caption
+
+
+def test_an_optimum_above_a_feasible_channel_is_not_called_optimal() -> None:
+    """Audit: an LP stopped far from its optimum (0.0447 against EM + remap's 0.00027) read "OPT is no
+    better than distance-based noise with remapping here: the cheap mechanism is already optimal"."""
+    from ui import mechanisms as mech
+
+    eye = np.eye(2)
+    play = mech.Playground(
+        matrices={"EM": eye, "EM+remap": eye, "OPT": eye},
+        losses={"EM": 0.0003, "EM+remap": 0.00027, "OPT": 0.0447},
+        violations={"EM": 0.0, "EM+remap": 0.0, "OPT": 0.0},
+        opt_message="Near-optimal: at most 3.6e+08 % above the optimum.",
+        opt_seconds=0.1,
+    )
+    said = mech.verdict(play)
+    assert "The LP did not reach its optimum at this budget (OPT's loss is 1.65e+04 % above" in said
+    assert "use EM + remap here" in said and "already optimal" not in said

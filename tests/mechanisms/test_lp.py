@@ -653,3 +653,20 @@ def test_warm_start_is_none_when_the_basis_does_not_match_the_master() -> None:
     model.add_rows(np.arange(2), np.zeros(2, dtype=np.int64))  # the model grows; its last basis does not
     model.h.clearSolver()
     assert model.warm_start() is None
+
+
+def test_a_master_highs_calls_optimal_far_from_the_optimum_is_not_certified_and_is_solved_again() -> None:
+    """Audit: adult's marital-status (7 nominal values, 0/1 loss) at eps 20: the LP optimum was reported
+    "Optimal" at 0.0447, with a "certified" bound of 0.0447, 160 x EM's loss; the LP's optimum is 1.24e-8.
+    Now the active outputs are priced into the bound, and an unproven optimum is solved again from below."""
+    prior = np.array([0.135805, 0.000758, 0.458192, 0.012858, 0.329982, 0.031325, 0.03108])
+    prior /= prior.sum()
+    d = 1.0 - np.eye(7)
+    exact = loop_lp(prior, d, d, 20.0)
+    r = core.optimal_mechanism(prior, d, d, 20.0)
+    assert r.success and r.message.startswith("Optimal")
+    assert r.objective == pytest.approx(exact, rel=1e-5)
+    assert r.extra["lower_bound"] <= exact * (1 + 1e-6)
+    em = core.exponential_mechanism(d, 20.0)
+    assert r.objective < float(prior @ (em * d).sum(axis=1))
+    assert core.mdp_violation(r.matrix, d, 20.0) <= 1e-9
