@@ -269,7 +269,7 @@ def release_scope(
             f"Only the {rows_released:,} held-out records are released; the {rows_tuning:,} that tuned the "
             "channels are not. Each released record is randomised on its own through channels chosen "
             "without it, so the bound holds exactly for every released record. The tuning (groups and "
-            "budgets, in this record) describes the held-back records and is not private."
+            "budgets, listed in the audit record) describes the held-back records and is not private."
         )
     if sample_of is not None:
         statement = (
