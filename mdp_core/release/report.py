@@ -321,8 +321,8 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any]) -
         "<h2>What is protected, in plain words</h2>",
         "<p>Local privacy, per record: every record is randomised on its own before it leaves, so whoever "
         "receives the release (an analyst, a partner, an attacker who knows everything else about the "
-        "person) learns only a bounded amount about that record (exactly so for the records below). Records "
-        "that are close in the record metric "
+        "person) learns only a bounded amount about that record: exactly so for a record that did not tune "
+        "the channels (see Records released below). Records that are close in the record metric "
         "(same values except one attribute that moves a little) are hard to tell apart; records far apart "
         "less so.</p>",
         f"<p><b>Records released.</b> {_esc(audit['scope']['statement'])}</p>",
