@@ -29,7 +29,6 @@ __all__ = [
     "TOGGLES_PER_ROW",
     "build_rows",
     "calibration_note",
-    "check_record",
     "comparison_table",
     "downloads",
     "exact_checks",
@@ -250,20 +249,11 @@ def calibration_note(mech: GeoMechanism) -> str:
     )
 
 
-def check_record(comp: GeoComparison, method: str) -> dict[str, object]:
-    """The privacy check of ``method`` as its files state it (``metadata.privacy_check``)."""
-    return cgeo.check_metadata(
-        max_excess=comp.max_excess[method],
-        violation_ratio=comp.violation_ratio[method],
-        every_pair=bool(comp.all_pairs.get(method)),
-    )
-
-
 def downloads(comp: GeoComparison, config: GeoConfig, method: str, eps: float) -> None:
     """Download buttons of the shown mechanism: .npz (with CRS, origin and metadata) and GeoJSON; each file
     is made on its click (0.1 s), not on every run. Their metadata carry the privacy check; a mechanism
     that failed it (LP-A) is said to be not private beside the buttons and in their labels."""
-    mech, mk, check = comp.mechanisms[method], geo.map_key(config.city), check_record(comp, method)
+    mech, mk, check = comp.mechanisms[method], geo.map_key(config.city), cgeo.check_metadata(comp, method)
     flag = "" if check["private"] else ", NOT ε-mDP"
     if not check["private"]:
         st.warning(
@@ -328,7 +318,7 @@ def comparison_table(comps: dict[str, GeoComparison], bound: Any | None = None) 
             "expected travel error (km)": u,
             "vs EM": u / em if em else np.nan,
         }
-        private = _private(comp, key)
+        private = comp.private(key)
         if bound is not None:
             value = float(bound.value)
             ok = private and u > 0 and value > 0
@@ -351,16 +341,11 @@ def comparison_table(comps: dict[str, GeoComparison], bound: Any | None = None) 
     return table
 
 
-def _private(comp: GeoComparison, method: str) -> bool:
-    """Whether the comparison's check found ``method`` eps-mDP (the bound holds for those rows only)."""
-    return comp.max_excess[method] <= 1e-9
-
-
 def verdict(comps: dict[str, GeoComparison], bound: Any | None) -> str:
     """In plain words: the private method shown (other than the exact optimum) with the least expected travel
     error, and how far it is from the best possible ("" without a bound or a private method)."""
     labels = method_labels()
-    private = {k: c.utility_km[k] for k, c in comps.items() if k != "optimal" and _private(c, k)}
+    private = {k: c.utility_km[k] for k, c in comps.items() if k != "optimal" and c.private(k)}
     if not private or bound is None or bound.value <= 0:
         return ""
     best = min(private, key=lambda k: private[k])

@@ -96,18 +96,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.out:
             name = "tree" if "tree" in comp.mechanisms else next(iter(comp.mechanisms))
             problem = comp.problem
-            check = check_metadata(
-                max_excess=comp.max_excess[name],
-                violation_ratio=comp.violation_ratio[name],
-                every_pair=bool(comp.all_pairs.get(name)),
-            )
             saved = save_mechanism(
                 comp.mechanisms[name],
                 args.out,
                 network=None if problem is None else problem.network,
                 grid=None if problem is None else problem.grid,
                 seed=args.seed,
-                check=check,
+                check=check_metadata(comp, name),
             )
             record["out"] = str(saved)
     except DataError as exc:

@@ -36,6 +36,7 @@ from mdp_core.geo.spanner import (
 )
 from mdp_core.geo.utility import GeoProblem, build_problem, check_reach, check_target_count
 from mdp_core.geo.verify import GeoVerification, verify_geo
+from mdp_core.mechanisms.verify import VIOLATION_TOL
 
 __all__ = [
     "COSET_CHOICES",
@@ -123,6 +124,10 @@ class GeoComparison:
     failed: dict[str, str] = field(default_factory=dict)
     timed_bound: GeoBound | None = None
     all_pairs: dict[str, bool] = field(default_factory=dict)
+
+    def private(self, method: str) -> bool:
+        """Whether the check found ``method`` eps-mDP: no log-ratio over eps d by more than VIOLATION_TOL."""
+        return self.max_excess[method] <= VIOLATION_TOL
 
 
 def _timed_bound(problem: GeoProblem, eps: float, bound_cosets: int | str, time_limit: float) -> GeoBound:
@@ -437,7 +442,5 @@ def _optimal_start(
 
 def _best_private(comp: GeoComparison) -> str | None:
     """The method of least utility among those verified eps-mDP on every checked pair (never LP-A)."""
-    private = {
-        k: u for k, u in comp.utility_km.items() if k != "lp_coarse" and comp.violation_ratio[k] == 0.0
-    }
+    private = {k: u for k, u in comp.utility_km.items() if k != "lp_coarse" and comp.private(k)}
     return min(private, key=private.__getitem__) if private else None

@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping
 from importlib import metadata as importlib_metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +25,9 @@ from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.grid import GeoGrid
 from mdp_core.geo.roads import RoadNetwork
 from mdp_core.mechanisms.verify import VIOLATION_TOL
+
+if TYPE_CHECKING:
+    from mdp_core.geo.compare import GeoComparison
 
 __all__ = [
     "check_metadata",
@@ -37,14 +41,16 @@ __all__ = [
 _PACKAGES = ("numpy", "scipy", "highspy", "osmium", "pyproj")
 
 
-def check_metadata(*, max_excess: float, violation_ratio: float, every_pair: bool) -> dict[str, object]:
-    """A privacy check (:func:`~mdp_core.geo.verify_geo`) as an export's ``metadata.privacy_check`` states
-    it: ``private`` when no log-ratio exceeds eps d by more than :data:`~mdp_core.VIOLATION_TOL`."""
+def check_metadata(comp: GeoComparison, method: str) -> dict[str, object]:
+    """``method``'s privacy check in ``comp`` as an export's ``metadata.privacy_check`` states it
+    (``private``: :meth:`GeoComparison.private`)."""
     return {
-        "private": bool(max_excess <= VIOLATION_TOL),
-        "max_excess": float(max_excess),
-        "violation_ratio": float(violation_ratio),
-        "pairs": "every pair of targets" if every_pair else "nearest neighbours and sampled pairs",
+        "private": comp.private(method),
+        "max_excess": float(comp.max_excess[method]),
+        "violation_ratio": float(comp.violation_ratio[method]),
+        "pairs": "every pair of targets"
+        if comp.all_pairs.get(method)
+        else "nearest neighbours and sampled pairs",
         "tolerance": VIOLATION_TOL,
     }
 

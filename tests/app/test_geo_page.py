@@ -615,7 +615,7 @@ def test_downloads_carry_the_map(app: AppTest) -> None:
     config = _config()
     eps = geo.level_eps("Medium")
     comp = geo.stored_mechanism(config, eps, "tree")
-    mech, check = comp.mechanisms["tree"], geo_results.check_record(comp, "tree")
+    mech, check = comp.mechanisms["tree"], cgeo.check_metadata(comp, "tree")
     pairs = "every pair of targets" if comp.all_pairs["tree"] else "nearest neighbours and sampled pairs"
     assert check == {
         "private": True,
@@ -648,7 +648,7 @@ def test_a_mechanism_that_fails_its_check_is_exported_as_not_private(app: AppTes
     assert any(w.value.startswith("LP on seed grid (LP-A, not private) is not ε-mDP") for w in at.warning)
     config, eps = _config(), geo.level_eps("Medium")
     comp = geo.stored_mechanism(config, eps, "lp_coarse")
-    check = geo_results.check_record(comp, "lp_coarse")
+    check = cgeo.check_metadata(comp, "lp_coarse")
     assert check["private"] is False and check["max_excess"] > 0.1  # independently: the triple check below
     mech = comp.mechanisms["lp_coarse"]
     independent = cgeo.verify_geo(mech, exhaustive=True)
