@@ -137,7 +137,8 @@ def infer_schema(
         for a date/time column, -> ``"month"`` / ``"year"`` (``"hour"`` for a time of day; None: the
         first of these). A date column is then an ordinal attribute of labels ``2019-03`` / ``2019``.
     exclude : iterable of str
-        Further columns the user excludes (reason: "excluded by you").
+        Further columns the user excludes (reason: "excluded by you", or the guard rails' own reason for a
+        column they exclude anyway).
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
@@ -154,8 +155,8 @@ def infer_schema(
     dates: list[tuple[str, str]] = []
     for name, col in zip(names, df.columns, strict=True):
         values = df[col]
-        if name in exclude:
-            excluded.append((name, EXCLUDED_BY_USER))
+        if name in exclude:  # one the guard rails exclude anyway keeps their reason (a scenario lists both)
+            excluded.append((name, exclusion_reason(values, name) or EXCLUDED_BY_USER))
             continue
         reason = exclusion_reason(values, name)
         if reason is None or name in include:
@@ -370,10 +371,7 @@ def encode_table(
     both = sorted(set(include) & set(exclude))
     if both:
         raise DataError(f"column(s) {both} are both included and excluded")
-    guarded = {c for c, _ in infer_schema(df).excluded} if exclude else set()
-    schema = infer_schema(
-        df, target=target, include=include, exclude=[c for c in exclude if c not in guarded]
-    )
+    schema = infer_schema(df, target=target, include=include, exclude=exclude)
     overrides = {str(c): str(k) for c, k in dict(kinds).items() if c in schema.columns}
     per_col = dict(bins)
     return discretize(
