@@ -52,6 +52,8 @@ __all__ = [
 #: Seconds between reports while no configuration of a distributed sweep completes: a stop requested
 #: through ``progress`` then takes effect within this, not when the next task lands (audit: 6.8 s later).
 POLL_SECONDS = 0.25
+#: Seconds between a running task's looks at its sweep's stop event (one scheduler round trip each).
+STOP_CHECK_SECONDS = 0.5
 #: Columns that identify a row (everything else is a measurement).
 KEY_COLUMNS = ("task_index", "dataset", "task", "tau_group", "tau_dpn", "eps", "method", "repetition")
 
@@ -59,11 +61,39 @@ KEY_COLUMNS = ("task_index", "dataset", "task", "tau_group", "tau_dpn", "eps", "
 # --------------------------------------------------------------------------- one task (runs on a worker)
 
 
-def build_profiles(data: SweepData, spec: SweepSpec, c: Configuration) -> DepHDPProfiles:
+class _SweepStoppedError(Exception):
+    """Raised inside a task whose sweep was stopped (its result is discarded by then)."""
+
+
+def _stop_check(stop: str | None) -> Progress:
+    """A ``progress`` callable for the work inside one task that raises once the sweep's caller has set the
+    Dask event named ``stop`` (None: no check). Dask cannot interrupt a running task: cancelling its future
+    only discards the result, so without this a stopped sweep kept a core busy for ~20 s on adult."""
+    if stop is None:
+        return None
+    from distributed import Event
+
+    event = Event(stop)
+    last = time.monotonic()
+
+    def check(fraction: float, message: str) -> None:
+        nonlocal last
+        if time.monotonic() - last >= STOP_CHECK_SECONDS:
+            last = time.monotonic()
+            if event.is_set():
+                raise _SweepStoppedError(f"sweep stopped ({message})")
+
+    return check
+
+
+def build_profiles(
+    data: SweepData, spec: SweepSpec, c: Configuration, stop: str | None = None
+) -> DepHDPProfiles:
     """Stage 1 of DepHDP (groups, profiles, surrogate) for ``c``'s task and tau_group, through this
-    process's bounded cache (a worker that built a group profile for an earlier sweep reuses it)."""
+    process's bounded cache (a worker that built a group profile for an earlier sweep reuses it).
+    ``stop``: the name of the sweep's stop event (:func:`_stop_check`)."""
     _setup_if_on_worker()
-    return dephdp_profiles(data.fit, spec.config(c), cache=_BoundedCache())
+    return dephdp_profiles(data.fit, spec.config(c), cache=_BoundedCache(), progress=_stop_check(stop))
 
 
 #: Stage-1 results of recent sweeps in the calling process, by (table fingerprint, profile settings): a
@@ -170,23 +200,21 @@ class _Releaser:
 
 
 def run_configuration(
-    data: SweepData, spec: SweepSpec, c: Configuration, profiles: Any = None
+    data: SweepData, spec: SweepSpec, c: Configuration, profiles: Any = None, check: Progress = None
 ) -> tuple[list[dict], dict]:
     """All rows of one configuration (every method x repetition) and the task's own meta data.
 
     Deterministic: depends only on ``data``, ``spec`` and ``c`` (not on the process or earlier tasks; the
     per-process cache only holds values that are functions of their keys).
-    ``profiles``: :func:`build_profiles` for this configuration (optional).
+    ``profiles``: :func:`build_profiles` for this configuration (optional). ``check``: called between
+    units of work; what it raises ends the configuration (:func:`_stop_check`).
     """
     _setup_if_on_worker()
     t_start, cpu_start = time.perf_counter(), time.process_time()
     config = spec.config(c)
     cache = _BoundedCache()
     try:
-        if profiles is None:
-            res = run_dephdp(data.fit, config, cache=cache)
-        else:
-            res = run_dephdp(data.fit, config, cache=cache, profiles=profiles)
+        res = run_dephdp(data.fit, config, cache=cache, profiles=profiles, progress=check)
     except InfeasibleFloorError as exc:  # a budget too small for the floor: no release exists there, say so
         return [], _task_meta(c, t_start, cpu_start, skipped=str(exc))
     attrs = data.attributes
@@ -207,6 +235,7 @@ def run_configuration(
         if mechs[m].groups != mech0.groups or tuple(mechs[m].attributes) != attrs:
             raise DataError(f"internal error: {m} is composed over other groups than DepHDP")
         for r in range(spec.repetitions):
+            report(check, r / spec.repetitions, f"{m}, repetition {r + 1}")
             t0 = time.perf_counter()
             rng = np.random.default_rng([spec.seed, c.index, r, mi])
             y = releaser.release(mechs[m], rng)
@@ -260,10 +289,16 @@ def _bundles(configs: list[Configuration]) -> list[list[Configuration]]:
 
 
 def run_bundle(
-    data: SweepData, spec: SweepSpec, bundle: Sequence[Configuration], profiles: Any = None
+    data: SweepData,
+    spec: SweepSpec,
+    bundle: Sequence[Configuration],
+    profiles: Any = None,
+    stop: str | None = None,
 ) -> list[tuple[list[dict], dict]]:
-    """:func:`run_configuration` for each configuration of ``bundle`` (one Dask task)."""
-    return [run_configuration(data, spec, c, profiles) for c in bundle]
+    """:func:`run_configuration` for each configuration of ``bundle`` (one Dask task); ``stop``: the name
+    of the sweep's stop event (:func:`_stop_check`)."""
+    check = _stop_check(stop)
+    return [run_configuration(data, spec, c, profiles, check) for c in bundle]
 
 
 # --------------------------------------------------------------------------- engine
@@ -389,7 +424,7 @@ def _run_distributed(
     progress: Callable[[float, str], None] | None,
     t0: float,
 ) -> pd.DataFrame:
-    from distributed import as_completed
+    from distributed import Event, as_completed
 
     if client is None:
         client = default_client()
@@ -398,6 +433,7 @@ def _run_distributed(
     # data held there and the scheduler placed the whole sweep on it (the others had to steal every task)
     shared = client.scatter(data, hash=False, broadcast=True)
     token = f"sweep-{os.getpid()}-{time.time_ns()}"
+    stop = f"{token}-stop"  # set when the sweep ends early: running tasks then end at their next check
     # stage 1 once per (task, tau_group): from this process's store when an earlier sweep built it (sent
     # once), else as its own task on the cluster; Dask moves it to the workers that need it
     stage1: dict[tuple[str, float], Any] = {}
@@ -412,17 +448,24 @@ def _run_distributed(
             stage1[key] = client.scatter(known, hash=False)
         else:
             stage1[key] = built[skey] = client.submit(
-                build_profiles, shared, spec, c, key=f"{token}-profiles-{len(stage1)}", pure=False
+                build_profiles, shared, spec, c, stop, key=f"{token}-profiles-{len(stage1)}", pure=False
             )
     futures = [
         client.submit(
-            run_bundle, shared, spec, bundle, stage1[_profile_key(bundle[0])], key=f"{token}-{k}", pure=False
+            run_bundle,
+            shared,
+            spec,
+            bundle,
+            stage1[_profile_key(bundle[0])],
+            stop,
+            key=f"{token}-{k}",
+            pure=False,
         )
         for k, bundle in enumerate(_bundles(configs))
     ]
     rows: list[dict] = []
     metas: list[dict] = []
-    n, done = len(configs), 0
+    n, done, finished = len(configs), 0, False
     try:
         pending = as_completed(futures, loop=client.loop)
         while not pending.is_empty():
@@ -438,7 +481,10 @@ def _run_distributed(
                 report(progress, done / n, f"{done}/{n} configurations ({engine})")
         for skey, value in zip(built, client.gather(list(built.values())), strict=True):
             _remember_stage1(skey, value)
+        finished = True
     finally:  # release everything on the cluster (stopped, failed or done): a traceback kept by the caller
         # must not pin results, the scattered table or stage 1 in the workers' memory
+        if not finished:
+            Event(stop, client=client).set()
         client.cancel([*futures, *stage1.values(), shared])
     return _frame(rows, spec, engine, metas, time.perf_counter() - t0, data.majority_rate)

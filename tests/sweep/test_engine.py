@@ -219,6 +219,47 @@ def test_a_stop_is_seen_while_every_task_still_runs(monkeypatch: pytest.MonkeyPa
             _RELEASE.set()
 
 
+_UTILITY_CALLS: list[float] = []
+
+
+_TASK_UTILITY = engine.task_utility
+
+
+def _slow_utility(*args: object, **kwargs: object) -> object:
+    """One repetition's scoring, slowed down and timed (module level: Dask pickles tasks)."""
+    _UTILITY_CALLS.append(time.monotonic())
+    time.sleep(0.1)
+    return _TASK_UTILITY(*args, **kwargs)
+
+
+def test_a_stop_ends_the_task_already_running(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Audit: Dask cannot interrupt a running task, so after a stop the task went on with every repetition
+    (a core busy ~20 s on adult). Tasks now look at the sweep's stop event between units of work."""
+
+    class StopSweepError(Exception):
+        pass
+
+    def stop(fraction: float, message: str) -> None:
+        if _UTILITY_CALLS:
+            raise StopSweepError(message)
+
+    _UTILITY_CALLS.clear()
+    monkeypatch.setattr(engine, "task_utility", _slow_utility)
+    spec = tiny(eps=[1.0], task="record", methods=["DepHDP"], repetitions=200)  # 20 s if never stopped
+    with (
+        local_cluster(1, processes=False) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        with pytest.raises(StopSweepError):
+            run_sweep(spec, client=client, progress=stop)
+        stopped = time.monotonic()
+        time.sleep(engine.STOP_CHECK_SECONDS + 1.0)
+        calls = len(_UTILITY_CALLS)
+        time.sleep(1.0)
+        assert len(_UTILITY_CALLS) == calls < 40  # no repetition after the stop took effect
+        assert _UTILITY_CALLS[-1] - stopped < engine.STOP_CHECK_SECONDS + 0.3
+
+
 def test_default_client_honours_dask_scheduler_address() -> None:
     with (
         local_cluster(1, processes=False) as cluster,
