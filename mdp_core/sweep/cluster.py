@@ -9,10 +9,16 @@ import importlib
 import logging
 import sys
 import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from mdp_core._validation import Progress
+
 __all__ = [
+    "POLL_SECONDS",
     "QUIET_WORKERS",
+    "STOP_CHECK_SECONDS",
     "close_default_client",
     "default_client",
     "describe_engine",
@@ -199,3 +205,59 @@ def describe_engine(client: Any) -> str:
     threads = sum(w.get("nthreads", 0) for w in workers.values())
     kind = "embedded LocalCluster" if client.cluster is not None else f"cluster at {client.scheduler.address}"
     return f"{kind}: {len(workers)} workers, {threads} threads"
+
+
+# --------------------------------------------------------------------------- stopping a sweep
+
+#: Seconds between reports while no task of a distributed sweep completes: a stop requested through
+#: ``progress`` then takes effect within this, not when the next task lands (audit: 6.8 s later).
+POLL_SECONDS = 0.25
+#: Seconds between a running task's looks at its sweep's stop event (one scheduler round trip each).
+STOP_CHECK_SECONDS = 0.5
+
+
+def _as_they_finish(futures: Sequence[Any], client: Any, idle: Callable[[], None]) -> Iterator[Any]:
+    """``futures`` as they complete; ``idle()`` every :data:`POLL_SECONDS` while none does, so that a stop
+    raised by the caller's progress is seen within a poll."""
+    from distributed import as_completed
+
+    pending = as_completed(futures, loop=client.loop)
+    while not pending.is_empty():
+        batch = pending.next_batch(block=False)
+        if not batch:
+            time.sleep(POLL_SECONDS)
+            idle()
+        yield from batch
+
+
+class _SweepStoppedError(Exception):
+    """Raised inside a task whose sweep was stopped (its result is discarded by then)."""
+
+
+def _stop_tasks(client: Any, stop: str) -> None:
+    """Set the Dask event named ``stop``: the sweep's running tasks end at their next :func:`_stop_check`."""
+    from distributed import Event
+
+    Event(stop, client=client).set()
+
+
+def _stop_check(stop: str | None) -> Progress:
+    """A ``progress`` callable for the work inside one task that raises once the sweep's caller has set the
+    Dask event named ``stop`` (None: no check). Dask cannot interrupt a running task: cancelling its future
+    only discards the result, so without this a stopped sweep kept its cores busy (adult, 300 repetitions:
+    both workers for 7 s after the stop; 0.5 s with it)."""
+    if stop is None:
+        return None
+    from distributed import Event
+
+    event = Event(stop)
+    last = time.monotonic()
+
+    def check(fraction: float, message: str) -> None:
+        nonlocal last
+        if time.monotonic() - last >= STOP_CHECK_SECONDS:
+            last = time.monotonic()
+            if event.is_set():
+                raise _SweepStoppedError(f"sweep stopped ({message})")
+
+    return check

@@ -37,7 +37,14 @@ from mdp_core.dephdp import (
     task_utility,
 )
 from mdp_core.errors import DataError, InfeasibleFloorError
-from mdp_core.sweep.cluster import _setup_if_on_worker, default_client, describe_engine
+from mdp_core.sweep.cluster import (
+    _as_they_finish,
+    _setup_if_on_worker,
+    _stop_check,
+    _stop_tasks,
+    default_client,
+    describe_engine,
+)
 from mdp_core.sweep.data import _PREPARED, SweepData, prepare_data
 from mdp_core.sweep.spec import Configuration, SweepSpec
 
@@ -49,41 +56,11 @@ __all__ = [
 ]
 
 
-#: Seconds between reports while no configuration of a distributed sweep completes: a stop requested
-#: through ``progress`` then takes effect within this, not when the next task lands (audit: 6.8 s later).
-POLL_SECONDS = 0.25
-#: Seconds between a running task's looks at its sweep's stop event (one scheduler round trip each).
-STOP_CHECK_SECONDS = 0.5
 #: Columns that identify a row (everything else is a measurement).
 KEY_COLUMNS = ("task_index", "dataset", "task", "tau_group", "tau_dpn", "eps", "method", "repetition")
 
 
 # --------------------------------------------------------------------------- one task (runs on a worker)
-
-
-class _SweepStoppedError(Exception):
-    """Raised inside a task whose sweep was stopped (its result is discarded by then)."""
-
-
-def _stop_check(stop: str | None) -> Progress:
-    """A ``progress`` callable for the work inside one task that raises once the sweep's caller has set the
-    Dask event named ``stop`` (None: no check). Dask cannot interrupt a running task: cancelling its future
-    only discards the result, so without this a stopped sweep kept a core busy for ~20 s on adult."""
-    if stop is None:
-        return None
-    from distributed import Event
-
-    event = Event(stop)
-    last = time.monotonic()
-
-    def check(fraction: float, message: str) -> None:
-        nonlocal last
-        if time.monotonic() - last >= STOP_CHECK_SECONDS:
-            last = time.monotonic()
-            if event.is_set():
-                raise _SweepStoppedError(f"sweep stopped ({message})")
-
-    return check
 
 
 def build_profiles(
@@ -424,8 +401,6 @@ def _run_distributed(
     progress: Callable[[float, str], None] | None,
     t0: float,
 ) -> pd.DataFrame:
-    from distributed import Event, as_completed
-
     if client is None:
         client = default_client()
     engine = describe_engine(client)
@@ -466,25 +441,23 @@ def _run_distributed(
     rows: list[dict] = []
     metas: list[dict] = []
     n, done, finished = len(configs), 0, False
+
+    def idle() -> None:
+        report(progress, done / n, f"{done}/{n} configurations ({engine})")
+
     try:
-        pending = as_completed(futures, loop=client.loop)
-        while not pending.is_empty():
-            batch = pending.next_batch(block=False)
-            if not batch:  # still report, so that a stop raised by ``progress`` is seen within a poll
-                time.sleep(POLL_SECONDS)
-                report(progress, done / n, f"{done}/{n} configurations ({engine})")
-            for fut in batch:
-                for r, meta in fut.result():
-                    rows += r
-                    metas.append(meta)
-                    done += 1
-                report(progress, done / n, f"{done}/{n} configurations ({engine})")
+        for fut in _as_they_finish(futures, client, idle):
+            for r, meta in fut.result():
+                rows += r
+                metas.append(meta)
+                done += 1
+            idle()
         for skey, value in zip(built, client.gather(list(built.values())), strict=True):
             _remember_stage1(skey, value)
         finished = True
     finally:  # release everything on the cluster (stopped, failed or done): a traceback kept by the caller
         # must not pin results, the scattered table or stage 1 in the workers' memory
         if not finished:
-            Event(stop, client=client).set()
+            _stop_tasks(client, stop)
         client.cancel([*futures, *stage1.values(), shared])
     return _frame(rows, spec, engine, metas, time.perf_counter() - t0, data.majority_rate)

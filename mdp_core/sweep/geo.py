@@ -25,11 +25,17 @@ __all__ = ["compare_over_eps"]
 
 
 def _one(
-    problem: Any, eps: float, method: str, verify_samples: int, verify_max_work: float | None, seed: int
+    problem: Any,
+    eps: float,
+    method: str,
+    verify_samples: int,
+    verify_max_work: float | None,
+    seed: int,
+    stop: str | None = None,
 ) -> Any:
     from mdp_core.geo import compare_methods
 
-    from .cluster import _setup_if_on_worker
+    from .cluster import _setup_if_on_worker, _stop_check
 
     _setup_if_on_worker()
     comp = compare_methods(
@@ -39,6 +45,7 @@ def _one(
         verify_samples=verify_samples,
         verify_max_work=verify_max_work,
         rng=np.random.default_rng(seed),
+        progress=_stop_check(stop),
     )
     return replace(comp, problem=None)
 
@@ -98,29 +105,33 @@ def compare_over_eps(
             out[(e, m)] = replace(_one(problem, e, m, verify_samples, verify_max_work, seed), problem=problem)
             report(progress, (k + 1) / n, f"{k + 1}/{n}: ε = {e:g}/km, {m}")
         return out
-    from distributed import as_completed
-
-    from .cluster import default_client
+    from .cluster import _as_they_finish, _stop_tasks, default_client
 
     if client is None:
         client = default_client()
     shared = client.scatter(problem, hash=False)
     token = f"geo-eps-{time.time_ns()}"
-    checks = (verify_samples, verify_max_work, seed)
+    stop = f"{token}-stop"  # set when the sweep ends early: running tasks then end at their next check
+    checks = (verify_samples, verify_max_work, seed, stop)
     futures = {
         client.submit(_one, shared, e, m, *checks, key=f"{token}-{k}", pure=False): (e, m)
         for k, (e, m) in enumerate(pairs)
     }
     done: dict[tuple[float, str], Any] = {}
+    last = "comparisons"
+
+    def idle() -> None:
+        report(progress, len(done) / n, f"{len(done)}/{n}: {last}")
+
     try:
-        for fut in as_completed(list(futures), loop=client.loop):
+        for fut in _as_they_finish(list(futures), client, idle):
             e, m = futures[fut]
             done[(e, m)] = replace(fut.result(), problem=problem)
-            report(progress, len(done) / n, f"{len(done)}/{n}: ε = {e:g}/km, {m}")
+            last = f"ε = {e:g}/km, {m}"
+            idle()
     finally:
-        pending = [f for f in futures if not f.done()]
-        if pending:
-            client.cancel(pending)
+        if len(done) < n:
+            _stop_tasks(client, stop)
         client.cancel([shared, *futures])
     for pair in pairs:
         out[pair] = done[pair]

@@ -22,7 +22,7 @@ from distributed import Client
 import mdp_core as core
 import mdp_core.sweep.engine as engine
 from mdp_core.sweep import SweepSpec, default_client, describe_engine, prepare_data, run_sweep
-from mdp_core.sweep.cluster import local_cluster
+from mdp_core.sweep.cluster import STOP_CHECK_SECONDS, local_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = Path(sys.executable)
@@ -253,11 +253,11 @@ def test_a_stop_ends_the_task_already_running(monkeypatch: pytest.MonkeyPatch) -
         with pytest.raises(StopSweepError):
             run_sweep(spec, client=client, progress=stop)
         stopped = time.monotonic()
-        time.sleep(engine.STOP_CHECK_SECONDS + 1.0)
+        time.sleep(STOP_CHECK_SECONDS + 1.0)
         calls = len(_UTILITY_CALLS)
         time.sleep(1.0)
         assert len(_UTILITY_CALLS) == calls < 40  # no repetition after the stop took effect
-        assert _UTILITY_CALLS[-1] - stopped < engine.STOP_CHECK_SECONDS + 0.3
+        assert _UTILITY_CALLS[-1] - stopped < STOP_CHECK_SECONDS + 0.3
 
 
 def test_default_client_honours_dask_scheduler_address() -> None:

@@ -3,13 +3,17 @@ comparisons, in-process and on a (threaded) LocalCluster; bad input is refused w
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from distributed import Client
 
+import mdp_core.geo
+from mdp_core._validation import report
 from mdp_core.errors import DataError
 from mdp_core.geo import build_problem, compare_methods, grid_road_network
-from mdp_core.sweep.cluster import local_cluster
+from mdp_core.sweep.cluster import STOP_CHECK_SECONDS, local_cluster
 from mdp_core.sweep.geo import compare_over_eps
 
 EPS = [0.5, 2.0]
@@ -74,3 +78,49 @@ def test_bad_input_is_refused(problem) -> None:  # type: ignore[no-untyped-def]
         compare_over_eps(problem, [1.0], methods=("em", "nope"), client=False)
     with pytest.raises(DataError):
         compare_over_eps(problem, [-1.0], client=False)
+
+
+_STEPS: list[float] = []
+
+
+def _long_comparison(*args: object, progress: object = None, **kwargs: object) -> object:
+    """A comparison that takes 10 s unless its progress raises (module level: Dask pickles tasks)."""
+    for k in range(100):
+        _STEPS.append(time.monotonic())
+        report(progress, k / 100, "building")  # type: ignore[arg-type]
+        time.sleep(0.1)
+    raise AssertionError("never stopped")
+
+
+def test_a_stop_is_seen_at_once_and_ends_the_running_comparisons(
+    problem, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Audit: the curve over eps reported only when a comparison finished, and a stopped comparison ran on
+    in its worker. Now the caller's progress is called every POLL_SECONDS and the tasks end at a stop."""
+
+    class StopCurveError(Exception):
+        pass
+
+    said: list[str] = []
+
+    def stop(fraction: float, message: str) -> None:
+        said.append(message)
+        if _STEPS:
+            raise StopCurveError(message)
+
+    _STEPS.clear()
+    monkeypatch.setattr(mdp_core.geo, "compare_methods", _long_comparison)
+    with (
+        local_cluster(2, processes=False) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        t0 = time.monotonic()
+        with pytest.raises(StopCurveError, match=r"^0/4"):
+            compare_over_eps(problem, EPS, methods=METHODS, client=client, progress=stop)
+        assert time.monotonic() - t0 < 5.0
+        stopped = time.monotonic()
+        time.sleep(STOP_CHECK_SECONDS + 1.0)
+        steps = len(_STEPS)
+        time.sleep(1.0)
+        assert len(_STEPS) == steps < 60  # nothing ran on after the stop took effect
+        assert _STEPS[-1] - stopped < STOP_CHECK_SECONDS + 0.3
