@@ -186,7 +186,10 @@ def _short_kind(head: list[str], rows: list[list[str]], i: int, k: int) -> str |
         return None
     quoted = all(head[t].lstrip().startswith('"') for t in below)  # write.table's default quote=TRUE
     counted = len(firsts) >= 3 and firsts == [str(n) for n in range(1, len(firsts) + 1)]  # its default
-    return "row names" if quoted or counted else None
+    # text names without quotes (quote=FALSE), under names without inner spaces (R's make.names; a title
+    # line, "Population by county, 2019-2020", has words)
+    named = not any(_is_number(f) for f in firsts) and not any(" " in f.strip() for f in rows[i])
+    return "row names" if quoted or counted or named else None
 
 
 def _hash_header(head: list[str], rows: list[list[str]], i: int, k: int) -> bool:
@@ -237,9 +240,10 @@ def short_header(lines: list[str], sep: str, *, at: int = 0) -> str | None:
 
     ``"trailing"``: the last field of every data row is empty (a separator at the end of the data rows
     only). ``"row names"``: the first field of every data row is a distinct row name, as R's
-    ``write.table(df, sep=",")`` writes them (no header field for them): quoted (its default), or
-    ``1, 2, 3, ...`` unquoted (at least 3 rows). Decided on the first 60 lines below the header, which must
-    not read as a header themselves. Any other short header is left to the parser, whose error says what to
+    ``write.table(df, sep=",")`` writes them (no header field for them): quoted (its default), text
+    (``quote=FALSE``) under names without spaces, or ``1, 2, 3, ...`` unquoted (at least 3 rows); other
+    unquoted numbers stay ambiguous. Decided on the first 60 lines below the header, which must not read as
+    a header themselves. Any other short header is left to the parser, whose error says what to
     fix.
     """
     head, rows, k = _table_rows(lines, sep)

@@ -69,7 +69,7 @@ def test_r_write_table_row_names_are_a_column_not_a_lost_header() -> None:
     assert "row names" not in core.discretize(df, schema).codes.columns
 
 
-def test_r_row_names_unquoted_counted_or_quoted_text() -> None:
+def test_r_row_names_counted_quoted_or_text() -> None:
     # write.table(df, sep="\t", quote=FALSE): the default row names 1, 2, 3, ... without quotes
     df, report = _load(b"age\tsex\n1\t30\tf\n2\t41\tm\n3\t52\tf\n")
     assert df.to_dict("list") == {"row names": [1, 2, 3], "age": [30, 41, 52], "sex": ["f", "m", "f"]}
@@ -89,6 +89,11 @@ def test_r_row_names_unquoted_counted_or_quoted_text() -> None:
     assert core.infer_schema(df).excluded_reasons == {
         "row names": "identifier-like: 24 distinct values in 24 rows (100% distinct; more than 50 %)"
     }
+    # the same names without quotes (write.table(..., quote=FALSE)): before, the header was skipped as a
+    # title and the first car became the header
+    df, report = _load(("mpg,cyl\n" + rows.replace('"', "")).encode())
+    assert df.to_dict("list") == {"row names": cars, "mpg": mpg, "cyl": cyl}
+    assert report.notes == (ROW_NAMES_NOTE,)
     # a column already called "row names" keeps its name
     df, report = _load(b'"row names",b\n"1",x,5\n"2",y,6\n"3",x,7\n')
     assert list(df.columns) == ["row names 2", "row names", "b"] and df["row names 2"].tolist() == [1, 2, 3]
