@@ -107,15 +107,17 @@ HELP = {
     "composition": "Seed 000, Theorem 1: budgets of groups released under an ℓ_p record metric compose in "
     "the dual norm q, 1/p + 1/q = 1.",
     "curves": "The envelopes bracket the chosen mechanism's curve (greatest convex minorant below, least "
-    "concave majorant above, each shifted one grid step: seed 000, App. B); the allocation and its lower "
+    "convex majorant above, each shifted one grid step: seed 000, App. B); the allocation and its lower "
     "bound are computed on them.",
 }
 #: What the baselines' names mean (shown once, under the comparison's heading). SPL splits eps uniformly in
-#: the composition norm (eps / K^(1/q) per group), ALC optimises the split on the surrogate; DPN is the
-#: exponential mechanism, RMP the exponential mechanism with Bayesian remapping (mdp_core.dephdp.pipeline).
+#: the composition norm on the budget grid (mdp_core.dephdp._allocate.uniform_on_grid), ALC optimises the
+#: split on the surrogate; DPN is the exponential mechanism, RMP the exponential mechanism with Bayesian
+#: remapping (mdp_core.dephdp.pipeline).
 BASELINE_LEGEND = (
-    "Baselines use one kind of mechanism in every group. SPL: the budget split equally between groups; "
-    "ALC: budgets allocated by the surrogate. DPN: distance-based noise (the exponential mechanism); "
+    "Baselines use one kind of mechanism in every group. SPL: the budget split equally between groups "
+    "(on the profiles' budget grid); ALC: budgets allocated by the surrogate. DPN: distance-based noise "
+    "(the exponential mechanism); "
     "RMP: the same with Bayesian remapping of its outputs. DepHDP chooses per group between distance-based "
     "noise and the LP-optimal mechanism (OPT), and allocates by the surrogate."
 )
@@ -318,10 +320,10 @@ def utility_text(u: core.TaskUtility, majority: float | None = None) -> tuple[st
 
 
 def surrogate_metrics(result: DepHDPResult) -> tuple[str, str, str]:
-    """Held-out R², training R² and pair count as display strings ("exact" when no fit was needed)."""
+    """Held-out R², training R² and pair count as display strings ("not fitted" when no fit was made)."""
     s = result.surrogate
     if s.pairs == 0:
-        return "exact", "exact", "none needed"
+        return "not fitted", "not fitted", "none needed"
     return f"{s.r2_heldout:.3f}", f"{s.r2_train:.3f}", f"{s.pairs:,}"
 
 
@@ -331,8 +333,10 @@ def surrogate_note(result: DepHDPResult) -> str:
     s = result.surrogate
     if s.pairs == 0:
         return (
-            "Entropy task: the marginal-entropy changes of disjoint groups add up, so the surrogate is exact "
-            "(every β_k = 1) and needs no calibration pairs."
+            "Entropy task: the surrogate adds up the groups' marginal-entropy changes (in the population "
+            "limit; disjoint groups add up, so every β_k = 1 and no calibration pairs are fitted). It "
+            "predicts only that part of the task loss: the held-out evaluation below also counts the "
+            "change of the joint entropy and of the total correlation, so trust it over the surrogate."
         )
     zero = sum(b == 0.0 for b in s.betas)
     parts = []
@@ -397,10 +401,8 @@ def degeneracy(result: DepHDPResult, released: pd.DataFrame) -> Degeneracy:
 
 
 def largest_floor(result: DepHDPResult) -> float:
-    """The largest per-group floor that the composition rule allows at this eps (eps / K^(1/q))."""
-    q = core.dual_exponent(result.config.p)
-    K = len(result.groups)
-    return float(result.config.eps / (K ** (1 / q)) if np.isfinite(q) else result.config.eps)
+    """The largest per-group floor that works at this eps (:func:`mdp_core.largest_floor`)."""
+    return core.largest_floor(result.eps_grid, len(result.groups), result.config.eps, result.config.p)
 
 
 def degeneracy_message(d: Degeneracy) -> str:

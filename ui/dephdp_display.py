@@ -267,7 +267,7 @@ def curves_figure(result: DepHDPResult, k: int) -> go.Figure:
     kind = "OPT" if result.selection[k] == "OPT" else "CAL"
     lo, up = pr.envelopes[kind]
     fig.add_trace(go.Scatter(x=grid, y=lo, name="lower convex envelope", line={"dash": "dot"}))
-    fig.add_trace(go.Scatter(x=grid, y=up, name="upper concave envelope", line={"dash": "dash"}))
+    fig.add_trace(go.Scatter(x=grid, y=up, name="upper convex envelope", line={"dash": "dash"}))
     eps_k = float(result.eps_used[k])
     labelled_vline(fig, eps_k, f"ε_k = {eps_k:.3g}", log=True, line={"color": "black"})
     fig.update_layout(

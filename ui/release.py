@@ -8,6 +8,7 @@ never replayed); a second session asking the same question waits for the first i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import replace
@@ -133,9 +134,10 @@ def floor_hint(outcome: rel.ScenarioOutcome) -> str:
     fits = [v for v in FLOOR_OPTIONS if v > 0 and floor_fits(result, v)]
     k, eps = len(result.groups), result.config.eps
     if not fits:
+        most = math.floor(largest_floor(result) * 1000) / 1000  # rounded down: a stated limit must hold
         return (
-            f"At ε = {eps:g} the composition rule leaves at most {largest_floor(result):.3g} per group for "
-            f"{k} groups: no floor the page offers fits; raise ε to give every group a budget."
+            f"At ε = {eps:g} the composition rule leaves at most {most:g} per group for {k} groups on the "
+            "profiles' budget grid: no floor the page offers fits; raise ε to give every group a budget."
         )
     return (
         f"To give every group some budget, set “Budget floor per group” above: at ε = {eps:g} with {k} "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mdp_core.dephdp._allocate import floor_offset
+from mdp_core.dephdp._allocate import floor_offset, largest_floor
 from mdp_core.dephdp._grouploss import Surrogate
 from mdp_core.dephdp._profiles import Cache, GroupProfile, clear_profile_cache
 from mdp_core.dephdp.adequacy import DELTA, Mechanism, mse_likeness, radial_fit, select_mechanism
@@ -82,6 +82,7 @@ __all__ = [
     "evaluate_dephdp",
     "floor_offset",
     "greatest_convex_minorant",
+    "largest_floor",
     "least_convex_majorant",
     "majority_rate",
     "make_task",

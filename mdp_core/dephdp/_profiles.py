@@ -322,7 +322,9 @@ def surrogate_for(
     fingerprint: str,
     cache: Cache | None,
 ) -> Surrogate:
-    """The NNLS surrogate of Eq. 20 (exact, no fit, for the entropy task), cached by its inputs."""
+    """The NNLS surrogate of Eq. 20, cached by its inputs. The entropy task's is not fitted: every β_k = 1,
+    the sum of the groups' marginal-entropy changes (its task loss also counts the joint entropy and the
+    total correlation, which the surrogate does not model)."""
     groups = tuple(pr.attributes for pr in profiles)
     if task.population == "entropy":  # marginal-entropy changes of disjoint groups add up: no fit needed
         return Surrogate(0.0, (1.0,) * len(groups), float("nan"), float("nan"), 0)

@@ -139,9 +139,10 @@ def least_convex_majorant(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def shifted_envelopes(eps_grid: object, losses: object) -> tuple[np.ndarray, np.ndarray]:
     """Horizontally shifted convex envelopes of every row (000 App. B-B, Proposition 4).
 
-    Lower: ``l'_i = min(gcm_i, gcm_{i+1})`` (last point extrapolated), then its GCM. Upper:
-    ``u'_i = lcm_{i-1}`` (first point extrapolated), then its LCM. For non-increasing curves these bound
-    the continuous loss between grid points as well; both are convex.
+    Lower: ``l'_i = min(gcm_i, gcm_{i+1})``, ``l'_N = gcm_N`` (Prop. 4 needs only ``l'_N <= L(eps_N)``:
+    budgets never exceed the grid; extrapolating the last slope took a non-negative loss's bound below 0),
+    then its GCM. Upper: ``u'_i = lcm_{i-1}`` (first point extrapolated), then its LCM. For
+    non-increasing curves these bound the continuous loss between grid points as well; both are convex.
 
     Returns
     -------
@@ -152,7 +153,7 @@ def shifted_envelopes(eps_grid: object, losses: object) -> tuple[np.ndarray, np.
     upper = np.empty_like(L)
     for k, row in enumerate(L):
         g = greatest_convex_minorant(grid, row)
-        nxt = np.append(g[1:], g[-1] + (g[-1] - g[-2]) if g.size > 1 else g[-1])
+        nxt = np.append(g[1:], g[-1])
         lower[k] = greatest_convex_minorant(grid, np.minimum(g, nxt))
         u = least_convex_majorant(grid, row)
         prev = np.insert(u[:-1], 0, u[0] + (u[0] - u[1]) if u.size > 1 else u[0])

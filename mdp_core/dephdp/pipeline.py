@@ -28,8 +28,10 @@ Budget floor: with ``min_group_eps > 0`` every group gets at least the first gri
 (the allocation runs on that part of the grid, for DepHDP and the baselines alike); infeasible floors
 (``||floor||_q > eps``) raise DataError naming the largest feasible one.
 
-Baselines on the same surrogate and the same eps: SPL (uniform split ``eps / K^(1/q)``) or ALC (optimised
-allocation) combined with DPN (EM) or RMP (EM + remapping).
+Baselines on the same surrogate and the same eps: SPL (the uniform split on the grid: every group at the
+largest grid budget within ``||eps_k||_q <= eps``, the first groups one grid point more while it allows) or
+ALC (optimised allocation) combined with DPN (EM) or RMP (EM + remapping). Budget the surrogate leaves
+unused (groups it weighs 0; at p = 1 every budget up to eps) goes to the lowest budgets, at no loss.
 """
 
 from __future__ import annotations

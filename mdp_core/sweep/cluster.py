@@ -4,6 +4,7 @@ per-worker set-up (HiGHS and BLAS single-threaded). See DESIGN.md "Sweeps at sca
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import importlib
 import logging
@@ -75,6 +76,21 @@ def _setup_worker() -> None:
             h.run()  # the first run fixes the global scheduler's size
         finally:
             _SETUP_DONE.append(True)
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """BLAS / OpenMP pools at one thread while a serial sweep runs, as in every Dask worker: a multi-threaded
+    BLAS sums in another order, so the task model fitted on adult (and everything after it) differed in
+    the last bits between the serial run and the workers, and on this 2-core machine the extra BLAS thread
+    cost CPU (adult, 4 configurations: 23.7 -> 14.4 CPU s, 60 -> 22 s wall)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield
+        return
+    with threadpool_limits(1):
+        yield
 
 
 def _on_worker() -> bool:

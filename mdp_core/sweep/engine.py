@@ -14,13 +14,12 @@ workers that need them; configurations that differ only in tau_dpn run as one ta
 
 from __future__ import annotations
 
-import contextlib
 import os
 import resource
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,6 +38,7 @@ from mdp_core.dephdp import (
 from mdp_core.errors import DataError, InfeasibleFloorError
 from mdp_core.sweep.cluster import (
     _as_they_finish,
+    _one_blas_thread,
     _setup_if_on_worker,
     _stop_check,
     _stop_tasks,
@@ -351,21 +351,6 @@ def run_sweep(
         with _one_blas_thread():
             return _run_serial(spec, data, configs, progress, t0)
     return _run_distributed(spec, data, configs, client, progress, t0)
-
-
-@contextlib.contextmanager
-def _one_blas_thread() -> Iterator[None]:
-    """BLAS / OpenMP pools at one thread while a serial sweep runs, as in every Dask worker: a multi-threaded
-    BLAS sums in another order, so the task model fitted on adult (and everything after it) differed in
-    the last bits between the serial run and the workers, and on this 2-core machine the extra BLAS thread
-    cost CPU (adult, 4 configurations: 23.7 -> 14.4 CPU s, 60 -> 22 s wall)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        yield
-        return
-    with threadpool_limits(1):
-        yield
 
 
 def _run_serial(

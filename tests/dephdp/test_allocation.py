@@ -90,3 +90,25 @@ def test_bad_input_is_named() -> None:
         allocate_budget(GRID, L, 1.0, betas=[1.0, -1.0])
     with pytest.raises(DataError, match="columns"):
         allocate_budget(GRID, L[:, :5], 1.0)
+
+
+def test_a_steep_last_step_keeps_the_bound_of_a_non_negative_loss_at_or_above_zero() -> None:
+    """Audit: the shifted lower envelope's last point extrapolated the last slope, so a curve still falling
+    at the grid's top bounded its (non-negative) loss by -0.0006 and the page showed a gap of "inf%"."""
+    grid = np.array([1.0, 2.0, 3.0, 4.0])
+    curve = np.array([3.0, 1.0, 0.2, 0.01])
+    lo, _ = shifted_envelopes(grid, curve[None, :])
+    assert lo[0, -1] == pytest.approx(0.01) and np.all(lo[0] >= 0.0)
+    a = allocate_budget(grid, curve[None, :], 20.0)  # one group at the grid's top: the bound is exact
+    assert a.value == pytest.approx(0.01) and a.lower_bound == pytest.approx(0.01) and a.rel_err == 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.0, 10.0), min_size=2, max_size=12))
+def test_lower_envelope_of_a_falling_non_negative_curve_is_between_zero_and_the_curve(
+    drops: list[float],
+) -> None:
+    curve = np.cumsum(drops)[::-1].copy()  # non-increasing, >= 0
+    grid = np.arange(1.0, curve.size + 1.0)
+    lo, _ = shifted_envelopes(grid, curve[None, :])
+    assert np.all(lo[0] >= -1e-12) and np.all(lo[0] <= curve + 1e-12)

@@ -160,8 +160,13 @@ def test_every_column_can_be_the_target(dataset: str, shared: bool) -> None:
 def test_budget_floor_keeps_every_group_above_it(fit: core.Encoded) -> None:
     cfg = DepHDPConfig(eps=2.0, **FAST)
     plain = run_dephdp(fit, cfg)
-    assert plain.starved  # the default: groups with beta_k = 0 sit at the grid minimum
-    assert plain.floor == cfg.eps_grid[0]
+    # groups with beta_k = 0 get the budget the weighted ones leave, not the grid minimum (audit)
+    assert not plain.starved and plain.floor == cfg.eps_grid[0]
+    assert (
+        budget_norm(plain.eps_used, 2.0)
+        <= 2.0
+        < budget_norm(plain.eps_used + 0.27 * plain.eps_used.min(), 2.0)
+    )
     floor = 0.3
     res = run_dephdp(fit, replace(cfg, min_group_eps=floor))
     first = cfg.eps_grid[np.searchsorted(cfg.eps_grid, floor)]
@@ -172,8 +177,10 @@ def test_budget_floor_keeps_every_group_above_it(fit: core.Encoded) -> None:
     for b in res.baselines.values():
         assert (b.eps >= first).all() and res.value <= b.value + 1e-12
     K = len(res.groups)
-    with pytest.raises(DataError, match=r"lower the budget floor \(min_group_eps\) to at most 0\.667"):
-        run_dephdp(fit, replace(cfg, min_group_eps=1.0))  # 9 groups x 1.0 > 2 in l2 norm
+    with pytest.raises(DataError, match=r"lower the budget floor \(min_group_eps\) to at most 0\.571 or"):
+        run_dephdp(
+            fit, replace(cfg, min_group_eps=1.0)
+        )  # 9 groups x 1.0 > 2 in l2 norm; 0.571 is the largest grid budget within 2 / 3
     assert K == 9
     with pytest.raises(DataError, match="min_group_eps must lie in"):
         DepHDPConfig(min_group_eps=-0.1)
@@ -292,8 +299,20 @@ def test_floor_offset_is_the_grid_point_the_allocation_uses_and_refuses_what_com
     assert nine > 1.0
     with pytest.raises(core.InfeasibleFloorError, match=r"for each of 9 groups needs \|\|eps_k\|\|_q") as err:
         core.floor_offset(config, 9)
-    assert err.value.largest == pytest.approx(1.0 / 3.0)
+    # audit: it named eps / 3 = 0.333, and a floor of 0.3 failed (raised to the grid's 0.356): the largest
+    # floor that works is the largest grid budget b with 3 b <= 1, and the floor the message names works
+    below = grid[grid * 3.0 <= 1.0 + 1e-12]
+    assert err.value.largest == below[-1] == core.largest_floor(grid, 9, 1.0, 2.0) < 1.0 / 3.0
+    named = float(str(err.value).split("at most ")[1].split(" ")[0])
+    assert (
+        named <= err.value.largest
+        and grid[core.floor_offset(replace(config, min_group_eps=named), 9)] == below[-1]
+    )
     assert core.floor_offset(DepHDPConfig(eps=100.0, min_group_eps=20.0), 1) == len(grid) - 1  # the top
+    # not even the grid's smallest budget fits: no floor helps, and the message says so
+    with pytest.raises(core.InfeasibleFloorError, match=r"eps = 0.01 is too small for 25 groups") as err:
+        core.floor_offset(DepHDPConfig(eps=0.01, p=float("inf")), 25)
+    assert err.value.largest == 0.0 and core.largest_floor(grid, 25, 0.01, float("inf")) == 0.0
 
 
 def test_a_large_attribute_reports_within_its_loss_matrix_and_every_budget() -> None:
@@ -328,3 +347,33 @@ def test_a_large_attribute_reports_within_its_loss_matrix_and_every_budget() -> 
     with pytest.raises(StopError):
         core.dephdp.dephdp_profiles(fit, cfg, progress=stop_at_budget_two)
     assert seen[-1] == f"code: EM and remapping, budget 2/{grid}"
+
+
+def test_budget_the_loss_does_not_use_goes_to_the_groups_it_does_not_weigh() -> None:
+    """Audit: at p = 1 every group budget up to eps is free, yet groups the surrogate weighs 0 got the grid's
+    smallest (ties went to the lowest budget): wine at eps 20 released two columns at 0.005."""
+    from mdp_core.dephdp._allocate import snap_to_grid
+
+    grid = np.geomspace(0.005, 20.0, 36)
+    curves = np.vstack([1.0 / (1.0 + grid), 1.0 / (1.0 + grid)])  # both falling
+    betas = np.array([1.0, 0.0])  # the task does not use the second group
+    at_p1 = snap_to_grid(np.array([5.0, 0.005]), grid, curves, betas, 5.0, float("inf"))
+    assert grid[at_p1[0]] <= 5.0 < grid[at_p1[0] + 1] and at_p1[1] == at_p1[0]  # both at eps (rounded down)
+    # at p = 2 the weighted group keeps its optimum and the rest of the budget goes to the other one
+    before = np.searchsorted(grid, 4.0) - 1
+    at_p2 = snap_to_grid(np.array([4.0, 0.005]), grid, curves, betas, 5.0, 2.0)
+    assert at_p2[0] >= before and at_p2[1] > 0  # the weighted group first, then what is left
+    assert budget_norm(grid[at_p2], 2.0) <= 5.0 < budget_norm(grid[at_p2 + np.array([0, 1])], 2.0)
+
+
+def test_spl_splits_the_budget_uniformly_on_the_grid(fit: core.Encoded, cache: dict) -> None:
+    """Audit: SPL raised the groups whose surrogate loss dropped most (wine, eps 5: seven groups at 1.476 and
+    one at 3.004 against a uniform 1.768). Now every group gets the same grid budget, and the first groups
+    in order one grid point more while the rule allows."""
+    res = run_dephdp(fit, DepHDPConfig(eps=2.0), cache=cache)
+    grid, q = res.eps_grid, dual_exponent(2.0)
+    for name in ("SPL+DPN", "SPL+RMP"):
+        idx = np.searchsorted(grid, res.baselines[name].eps)
+        low = idx.min()
+        assert set(idx) <= {low, low + 1} and list(idx) == sorted(idx, reverse=True)
+        assert budget_norm(grid[np.full(idx.size, low + 1)], q) > 2.0 >= budget_norm(grid[idx], q)
