@@ -373,7 +373,7 @@ def composition_text(result: DepHDPResult) -> str:
 @dataclasses.dataclass(frozen=True)
 class Degeneracy:
     """What makes a release (nearly) useless: groups at the grid's minimum budget, constant columns and
-    few distinct rows in the privatised test split."""
+    few distinct rows in the privatised test split; with the budgets and task that explain them."""
 
     starved: tuple[str, ...]
     starved_zero_beta: tuple[str, ...]
@@ -382,10 +382,17 @@ class Degeneracy:
     distinct_rows: int
     rows: int
     grid_min: float
+    constant_budgets: tuple[float, ...] = ()  # the budget of each constant column's group
+    task: str = ""
 
     @property
     def degenerate(self) -> bool:
         return bool(self.starved or self.constant_columns)
+
+    @property
+    def task_fix(self) -> bool:
+        """Whether another task helps: it leaves groups at the minimum because it does not use them."""
+        return bool(self.starved_zero_beta) and self.task != "record"
 
 
 def degeneracy(result: DepHDPResult, released: pd.DataFrame) -> Degeneracy:
@@ -394,9 +401,18 @@ def degeneracy(result: DepHDPResult, released: pd.DataFrame) -> Degeneracy:
     starved = tuple(names[k] for k in result.starved)
     zero = tuple(names[k] for k in result.starved if result.surrogate.betas[k] == 0.0)
     constant = tuple(c for c in released.columns if released[c].nunique(dropna=False) <= 1)
+    budget = {a: float(e) for g, e in zip(result.groups, result.eps_used, strict=True) for a in g}
     distinct = len(released.drop_duplicates()) if len(released) else 0
     return Degeneracy(
-        starved, zero, constant, released.shape[1], distinct, len(released), float(result.eps_grid[0])
+        starved,
+        zero,
+        constant,
+        released.shape[1],
+        distinct,
+        len(released),
+        float(result.eps_grid[0]),
+        tuple(budget[c] for c in constant),
+        result.config.task,
     )
 
 
@@ -406,14 +422,17 @@ def largest_floor(result: DepHDPResult) -> float:
 
 
 def degeneracy_message(d: Degeneracy) -> str:
-    """Why the release is degenerate, in numbers, and what to do about it ("" when it is not)."""
+    """Why the release is degenerate, in numbers, and what helps ("" when it is not). Only fixes that
+    address the cause found are offered. Audit: the page advised the record-fidelity task and a floor for
+    constant columns, and after both heart at eps 1 still released 12 of 13 columns constant."""
     if not d.degenerate:
         return ""
     parts = ["**This release is degenerate: do not publish it as is.**"]
+    helps = []
     if d.starved:
         why = (
             f" {len(d.starved_zero_beta)} of them have β_k = 0: the surrogate of this task does not use "
-            "them, so the allocation gives them nothing."
+            "them, so the allocation gives them only what the other groups leave."
             if d.starved_zero_beta
             else ""
         )
@@ -421,15 +440,26 @@ def degeneracy_message(d: Degeneracy) -> str:
             f"{len(d.starved)} group(s) sit at the grid's minimum budget ε_k = {d.grid_min:g}, where their "
             f"values are released almost uniformly at random: {listed(d.starved)}.{why}"
         )
+        if d.task_fix:
+            helps.append("a task that uses these attributes (record fidelity counts every attribute)")
+        helps.append("a per-group budget floor")
     if d.constant_columns:
+        low, high = min(d.constant_budgets), max(d.constant_budgets)
+        budgets = f"{low:.3g}" if high <= low * 1.001 else f"{low:.3g}-{high:.3g}"
         parts.append(
             f"In the privatised test split {len(d.constant_columns)} of {d.columns} columns are constant "
-            f"({listed(d.constant_columns)}) and only {d.distinct_rows} of {d.rows} rows are distinct."
+            f"({listed(d.constant_columns)}) and only {d.distinct_rows} of {d.rows} rows are distinct. Their "
+            f"groups' budgets are ε_k = {budgets}: at so small a budget a report is nearly random, and the "
+            "channel with the least expected loss releases the most likely value for every record."
         )
+        helps += [
+            "a larger ε",
+            "fewer released columns (exclude some on the Data page: the rest share the budget)",
+            "on Decide & release, “EM on every group” (a noisy copy of every value, at a higher task loss)",
+        ]
     parts.append(
-        "Fix: choose a task that keeps these attributes (record fidelity counts every attribute), or set a "
-        "per-group budget floor. The surrogate losses and the gap to their lower bound below measure the "
-        "task's loss only, so they can look good while groups are starved."
+        f"What helps: {'; '.join(helps)}. The surrogate losses and the gap to their lower bound below "
+        "measure the task's loss only, so they can look good while the release says little."
     )
     return " ".join(parts)
 

@@ -12,11 +12,13 @@ import streamlit as st
 import mdp_core as core
 from mdp_core import BASELINES, DepHDPResult
 from mdp_core._figures import labelled_vline, log_axis
+from mdp_core._text import listed
 from ui.dephdp import DEGENERATE_CAVEAT, Degeneracy
 
 __all__ = [
     "ALLOCATION_BARS",
     "allocation_figure",
+    "coinciding_note",
     "comparison_figure",
     "csv_download",
     "curves_figure",
@@ -283,14 +285,34 @@ def curves_figure(result: DepHDPResult, k: int) -> go.Figure:
     return fig
 
 
+def coinciding_note(table: pd.DataFrame) -> str:
+    """Which baselines have DepHDP's numbers at every eps shown ("" when none): their lines lie on top of
+    each other."""
+    column = "loss" if "loss" in table else "mean"
+    ours = table[table.method == "DepHDP"].set_index("eps")[column]
+    same = []
+    for method in BASELINES:
+        theirs = table[table.method == method].set_index("eps")[column]
+        if len(ours) and theirs.index.equals(ours.index) and np.allclose(theirs, ours, rtol=1e-9, atol=0.0):
+            same.append(method)
+    if not same:
+        return ""
+    return (
+        f"DepHDP and {listed(same)} have the same numbers at every ε shown (DepHDP chose the same budgets "
+        "and mechanisms): DepHDP's dotted line with open diamonds lies on top of theirs."
+    )
+
+
 def comparison_figure(table: pd.DataFrame, title: str = "") -> go.Figure:
     """Loss against the global eps per method: the surrogate's (column ``loss``) or the held-out
-    evaluation's (``mean``, error bars ± 1.96 ``sd``)."""
+    evaluation's (``mean``, error bars ± 1.96 ``sd``). DepHDP is drawn last, so a baseline with the same
+    numbers cannot hide it (audit: on adult its line lay under ALC+RMP's), and listed first."""
     fig = go.Figure()
-    for method in ("DepHDP", *BASELINES):
+    for rank, method in enumerate((*BASELINES, "DepHDP")):
         sub = table[table.method == method]
         y = sub["loss"] if "loss" in sub else sub["mean"]
         err = None if "sd" not in sub else {"type": "data", "array": 1.96 * sub["sd"]}
+        ours = method == "DepHDP"
         fig.add_trace(
             go.Scatter(
                 x=sub.eps,
@@ -298,7 +320,13 @@ def comparison_figure(table: pd.DataFrame, title: str = "") -> go.Figure:
                 name=method,
                 mode="lines+markers",
                 error_y=err,
-                line={"color": _METHOD_COLORS[method], "width": 3 if method == "DepHDP" else 2},
+                legendrank=1 if ours else 2 + rank,
+                marker={"symbol": "diamond-open" if ours else "circle", "size": 11 if ours else 6},
+                line={
+                    "color": _METHOD_COLORS[method],
+                    "width": 3 if ours else 2,
+                    "dash": "dot" if ours else None,
+                },
             )
         )
     fig.update_layout(

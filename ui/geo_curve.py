@@ -150,9 +150,10 @@ def fig_loss_curve(curve: pd.DataFrame) -> go.Figure:
     fig.update_layout(
         xaxis={"title": "ε (1/km)", "type": "log", "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]},
         yaxis={"title": "expected travel error (km)"},
-        height=360,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        legend={"orientation": "h"},
+        height=380,
+        # the legend above the plot: below it, Plotly drew the x axis title over its entries (audit)
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0.0},
     )
     return fig
 

@@ -284,6 +284,8 @@ def downloads(comp: GeoComparison, config: GeoConfig, method: str, eps: float) -
 
 #: How the page shows the comparison table's columns (units, digits, what a ratio means).
 TABLE_COLUMNS = {
+    # wide enough for the longest name, "Exact optimum (LP over every pair)" (it was cut off: audit)
+    "method": st.column_config.TextColumn(width=250),
     "expected travel error (km)": st.column_config.NumberColumn(format="%.3f"),
     "vs EM": st.column_config.NumberColumn(format="%.3f", help="Expected travel error / EM's"),
     "at most % better possible": st.column_config.NumberColumn(

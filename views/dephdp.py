@@ -138,12 +138,14 @@ problem = view.degeneracy(result, released)
 if message := view.degeneracy_message(problem):
     st.error(message)
     fix1, fix2 = st.columns(2)
-    if config.task != "record" and fix1.button("Use the record-fidelity task", key="dep_fix_task"):
+    if problem.task_fix and fix1.button("Use the record-fidelity task", key="dep_fix_task"):
         view.apply_config(replace(config, task="record"))
         st.rerun()
     suggested = view.suggested_floor(result)
-    if suggested > config.min_group_eps and fix2.button(
-        f"Set a budget floor of {suggested:g}", key="dep_fix_floor"
+    if (
+        problem.starved
+        and suggested > config.min_group_eps
+        and fix2.button(f"Set a budget floor of {suggested:g}", key="dep_fix_floor")
     ):
         view.apply_config(replace(config, min_group_eps=suggested))
         st.rerun()
@@ -168,7 +170,11 @@ st.caption(view.composition_text(result), help=view.HELP["composition"])
 released = view.release_utility(result, fit, test, state.seed)
 u_label, u_value, u_caption = view.utility_text(released, view.majority_of(result, fit, test))
 st.metric(u_label, u_value, help="Measured on the privatised test split offered for download below.")
-st.caption(f"Utility in the task's own units: {u_caption}")
+st.caption(
+    f"Utility in the task's own units: {u_caption} One privatised draw of the {len(test.codes):,} held-out "
+    "records (the one offered for download below): another draw gives another number, and Decide & "
+    "release reports the mean over several draws with their band."
+)
 st.caption(display.yardsticks_text(len(test.codes)))
 st.plotly_chart(display.allocation_figure(result), key="dep_alloc")
 names = [" + ".join(g) for g in result.groups]
@@ -178,7 +184,10 @@ st.caption("Dotted and dashed: the envelopes the allocation works on.", help=vie
 
 st.subheader("DepHDP vs homogeneous baselines (surrogate loss)")
 st.caption(view.BASELINE_LEGEND)
-st.plotly_chart(display.comparison_figure(view.comparison(fit, config, stage)), key="dep_compare")
+compared = view.comparison(fit, config, stage)
+st.plotly_chart(display.comparison_figure(compared), key="dep_compare")
+if note := display.coinciding_note(compared):
+    st.caption(note)
 s1, s2, s3 = st.columns(3)
 r2_heldout, r2_train, pairs = view.surrogate_metrics(result)
 s1.metric("Surrogate held-out R²", r2_heldout)
@@ -233,6 +242,8 @@ if st.toggle("Evaluate on the held-out test split (ε ∈ {1, 2, 5, 10})", key="
             display.comparison_figure(table, "Held-out task loss by global ε"), key="dep_eval_chart"
         )
         st.caption(display.evaluation_caption(reps, len(test.codes)))
+        if note := display.coinciding_note(table):
+            st.caption(note)
         st.dataframe(
             display.evaluation_table(table),
             hide_index=True,

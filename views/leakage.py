@@ -79,6 +79,10 @@ else:
         + (f", DT with uncertainty = {at_eps['dt_unc']:.3f}" if "dt_unc" in at_eps else "")
         + " (nats)"
     )
+    st.caption(
+        "(α, γ, δ): the Dependency Triad before its calibration, with the lower level γ (ln of the largest "
+        "inverse ratio P(o|t′)/P(o|t)) in place of the calibrated β; its curve lies at or above DT's."
+    )
 
 st.header("All pairs")
 method = st.radio(

@@ -52,9 +52,9 @@ __all__ = [
 
 TASKS: dict[str, str] = {
     "prediction": "Prediction preservation |f(x) - f(y)| (logistic model of the target)",
-    "record": "Record fidelity: squared distance sum_l d_l^2",
+    "record": "Record fidelity: every attribute stays close (sum of squared distances per attribute)",
     "mismatch": "Attribute mismatch: fraction of attributes changed (frequency estimation)",
-    "threshold": "Threshold query |1[x_a >= t] - 1[y_a >= t]|",
+    "threshold": "Threshold query: whether an attribute is above a threshold stays the same",
     "entropy": "Entropy preservation: change of marginal / joint entropy and total correlation",
 }
 

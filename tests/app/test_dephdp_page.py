@@ -557,3 +557,33 @@ def test_an_attribute_of_thousands_of_values_is_named_before_its_profiles_start(
     )
     app.switch_page("views/release.py").run()
     assert any(w.value == warning for w in app.warning)
+
+
+def test_constant_columns_get_only_the_fixes_that_address_them(app: AppTest) -> None:
+    """Audit: the page advised the record-fidelity task and a floor for constant columns; on heart at eps 1
+    the record task then still released 12 of 13 columns constant, with the same advice. Now constant
+    columns name their groups' budgets and what helps; the task and floor buttons only where they help."""
+    _open(app, {k: v for k, v in FAST.items() if k != "grid_points"} | {"task": "record", "eps": 1.0})
+    alarm = next(e.value for e in app.error if "degenerate" in e.value)
+    groups = app.dataframe[0].value
+    assert "columns are constant" in alarm and "What helps: a larger ε; fewer released columns" in alarm
+    assert "record fidelity counts every attribute" not in alarm
+    assert not any(b.key == "dep_fix_task" for b in app.button)  # already the record task
+    starved = (groups[EPS_K] <= DepHDPConfig().eps_grid[0] * (1 + 1e-9)).any()
+    assert any(b.key == "dep_fix_floor" for b in app.button) == bool(starved)
+    low = re.search(r"budgets are ε_k = ([0-9.]+)", alarm)
+    assert low and float(low.group(1)) >= groups[EPS_K].min() - 1e-3
+
+
+def test_degeneracy_advice_follows_its_cause() -> None:
+    base = view.Degeneracy((), (), (), 5, 100, 100, 0.005)
+    assert view.degeneracy_message(base) == ""
+    starved = view.Degeneracy(("a",), ("a",), (), 5, 100, 100, 0.005, (), "prediction")
+    text = view.degeneracy_message(starved)
+    assert starved.task_fix and "What helps: a task that uses these attributes" in text
+    assert "a per-group budget floor" in text and "a larger ε" not in text
+    assert not view.Degeneracy(("a",), ("a",), (), 5, 100, 100, 0.005, (), "record").task_fix
+    constant = view.Degeneracy((), (), ("b", "c"), 5, 3, 100, 0.005, (0.2, 0.35), "record")
+    text = view.degeneracy_message(constant)
+    assert "budgets are ε_k = 0.2-0.35" in text and "per-group budget floor" not in text
+    assert "“EM on every group”" in text and not constant.task_fix
