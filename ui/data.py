@@ -95,7 +95,15 @@ def select_upload(state: AppState, raw: bytes, name: str) -> None:
     except core.DataError as exc:
         state.error = f"Could not load {name}: {exc}"
         return
-    state.set_table(name, key, df, report.notes, target=None, source_rows=_source_rows(report))
+    state.set_table(
+        name,
+        key,
+        df,
+        report.notes,
+        target=None,
+        source_rows=_source_rows(report),
+        convention=(report.separator, report.decimal),
+    )
 
 
 def _source_rows(report: core.LoadReport) -> int | None:

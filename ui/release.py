@@ -8,6 +8,7 @@ never replayed); a second session asking the same question waits for the first i
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -35,17 +36,20 @@ __all__ = [
     "JOB_WAIT_SECONDS",
     "RECORDS_CHOICES",
     "RECORDS_HELP",
+    "RECORD_METRIC_HELP",
     "RELEASE_CHOICES",
     "RELEASE_CHOICE_HELP",
     "SWEEP_CLIENT",
     "WHICH_EPS",
     "WHICH_REPETITIONS",
+    "NameChoice",
     "TargetInput",
-    "auto_scenario_name",
     "compare_styled",
     "comparison_key",
+    "csv_convention",
     "current_scenario",
     "decision_key",
+    "decision_metrics",
     "floor_fits",
     "floor_hint",
     "floor_value",
@@ -53,15 +57,21 @@ __all__ = [
     "outcome_key",
     "page_settings",
     "posterior_frame",
+    "privatised_csv",
     "record_budget_text",
     "report_html",
     "request_comparison",
     "request_decision",
     "request_outcome",
+    "same_settings",
     "saved_scenarios",
+    "scenario_name",
     "scenario_title",
+    "settings_title",
     "store",
+    "suggested_name",
     "target_input",
+    "utility_caption",
 ]
 
 #: Engine of the "which eps" sweep: None = Dask (DASK_SCHEDULER_ADDRESS or the embedded LocalCluster);
@@ -115,6 +125,19 @@ FLOOR_HELP = (
     "column). The composition rule caps it: K groups at the floor need ‖(floor, …, floor)‖_q ≤ ε, so a "
     "floor too high for ε is refused with the largest one allowed, and “Which ε?” leaves out the budgets "
     "too small for it."
+)
+
+#: The record metric's help on the page (its options 1 / 2 / inf).
+RECORD_METRIC_HELP = (
+    "How a record's budget is shared between its columns. Two records are as far apart as the ℓ_p norm "
+    "of their columns' distances (each at most 1), and the groups' budgets ε_k must keep ‖(ε_1, …, ε_K)‖_q "
+    "≤ ε, q the conjugate of p (1/p + 1/q = 1). p = 1: distances add up, so every group may use the whole "
+    "ε, but a record that differs in several columns is protected less. p = inf: a record that differs in "
+    "every column is as protected as one that differs in one, and the groups' budgets must add up to ε. "
+    "p = 2 (the default) lies in between: the squares of the groups' budgets add up to at most ε². The same "
+    "rule adds a released target's own channel: at ε = 1 and p = 2 a record's whole budget is "
+    "‖(ε, ε)‖_2 = √(1² + 1²) = 1.41 (the box below the target toggle); at p = 1 it stays 1, at p = inf it "
+    "is 2."
 )
 
 
@@ -205,13 +228,44 @@ def target_input(task: str) -> TargetInput:
     )
 
 
-def scenario_title(eps: float, task: str, method: str, floor: float = 0.0) -> str:
-    """The scenario name the page suggests for these settings (the method only when not DepHDP, the budget
-    floor only when set)."""
-    return (
-        f"ε = {eps:g}, {task}"
-        + ("" if method == "DepHDP" else f", {method}")
-        + (f", floor {floor:g}" if floor > 0 else "")
+def scenario_title(
+    eps: float,
+    task: str,
+    method: str,
+    floor: float = 0.0,
+    *,
+    p: float = 2.0,
+    include_target: bool = True,
+    rows: str = "all",
+) -> str:
+    """The scenario name the page suggests for these settings: eps and the task, then only what differs
+    from the page's defaults (the method, the budget floor, the record metric, a target kept back, held-out
+    records only)."""
+    parts = [f"ε = {eps:g}", task]
+    if method != "DepHDP":
+        parts.append(method)
+    if floor > 0:
+        parts.append(f"floor {floor:g}")
+    if p != 2.0:
+        parts.append(f"ℓ_{_p_text(p)}")
+    if not include_target:
+        parts.append("target not released")
+    if rows == "held_out":
+        parts.append("held-out records")
+    return ", ".join(parts)
+
+
+def settings_title(scenario: rel.Scenario) -> str:
+    """:func:`scenario_title` of a scenario's settings (a table without a target releases none: not said)."""
+    c = scenario.config
+    return scenario_title(
+        c.eps,
+        c.task,
+        scenario.method,
+        c.min_group_eps,
+        p=c.p,
+        include_target=scenario.include_target or scenario.target is None,
+        rows=scenario.release_rows,
     )
 
 
@@ -394,9 +448,70 @@ def request_comparison(
 
 
 def report_html(state: AppState, scenario: rel.Scenario, done: rel.ScenarioOutcome, answer: Any) -> str:
-    """The HTML report of a prepared release (with the "which eps" answer when there is one), stored."""
+    """The HTML report of a prepared release (with the "which eps" answer when there is one), stored;
+    titled by the settings in words (the outcome's own scenario name is the page's placeholder)."""
     key = ("report", outcome_key(state, scenario), None if answer is None else decision_key(state, scenario))
-    return store().get_or_compute(key, lambda: rel.build_report(done, decision=answer))
+    title = f"{settings_title(scenario)} on {scenario.dataset}"
+    return store().get_or_compute(key, lambda: rel.build_report(done, decision=answer, title=title))
+
+
+def decision_metrics(answer: rel.Decision) -> list[tuple[str, str, str]]:
+    """The three big numbers under a "which eps" answer: (label, value, help). A target the majority label
+    meets too gets no ε figure of its own: a bare "ε 0.25" read as the answer (wine, 95 % of non-private)."""
+    c = answer.choice
+    ci = ("95 % CI", f"{c.ci[0]:.3f} – {c.ci[1]:.3f}", "95 % confidence interval of that mean")
+    if answer.uninformative:
+        return [
+            (
+                "always the majority label",
+                f"{answer.majority:.3f}",
+                "Accuracy of always predicting the more frequent label on the held-out records, without "
+                "any data released: a target at or below it says nothing about a release.",
+            ),
+            (
+                f"{answer.metric} at ε = {c.eps:.3g}",
+                f"{c.estimate:.3f}",
+                "Mean over the repetitions at this ε. It meets the target, but so does the majority label: "
+                "this ε is no answer.",
+            ),
+            ci,
+        ]
+    return [
+        ("ε" if c.met else "largest ε tried", f"{c.eps:.3g}", ""),
+        (answer.metric, f"{c.estimate:.3f}", "Mean over the repetitions at this ε"),
+        ci,
+    ]
+
+
+def utility_caption(utility: dict[str, Any], which_repetitions: int) -> str:
+    """What the release's utility figure is: how many draws, what the band is, and why a single draw (the
+    DepHDP page's release) or the "which eps" frontier can show another number for the same setting."""
+    u = utility
+    return (
+        f"The {u['metric'].replace('_', ' ')} is the mean over {u['repetitions']} privatisations of the "
+        f"{u['test_rows']} held-out records through the same channels; the band ({u['lo']:.3f}–"
+        f"{u['hi']:.3f}, the mean ± 1.96 standard deviations of those draws) is where about 95 % of single "
+        "draws fall. One privatised draw, such as the DepHDP page's release, can land anywhere in it, and "
+        "about one in 20 outside it. The “Which ε?” frontier is a sweep of its own: "
+        f"{which_repetitions} draws per budget, and its band is the narrower 95 % confidence interval of "
+        "their mean."
+    )
+
+
+def csv_convention(state: AppState) -> tuple[str, str]:
+    """The loaded file's field separator and decimal mark (``","``, ``"."`` for the embedded samples)."""
+    return state.csv_separator, state.csv_decimal
+
+
+def privatised_csv(released: pd.DataFrame, separator: str = ",", decimal: str = ".") -> tuple[str, str]:
+    """The privatised table as CSV text in the upload's convention, and what to say beside the download
+    (``;`` and decimal commas: German-locale Excel read ``,`` and ``.`` as one text column)."""
+    text = released.to_csv(index=False, sep=separator, decimal=decimal)
+    if (separator, decimal) == (",", "."):
+        return text, ""
+    named = {",": "commas", ";": "semicolons", "\t": "tabs", "|": "pipes"}.get(separator, repr(separator))
+    mark = "decimal commas" if decimal == "," else "decimal points"
+    return text, f"The CSV is written as the upload was read: fields separated by {named}, {mark}."
 
 
 def posterior_frame(eps: float, distance: float = 1.0) -> pd.DataFrame:
@@ -408,6 +523,10 @@ def posterior_frame(eps: float, distance: float = 1.0) -> pd.DataFrame:
             "largest posterior": [f"{r['posterior']:.1%}" for r in rows],
         }
     )
+
+
+def _p_text(p: float) -> str:
+    return "inf" if math.isinf(p) else f"{p:g}"
 
 
 def record_budget_text(eps: float, p: float) -> str:
@@ -422,18 +541,59 @@ def record_budget_text(eps: float, p: float) -> str:
         )
     return (
         f"The target column gets its own channel at ε = {eps:g}, so a record's whole budget is at most "
-        f"‖(ε, ε)‖_{q:g} = {total:.3g}, not {eps:g} (the release states the exact figure). Turn this off "
-        f"to keep a record's budget at ε = {eps:g}."
+        f"‖(ε, ε)‖_{q:g} = {total:.3g}, not {eps:g}: the features' ε and the target's ε combined as the "
+        f"ℓ_{_p_text(p)} record metric composes budgets (see “Record metric ℓ_p”; the release states the "
+        f"exact figure). Turn this off to keep a record's budget at ε = {eps:g}."
     )
 
 
-def auto_scenario_name(session: Any, name: str, key: str = "rel_scenario_name") -> None:
-    """Let the scenario name box follow the settings (``name``) until the user types a name of their own:
-    a keyed text box keeps its first value, so a second save overwrote the first under a stale name."""
-    last = f"_{key}_auto"  # not a page prefix: kept out of a scenario's page settings
-    if session.get(key) in (None, session.get(last)):
-        session[key] = name
-    session[last] = name
+def same_settings(a: rel.Scenario, b: rel.Scenario) -> bool:
+    """Whether two scenarios hold the same settings (their names and other pages' widgets aside)."""
+    return replace(a, name="_", pages=()) == replace(b, name="_", pages=())
+
+
+def suggested_name(scenario: rel.Scenario, saved: dict[str, rel.Scenario]) -> str:
+    """The name the page suggests: :func:`settings_title`, numbered ("… (2)") where a saved scenario of
+    that name holds other settings (a record metric or a target the title leaves out), so the suggestion
+    never names, and a save under it never replaces, a scenario with other settings."""
+    title = settings_title(scenario)
+    for n in itertools.count(1):
+        name = title if n == 1 else f"{title} ({n})"
+        if name not in saved or same_settings(saved[name], scenario):
+            return name
+    raise AssertionError("unreachable")  # pragma: no cover - count() never ends
+
+
+class NameChoice(NamedTuple):
+    """The name a save stores the current settings under, and what the page says about it."""
+
+    name: str
+    replaces: bool  # a saved scenario of that name holds other settings: the save replaces it
+    note: str
+
+
+def scenario_name(typed: str | None, scenario: rel.Scenario, saved: dict[str, rel.Scenario]) -> NameChoice:
+    """The scenario's name: what the user typed in the name box, else the suggestion (shown as the box's
+    placeholder). The page never writes the box: a value it wrote came back from the browser stale when
+    quick arrow presses cut runs short, froze the name and saved new settings under an old scenario's."""
+    own = (typed or "").strip()
+    if not own:
+        name = suggested_name(scenario, saved)
+        note = f"Saving stores these settings as “{name}”: the name follows them until you type your own."
+        if settings_title(scenario) != name:
+            note += f" (“{settings_title(scenario)}” is saved with other settings.)"
+        return NameChoice(name, False, note)
+    if own in saved and not same_settings(saved[own], scenario):
+        other = settings_title(saved[own])
+        return NameChoice(
+            own,
+            True,
+            f"A scenario named “{own}” is saved already with other settings ({other}): saving replaces it. "
+            "Clear the box to save under the suggested name instead.",
+        )
+    same = " (saved already with these settings)" if own in saved else ""
+    note = f"Saving stores these settings as “{own}”{same}."
+    return NameChoice(own, False, note)
 
 
 def saved_scenarios() -> dict[str, rel.Scenario]:

@@ -49,6 +49,8 @@ class AppState:
         Why the current table cannot be encoded with the current choices (cleared once it can).
     source_rows : int or None
         Rows of the loaded file when the table is a uniform sample of them (None: the whole file).
+    csv_separator, csv_decimal : str
+        The loaded file's field separator and decimal mark: a privatised CSV is written the same way.
     bins : dict
         Per-column bin counts for numeric attributes (default ``default_bins``).
     dephdp_config : DepHDPConfig or None
@@ -74,6 +76,8 @@ class AppState:
     exclude: list[str] = field(default_factory=list)
     encode_error: str | None = None
     source_rows: int | None = None
+    csv_separator: str = ","
+    csv_decimal: str = "."
 
     def set_table(
         self,
@@ -83,15 +87,17 @@ class AppState:
         notes: tuple[str, ...],
         target: str | None = None,
         source_rows: int | None = None,
+        convention: tuple[str, str] = (",", "."),
     ) -> None:
         """Install a newly loaded table and reset everything that depended on the old one.
 
         ``target`` is an embedded sample's documented target; an upload has none until the user picks one
         (never guessed from the column names or positions). ``source_rows``: the file's rows when the
-        table is a uniform sample of them.
+        table is a uniform sample of them. ``convention``: the file's separator and decimal mark.
         """
         self.dataset, self.dataset_key, self.frame, self.notes = name, key, frame, notes
         self.source_rows = source_rows
+        self.csv_separator, self.csv_decimal = convention
         self.error = None
         self.kind_overrides, self.bins = {}, {}
         self.include, self.exclude = {}, []

@@ -43,7 +43,9 @@ c1, c2, c3 = st.columns(3)
 task = c1.selectbox("Task", tasks, format_func=core.TASKS.get, key="rel_task")
 with c2:
     eps = eps_slider("Global privacy budget ε", key="rel_eps", default=1.0, lo=0.1, hi=20.0)
-p_text = c3.select_slider("Record metric ℓ_p", ["1", "2", "inf"], value="2", key="rel_p")
+p_text = c3.select_slider(
+    "Record metric ℓ_p", ["1", "2", "inf"], value="2", key="rel_p", help=view.RECORD_METRIC_HELP
+)
 p = math.inf if p_text == "inf" else float(p_text)
 r1, r2 = st.columns([2, 1])
 method = r1.radio(
@@ -133,13 +135,13 @@ if answer is None:
     )
 else:
     c = answer.choice
-    (st.success if c.met else st.warning)(answer.sentence)
-    m1, m2, m3 = st.columns(3)
-    m1.metric("ε" if c.met else "largest ε tried", f"{c.eps:.3g}")
-    m2.metric(answer.metric, f"{c.estimate:.3f}", help="Mean over the repetitions at this ε")
-    m3.metric("95 % CI", f"{c.ci[0]:.3f} – {c.ci[1]:.3f}")
+    # a target the majority label meets too is no answer: a warning that leads with that, never green
+    (st.success if c.met and not answer.uninformative else st.warning)(answer.sentence)
+    for column, (label, shown, why) in zip(st.columns(3), view.decision_metrics(answer), strict=True):
+        column.metric(label, shown, help=why or None)
     st.plotly_chart(rel.frontier_figure(answer), key="rel_frontier")
-    how = f"{c.reason.replace('eps = ', 'ε = ')}. " if c.met else ""  # an unmet target: said above
+    answered = c.met and not answer.uninformative  # else the sentence above says what the ε is (not)
+    how = f"{c.reason.replace('eps = ', 'ε = ')}. " if answered else ""
     st.caption(f"{how}Answered in {answer.seconds:.1f} s (cached for this session's settings).")
 
 # ------------------------------------------------------------------------------------------ release
@@ -153,6 +155,7 @@ rows = st.radio(
     help=view.RECORDS_HELP,
 )
 scenario = replace(scenario, release_rows=rows)
+scenario = replace(scenario, name=view.settings_title(scenario))
 release_key = view.outcome_key(state, scenario)
 done = view.store().get(release_key)
 if done is None:
@@ -181,6 +184,7 @@ else:
         f"(95 % band {u['lo']:.3f}–{u['hi']:.3f}) against {u['reference']:.3f} without privacy"
         f"{rel.majority_clause(u)}."
     )
+    st.caption(view.utility_caption(u, view.WHICH_REPETITIONS))
     for message in done.check.messages:
         st.warning(message)
     if not done.check.messages:
@@ -193,13 +197,12 @@ else:
     st.caption(view.information_caption(done))
     st.dataframe(done.released.head(20), key="rel_preview")
     d1, d2, d3 = st.columns(3)
+    csv_text, csv_note = view.privatised_csv(done.released, *view.csv_convention(state))
     d1.download_button(
-        "Privatised table (CSV)",
-        done.released.to_csv(index=False),
-        "privatised.csv",
-        "text/csv",
-        key="rel_download_csv",
+        "Privatised table (CSV)", csv_text, "privatised.csv", "text/csv", key="rel_download_csv"
     )
+    if csv_note:
+        d1.caption(csv_note)
     d2.download_button(
         "Audit record (JSON)",
         json.dumps(done.audit, indent=2),
@@ -219,14 +222,14 @@ else:
 st.subheader("Scenarios")
 saved = view.saved_scenarios()
 s1, s2 = st.columns([3, 1])
-view.auto_scenario_name(st.session_state, view.scenario_title(eps, task, method, floor))
-name = s1.text_input("Scenario name", key="rel_scenario_name").strip()
-unnamed = "Give the scenario a name to save it" if not name else None  # a blank name cannot be saved
-replaces = name in saved
-if replaces:
-    s1.caption(f"A scenario named “{name}” is saved already: saving replaces it.")
-save_label = "Replace the saved scenario" if replaces else "Save current settings"
-if s2.button(save_label, key="rel_save", disabled=not name, help=unnamed):
+# never written by the page: the suggestion is its placeholder (see view.scenario_name)
+suggestion = view.suggested_name(scenario, saved)
+typed = s1.text_input("Scenario name", key="rel_scenario_name", placeholder=suggestion)
+named = view.scenario_name(typed, scenario, saved)
+name = named.name
+s1.caption(named.note)
+save_label = "Replace the saved scenario" if named.replaces else "Save current settings"
+if s2.button(save_label, key="rel_save"):
     saved[name] = replace(scenario, name=name, pages=view.page_settings())
     picked = [n for n in st.session_state.get("rel_compare_pick", []) if n in saved and n != name]
     st.session_state["rel_compare_pick"] = [*picked, name][-4:]

@@ -99,6 +99,9 @@ class LoadReport:
         Text encoding used (``utf-8``, ``utf-8-sig``, ``utf-16``, ``cp1252`` or ``latin-1``).
     separator : str
         Field separator used.
+    decimal : str
+        Decimal mark of the numbers: ``","`` when a column was read with decimal commas, else ``"."`` (so
+        a release can be written as the file was).
     """
 
     source: str
@@ -108,6 +111,7 @@ class LoadReport:
     target: str | None = None
     encoding: str = "utf-8"
     separator: str = ","
+    decimal: str = "."
 
 
 def load_dataset(source: str | os.PathLike[str] | IO[bytes], *, seed: int = 0) -> pd.DataFrame:
@@ -192,7 +196,7 @@ def load_dataset_report(
             f"{name} has {original:,} rows; using a uniform random sample of {INTERACTIVE_ROW_LIMIT:,} "
             f"rows (seed {seed}) to stay interactive."
         )
-    df, type_notes = _type_columns(df, sep)
+    df, type_notes, decimal = _type_columns(df, sep)
     notes += type_notes
     report = LoadReport(
         source=name,
@@ -202,6 +206,7 @@ def load_dataset_report(
         target=SAMPLE_TARGETS.get(sample) if sample else None,
         encoding=encoding,
         separator=sep,
+        decimal=decimal,
     )
     return df, report
 
@@ -368,8 +373,9 @@ def _clean_cells(df: pd.DataFrame, name: str) -> tuple[pd.DataFrame, list[str]]:
     return df, notes
 
 
-def _type_columns(df: pd.DataFrame, sep: str) -> tuple[pd.DataFrame, list[str]]:
-    """Unquote quoted text columns and turn number columns into numbers (see load_dataset_report)."""
+def _type_columns(df: pd.DataFrame, sep: str) -> tuple[pd.DataFrame, list[str], str]:
+    """Unquote quoted text columns and turn number columns into numbers (see load_dataset_report); also
+    the decimal mark read (``","`` when any column had decimal commas)."""
     notes: list[str] = []
     unquoted = []
     for c in df.columns:
@@ -408,7 +414,7 @@ def _type_columns(df: pd.DataFrame, sep: str) -> tuple[pd.DataFrame, list[str]]:
         notes.append(f"Read as numbers with a decimal comma: {', '.join(comma_cols)}.")
     if grouped:
         notes.append(_thousands_note(grouped, prefer_comma, eu_votes != en_votes, sep))
-    return df, notes
+    return df, notes, "," if comma_cols else "."
 
 
 def _thousands_example(name: str, before: pd.Series, values: pd.Series, mark: str) -> list[str]:

@@ -31,6 +31,7 @@ __all__ = [
     "AUDIT_SCHEMA",
     "audit_record",
     "dataset_fingerprint",
+    "mechanism_name",
     "package_versions",
     "release_scope",
 ]
@@ -62,6 +63,22 @@ AUDIT_FIELDS: tuple[str, ...] = (
 )
 
 _PACKAGES = ("numpy", "scipy", "pandas", "highspy", "plotly", "streamlit")
+#: The paper whose composition theorem and lower bound the record and the report cite.
+PAPER = (
+    "“Beyond Monolithic Perturbation: Heterogeneous Mechanism Design for Multi-Attribute Metric "
+    "Differential Privacy”"
+)
+#: The composition rule in words, as the audit record states it.
+COMPOSITION_RULE = (
+    "||eps_k||_q <= eps: a record's budget is the l_q norm of its groups' budgets, q the conjugate of the "
+    f"record metric's p (1/p + 1/q = 1); Theorem 1 of {PAPER}"
+)
+
+
+def mechanism_name(kind: str) -> str:
+    """A group channel's kind as the pages name it: DepHDP's "CAL" (the exponential mechanism, remapped
+    where that lowers the loss) is its DPN, distance-based noise; OPT, DPN, RMP, RR and EM stay."""
+    return "DPN" if kind == "CAL" else kind
 
 
 def canonical_csv(df: pd.DataFrame) -> bytes:
@@ -157,7 +174,7 @@ def audit_record(
                 "domain_size": int(P.shape[0]),
                 "eps": float(eps_k),
                 "selected": str(result.selection[k]),
-                "mechanism": str(kind),
+                "mechanism": mechanism_name(str(kind)),
                 "beta": float(result.surrogate.betas[k]),
             }
         )
@@ -181,7 +198,7 @@ def audit_record(
     norm = budget_norm(budgets, q)
     features_norm = budget_norm([float(e) for e in mech.eps], q)
     composition = {
-        "rule": "||eps_k||_q <= eps (000 Theorem 1)",
+        "rule": COMPOSITION_RULE,
         "p": _num(config.p),
         "q": _num(q),
         "eps": float(config.eps),

@@ -72,8 +72,19 @@ class Decision:
         return self.target.value * self.reference if self.target.kind == "relative" else self.target.value
 
     @property
+    def uninformative(self) -> bool:
+        """Whether the target is met by an accuracy no better than always predicting the more frequent
+        label (within :data:`~mdp_core.dephdp.MAJORITY_TOLERANCE`): the budget that meets it is no answer
+        (wine: 95 % of non-private is 0.777, below the majority label's 0.794, met at the smallest ε)."""
+        return (
+            bool(self.choice.met)
+            and self.majority is not None
+            and self.target_value <= self.majority + MAJORITY_TOLERANCE
+        )
+
+    @property
     def sentence(self) -> str:
-        said = self._answer() + self._majority_note()
+        said = self._no_answer() if self.uninformative else self._answer() + self._majority_note()
         if self.skipped:
             budgets = ", ".join(f"{e:g}" for e in self.skipped)
             said += (
@@ -100,14 +111,42 @@ class Decision:
             )
         return ""
 
-    def _answer(self) -> str:
-        c = self.choice
+    def _described(self) -> tuple[str, str, bool]:
+        """The metric in words, the target in words (with its value when relative), higher-is-better."""
         column = self.frontier.get("higher_is_better")
         higher = bool(column.iloc[0]) if column is not None and len(column) else True
         metric = self.metric.replace("_", " ")  # "mean distance", not the column name mean_distance
         what = self.target.describe(metric, higher=higher)
         if self.target.kind == "relative":
             what += f" ({self.target_value:.3f} of {self.reference:.3f})"
+        return metric, what, higher
+
+    def _no_answer(self) -> str:
+        """An :attr:`uninformative` target: that fact first, then what to ask instead (a target above the
+        majority rate), and the budget that met it only as a side note."""
+        c, majority = self.choice, float(self.majority or 0.0)
+        level = majority + MAJORITY_TOLERANCE
+        metric, what, _ = self._described()
+        said = (
+            f"Always predicting the more frequent label already scores {majority:.3f} on these records, "
+            f"without any data released, so the target {what} says nothing about the release: it is "
+            f"met at ε = {c.eps:.3g} ({metric} {c.estimate:.3f}, 95 % CI {c.ci[0]:.3f}–{c.ci[1]:.3f}) "
+            "whether or not the release carries anything the task can use, so that ε is no answer. "
+        )
+        share = math.floor(100.0 * level / self.reference) + 1 if self.reference > 0 else math.inf
+        if share <= 100:
+            return said + (
+                f"Set a target above {level:.3f}: keep at least {share} % of the non-private {metric} "
+                f"({self.reference:.3f}), or an absolute {metric} above {level:.3f}."
+            )
+        return said + (
+            f"Even without privacy the {metric} is {self.reference:.3f}, hardly better: on this table "
+            "the prediction task measures nothing; choose another target column or task."
+        )
+
+    def _answer(self) -> str:
+        c = self.choice
+        metric, what, higher = self._described()
         if not c.met:
             said = (
                 f"{what}: not reachable below ε = {c.eps:g} on {self.dataset}. At ε = {c.eps:g} the "

@@ -2,11 +2,14 @@
 
 Sections: the budget in plain words (odds sentence, posterior table, composition with the numbers), data
 summary, dependency graph (NMI edges above tau_group), groups and mechanisms, budget split with the
-sandwich bound of 000 Prop. 2, verification of every channel, utility versus non-private with 95 % CIs and
-the "which eps" answer with its frontier, leakage per attribute, the release checks, the audit record (as
-JSON, also embedded in ``<script type="application/json" id="audit-record">``) and package versions.
-plotly.js is inlined once (plotly's offline bundle); the page references no external URL, so it opens
-offline and fetches nothing.
+sandwich bound (Proposition 2 of :data:`~mdp_core.release.audit.PAPER`), verification of every channel,
+utility versus non-private with 95 % CIs and the "which eps" answer with its frontier, leakage per
+attribute, the release checks, the audit record (as JSON, also embedded in
+``<script type="application/json" id="audit-record">``) and package versions. plotly.js is inlined once
+(plotly's offline bundle); the page references no external URL, so it opens offline and fetches nothing.
+The text a reader sees cites results in words (the paper by its title) and names mechanisms as the pages
+do (:func:`~mdp_core.release.audit.mechanism_name`); the title is the scenario's name or the caller's
+``title`` (the page: the settings in words).
 """
 
 from __future__ import annotations
@@ -19,25 +22,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mdp_core._figures import log_axis
-from mdp_core.data import nmi_matrix
 from mdp_core.errors import DataError
 
+from .audit import PAPER
 from .decide import Decision
+from .figures import METHOD_COLORS, frontier_figure, information_figure, report_figures
 from .outcome import ScenarioOutcome, evaluate_scenario, majority_clause
 from .posterior import PRIORS, budget_sentence, posterior_bound
 from .scenarios import Scenario
 
 __all__ = ["METHOD_COLORS", "build_report", "frontier_figure", "information_figure", "report_figures"]
 
-#: One colour per method (DepHDP and the four baselines), shared by the report and the pages.
-METHOD_COLORS = {
-    "DepHDP": "#d62728",
-    "SPL+DPN": "#9ecae1",
-    "SPL+RMP": "#3182bd",
-    "ALC+DPN": "#a1d99b",
-    "ALC+RMP": "#31a354",
-}
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;
 padding:0 1em;color:#222;line-height:1.45}
@@ -67,192 +62,6 @@ def _table(df: pd.DataFrame, floatfmt: str = "{:.4g}") -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def _dependency_figure(o: ScenarioOutcome) -> Any:
-    import plotly.graph_objects as go
-
-    attrs = list(o.result.mechanism.attributes)
-    nmi = nmi_matrix(o.encoded.codes[attrs])
-    n = len(attrs)
-    angle = 2 * np.pi * np.arange(n) / max(n, 1)
-    x, y = np.cos(angle), np.sin(angle)
-    tau = float(o.result.config.tau_group)
-    group_of = {a: k for k, g in enumerate(o.result.mechanism.groups) for a in g}
-    fig = go.Figure()
-    for i in range(n):
-        for j in range(i + 1, n):
-            w = float(nmi.iloc[i, j])
-            if w > tau:
-                fig.add_trace(
-                    go.Scatter(
-                        x=[x[i], x[j]],
-                        y=[y[i], y[j]],
-                        mode="lines",
-                        hoverinfo="text",
-                        text=f"{attrs[i]} – {attrs[j]}: NMI {w:.2f}",
-                        line={"width": 1 + 8 * w, "color": "#888"},
-                        showlegend=False,
-                    )
-                )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=y,
-            mode="markers+text",
-            text=attrs,
-            textposition="top center",
-            marker={"size": 16, "color": [group_of[a] for a in attrs], "colorscale": "Turbo"},
-            hovertext=[f"{a}: group {group_of[a] + 1}" for a in attrs],
-            hoverinfo="text",
-            showlegend=False,
-        )
-    )
-    fig.update_layout(
-        title=f"Dependencies (edges: NMI > τ_group = {tau:g}; colour: group)",
-        xaxis={"visible": False},
-        yaxis={"visible": False, "scaleanchor": "x"},
-        height=480,
-    )
-    return fig
-
-
-def _budget_figure(o: ScenarioOutcome) -> Any:
-    import plotly.graph_objects as go
-
-    mech = o.result.mechanism
-    names = [" + ".join(g) for g in mech.groups]
-    fig = go.Figure(
-        go.Bar(
-            x=names,
-            y=list(mech.eps),
-            marker_color=["#d62728" if k == "OPT" else "#1f77b4" for k in mech.kinds],
-            text=[f"{e:.3g} ({k})" for e, k in zip(mech.eps, mech.kinds, strict=True)],
-        )
-    )
-    fig.add_hline(y=float(o.result.eps_grid[0]), line_dash="dot", annotation_text="grid minimum")
-    fig.update_layout(
-        title="Budget per group ε_k (red: LP optimum, blue: distance-based)",
-        yaxis_type="log",
-        yaxis_title="ε_k",
-        height=420,
-    )
-    return fig
-
-
-def _utility_figure(o: ScenarioOutcome) -> Any:
-    import plotly.graph_objects as go
-
-    u = o.utility
-    fig = go.Figure(
-        go.Bar(
-            x=["non-private", f"{o.result.method} ε = {o.result.config.eps:g}"],
-            y=[u["reference"], u["mean"]],
-            error_y={
-                "type": "data",
-                "array": [0.0, u["hi"] - u["mean"]],
-                "arrayminus": [0.0, u["mean"] - u["lo"]],
-            },
-            marker_color=["#999", "#d62728"],
-        )
-    )
-    title = f"{u['metric']} on the held-out split (mean, 95 % band over {u['repetitions']} runs)"
-    fig.update_layout(title=title, yaxis_title=u["metric"], height=380)
-    return fig
-
-
-def frontier_figure(d: Decision) -> Any:
-    """Utility vs eps per method (mean and 95 % CI), the non-private line, the target and the answer."""
-    import plotly.graph_objects as go
-
-    fr = d.frontier
-    fig = go.Figure()
-    for method, part in fr.groupby("method", sort=False):
-        part = part.sort_values("eps")
-        fig.add_trace(
-            go.Scatter(
-                x=part["eps"],
-                y=part["utility_mean"],
-                mode="lines+markers",
-                name=str(method),
-                line={"color": METHOD_COLORS.get(str(method), "#555")},
-                error_y={
-                    "type": "data",
-                    "array": part["utility_ci_hi"] - part["utility_mean"],
-                    "arrayminus": part["utility_mean"] - part["utility_ci_lo"],
-                },
-            )
-        )
-    fig.add_hline(y=d.reference, line_dash="dot", annotation_text="non-private")
-    fig.add_hline(y=d.target_value, line_dash="dash", line_color="#2a7", annotation_text="target")
-    if d.majority is not None:  # an accuracy at or below it says nothing
-        fig.add_hline(y=d.majority, line_dash="dot", line_color="#999", annotation_text="majority label")
-    if d.choice.met:
-        fig.add_vline(x=d.choice.eps, line_color="#2a7", annotation_text=f"ε = {d.choice.eps:.3g}")
-    fig.update_layout(
-        title=f"Frontier: {d.metric} vs ε (mean and 95 % CI)",
-        xaxis={"title": "ε", **log_axis(float(fr["eps"].min()), float(fr["eps"].max()))},
-        yaxis_title=d.metric,
-        height=440,
-    )
-    return fig
-
-
-def _leakage_figure(o: ScenarioOutcome) -> Any:
-    import plotly.graph_objects as go
-
-    lk = o.leakage
-    fig = go.Figure(
-        go.Bar(
-            x=lk["attribute"],
-            y=lk["leakage_nats"],
-            customdata=lk["odds_factor"],
-            hovertemplate="%{x}: %{y:.3f} nats (odds × %{customdata:.3g})<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        title="Leakage bound per attribute (own channel + correlated attributes), nats",
-        yaxis_title="nats",
-        height=380,
-    )
-    return fig
-
-
-def information_figure(o: ScenarioOutcome) -> Any:
-    """Per released column, the share of its information the release keeps (:func:`information_kept`)."""
-    import plotly.graph_objects as go
-
-    lk = o.leakage
-    fig = go.Figure(
-        go.Bar(
-            x=lk["attribute"].tolist(),
-            y=(100.0 * lk["information_kept"]).tolist(),  # plain numbers in the figure's JSON, not base64
-            customdata=np.column_stack([lk["group"], lk["eps_group"]]),
-            hovertemplate="%{x}: keeps %{y:.1f} % (group %{customdata[0]}, ε %{customdata[1]:.3g})"
-            "<extra></extra>",
-            marker_color="#1f77b4",
-        )
-    )
-    fig.update_layout(
-        title="What the release keeps of each column: I(true; released) / H(true), %",
-        yaxis={"title": "% of the column's information", "range": [0, 100]},
-        height=380,
-    )
-    return fig
-
-
-def report_figures(outcome: ScenarioOutcome, decision: Decision | None = None) -> dict[str, Any]:
-    """The report's plotly figures by name (also used by the page)."""
-    figs = {
-        "dependencies": _dependency_figure(outcome),
-        "budget": _budget_figure(outcome),
-        "utility": _utility_figure(outcome),
-        "leakage": _leakage_figure(outcome),
-        "information": information_figure(outcome),
-    }
-    if decision is not None:
-        figs["frontier"] = frontier_figure(decision)
-    return figs
-
-
 def _json_script(obj: object) -> str:
     text = json.dumps(obj, indent=1, allow_nan=False).replace("</", "<\\/")
     return f'<script type="application/json" id="audit-record">{text}</script>'
@@ -265,6 +74,7 @@ def build_report(
     decision: Decision | None = None,
     repetitions: int = 10,
     source_rows: int | None = None,
+    title: str | None = None,
 ) -> str:
     """One self-contained HTML document for ``scenario`` (run on ``data`` unless an outcome is given).
 
@@ -280,6 +90,8 @@ def build_report(
         Utility repetitions when the scenario is run here.
     source_rows : int, optional
         The file's rows when ``data`` is a uniform sample of them (stated in the report and the audit).
+    title : str, optional
+        The report's title; default: the scenario's name.
     """
     from plotly.offline import get_plotlyjs
 
@@ -294,10 +106,11 @@ def build_report(
     if decision is not None and not isinstance(decision, Decision):
         raise TypeError(f"decision must be a Decision (see which_eps), got {type(decision).__name__}")
     figs = report_figures(o, decision)
-    parts = [_body(o, decision, figs)]
+    name = o.scenario.name if title is None else title
+    parts = [_body(o, decision, figs, name)]
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>mDP Lab report: {_esc(o.scenario.name)}</title><style>{_CSS}</style>"
+        f"<title>mDP Lab report: {_esc(name)}</title><style>{_CSS}</style>"
         f"<script>{get_plotlyjs()}</script>{_json_script(o.audit)}</head><body>{''.join(parts)}</body></html>"
     )
 
@@ -309,12 +122,12 @@ def _figure_html(name: str, fig: Any) -> str:
     return f'<div class="figure" data-figure="{_esc(name)}">{div}</div>'
 
 
-def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any]) -> str:
+def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any], name: str) -> str:
     s, res, audit = o.scenario, o.result, o.audit
     comp, u = audit["composition"], o.utility
     eps = float(res.config.eps)
     out = [
-        f"<h1>Release report: {_esc(s.name)}</h1>",
+        f"<h1>Release report: {_esc(name)}</h1>",
         f"<p class='muted'>Dataset <b>{_esc(s.dataset)}</b> · "
         f"SHA-256 {_esc(audit['fingerprint']['value'])} · "
         f"generated {_esc(audit['timestamp'])} · mdp_core {_esc(audit['versions']['mdp_core'])}</p>",
@@ -337,8 +150,9 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any]) -
                 }
             )
         ),
-        f"<p>Composition of the group budgets (000 Theorem 1, ℓ_p record metric with p = {comp['p']}, so "
-        f"q = {comp['q']}): <b>{_esc(comp['statement'])}</b>.</p>",
+        f"<p>Composition of the group budgets: a record's budget is the ℓ_q norm of its groups' budgets, "
+        f"q the conjugate of the record metric's p (ℓ_p record metric with p = {comp['p']}, so "
+        f"q = {comp['q']}; Theorem 1 of {_esc(PAPER)}): <b>{_esc(_unstopped(comp['statement']))}</b>.</p>",
     ]
     if res.config.min_group_eps > 0:
         out.append(
@@ -348,8 +162,11 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any]) -
     if decision is not None:
         out += [
             "<h2>Which ε?</h2>",
-            f"<div class='answer'>{_esc(decision.sentence)}</div>",
-            f"<p class='muted'>{_esc(decision.choice.reason)}. Sweep: DepHDP and four baselines, "
+            # green only for an answer; a target met by the majority label, or not met, is a flag
+            f"<div class='{'answer' if decision.choice.met and not decision.uninformative else 'flag'}'>"
+            f"{_esc(decision.sentence)}</div>",
+            f"<p class='muted'>{_esc(_unstopped(decision.choice.reason).replace('eps = ', 'ε = '))}. "
+            "Sweep: DepHDP and four baselines, "
             f"{decision.frontier['n'].max()} repetitions per point, {decision.seconds:.1f} s.</p>",
             _figure_html("frontier", figs["frontier"]),
         ]
@@ -375,9 +192,10 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any]) -
         _table(res.scores.drop(columns=["has_opt"], errors="ignore")),
         "<h2>Budget split</h2>",
         _figure_html("budget", figs["budget"]),
-        f"<p>Surrogate expected loss {res.value:.4g}; the convex-envelope lower bound of 000 Prop. 2 is "
-        f"{res.lower_bound:.4g}, so no allocation on these curves does better than that, and this one is "
-        f"within {res.rel_err:.1%} of it (sandwich bound).</p>",
+        f"<p>Surrogate expected loss {res.value:.4g}. Allocating the budget on the convex envelopes of the "
+        f"groups' loss–budget curves gives a lower bound, {res.lower_bound:.4g} (Proposition 2 of "
+        f"{_esc(PAPER)}): no allocation on these curves does better than that, and this one is within "
+        f"{res.rel_err:.1%} of it (sandwich bound).</p>",
         "<h2>Verification of every channel</h2>",
         _table(
             pd.DataFrame(
@@ -407,7 +225,8 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any]) -
         _figure_html("information", figs["information"]),
         "<h2>Leakage per attribute</h2>",
         "<p>Upper bound on what the release reveals about each attribute, counting what correlated "
-        "attributes released through other channels give away (001 Eq. 5, Dependency Triads), in nats; "
+        "attributes released through other channels give away (each bounded through its dependence on "
+        "the attribute: the Dependency Triad estimate of correlated leakage), in nats; "
         "e^bound is the largest factor by which an attacker's odds about that attribute can move.</p>",
         _figure_html("leakage", figs["leakage"]),
         "<h2>Release checks</h2>",
@@ -429,6 +248,11 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any]) -
         ),
     ]
     return "".join(out)
+
+
+def _unstopped(text: str) -> str:
+    """``text`` without its closing full stop, for a sentence that goes on (no "..")."""
+    return text.rstrip().rstrip(".")
 
 
 def _method_paragraph(method: str) -> str:

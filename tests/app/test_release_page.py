@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 import mdp_core as core
 import ui.release as view
 from mdp_core import release as rel
+from ui.state import AppState
 
 FAST = {"grid_points": 8, "opt_max_domain": 8, "calibration_pairs": 200, "max_contexts": 20}
 
@@ -63,6 +64,38 @@ def test_which_eps_answers_with_ci_and_frontier(app: AppTest, small_engine: None
     assert view.store().get(key) is not None
     app.run()
     assert any("95 % CI" in m.label for m in app.metric)
+
+
+def test_a_target_the_majority_label_meets_is_a_warning_not_an_answer(
+    app: AppTest, small_engine: None
+) -> None:
+    """Browser audit: on wine at the defaults a green box said "The smallest budget … is ε = 0.25" and the big
+    numbers showed ε and 0.794, although always predicting the majority label scores 0.794 too (95 % of
+    non-private is 0.777): only the last sentence said the target means nothing."""
+    app.selectbox(key="side_dataset").set_value("wine").run()
+    app.switch_page("views/release.py").run()
+    app.button(key="rel_which").click().run(timeout=600)
+    _until_landed(app, "rel_which_stop")
+    answer = next(v for k, v in view.store()._items.items() if k[0] == "which")
+    assert answer.choice.met and answer.target_value <= answer.majority  # the premise
+    assert not app.success
+    (said,) = [w.value for w in app.warning if "more frequent label" in w.value]
+    assert said.startswith(
+        f"Always predicting the more frequent label already scores {answer.majority:.3f} on these records"
+    )
+    level = answer.majority + 0.005
+    share = math.floor(100 * level / answer.reference) + 1
+    assert f"Set a target above {level:.3f}: keep at least {share} % of the non-private accuracy" in said
+    assert share / 100 * answer.reference > level
+    labels = [m.label for m in app.metric]
+    assert labels == ["always the majority label", f"accuracy at ε = {answer.choice.eps:.3g}", "95 % CI"]
+    assert app.metric[0].value == f"{answer.majority:.3f}"
+    assert not any(c.value.startswith("ε = ") for c in app.caption)  # no "ε = 1 is the smallest budget …"
+    spec = json.loads(app.get("plotly_chart")[0].proto.spec)
+    (line,) = [a for a in spec["layout"]["annotations"] if a["text"].startswith("ε = ")]
+    assert line["text"].endswith(": target ≤ majority label")
+    app.slider(key="rel_share").set_value(share).run()  # the suggested target: asked again
+    assert "rel_which" in [b.key for b in app.button]
 
 
 def test_an_answer_found_on_another_encoding_is_not_shown(app: AppTest, small_engine: None) -> None:
@@ -137,12 +170,46 @@ def test_release_shows_flags_before_the_downloads(app: AppTest, small_engine: No
     done = view.store().get(next(k for k in view.store()._items if k[0] == "outcome"))
     (said,) = [m.value for m in app.markdown if m.value.startswith("**Utility**")]
     assert f"always predicting the more frequent label {done.utility['majority']:.3f}" in said
+    # what the number is: a mean over draws and the band of single draws, not a single draw (browser audit)
+    (how,) = [c.value for c in app.caption if c.value.startswith("The accuracy is the mean over")]
+    u = done.utility
+    assert how == view.utility_caption(u, 2)
+    assert how.startswith(
+        f"The accuracy is the mean over 10 privatisations of the 114 held-out records through the same "
+        f"channels; the band ({u['lo']:.3f}–{u['hi']:.3f}, the mean ± 1.96 standard deviations of those "
+        "draws) is where about 95 % of single draws fall. One privatised draw, such as the DepHDP page's"
+    )
+    assert "“Which ε?” frontier is a sweep of its own: 2 draws per budget" in how
+    report = next(v for k, v in view.store()._items.items() if k[0] == "report")
+    assert "<h1>Release report: ε = 1, prediction on heart</h1>" in report  # not the placeholder "current"
+    assert "<title>mDP Lab report: ε = 1, prediction on heart</title>" in report
+    assert not any(c.value.startswith("The CSV is written as the upload was read") for c in app.caption)
     keys = [b.proto.id for b in app.get("download_button")]
     assert len(keys) >= 3
+    state = app.session_state["mdp_app_state"]
+    state.csv_separator, state.csv_decimal = ";", ","  # as select_upload sets them for such a file
     app.toggle(key="rel_include_target").set_value(False).run()
     app.button(key="rel_prepare").click().run(timeout=600)
     _until_landed(app, "rel_prepare_stop")
     assert "target" not in app.dataframe[1].value.columns
+    said = "The CSV is written as the upload was read: fields separated by semicolons, decimal commas."
+    assert said in [c.value for c in app.caption]
+
+
+def test_the_privatised_csv_keeps_the_uploads_convention() -> None:
+    """Browser audit: a ';'-separated upload with decimal commas was released with ',' and '.', which
+    German-locale Excel reads as one text column."""
+    import pandas as pd
+
+    released = pd.DataFrame({"Größe": [1.72, 1.8], "Stufe": ["hoch", "mittel"]})
+    text, note = view.privatised_csv(released, ";", ",")
+    assert text.splitlines() == ["Größe;Stufe", "1,72;hoch", "1,8;mittel"]
+    assert note == (
+        "The CSV is written as the upload was read: fields separated by semicolons, decimal commas."
+    )
+    assert view.privatised_csv(released) == (released.to_csv(index=False), "")
+    state = AppState()
+    assert view.csv_convention(state) == (",", ".")
 
 
 def test_scenarios_saved_compared_and_bad_files_refused(app: AppTest, small_engine: None) -> None:
@@ -174,12 +241,14 @@ def test_the_scenario_name_follows_the_settings_until_typed_and_a_save_says_it_r
     app: AppTest, small_engine: None
 ) -> None:
     """The keyed name box kept its first value: a second save at another eps overwrote the first scenario
-    under the stale name "ε = 1, prediction" (UX audit, stop 54)."""
+    under the stale name "ε = 1, prediction" (UX audit, stop 54). The name is now the box's placeholder
+    until the user types one: the page never writes the box."""
     app.switch_page("views/release.py").run()
-    assert app.text_input(key="rel_scenario_name").value == "ε = 1, prediction"
+    box = app.text_input(key="rel_scenario_name")
+    assert box.value == "" and box.placeholder == "ε = 1, prediction"
     app.button(key="rel_save").click().run()
     app.select_slider(key="rel_eps").set_value(4.0).run()
-    assert app.text_input(key="rel_scenario_name").value == "ε = 4, prediction"
+    assert app.text_input(key="rel_scenario_name").placeholder == "ε = 4, prediction"
     assert app.button(key="rel_save").label == "Save current settings"
     app.button(key="rel_save").click().run()
     saved = app.session_state["rel_saved_scenarios"]
@@ -189,9 +258,75 @@ def test_the_scenario_name_follows_the_settings_until_typed_and_a_save_says_it_r
     app.text_input(key="rel_scenario_name").input("mine").run()
     app.select_slider(key="rel_eps").set_value(2.0).run()
     assert app.text_input(key="rel_scenario_name").value == "mine"  # a typed name stays
+    assert "Saving stores these settings as “mine”." in [c.value for c in app.caption]
     app.text_input(key="rel_scenario_name").input("ε = 1, prediction").run()
     assert app.button(key="rel_save").label == "Replace the saved scenario"
-    assert any("saving replaces it" in c.value for c in app.caption)
+    assert any(
+        c.value.startswith("A scenario named “ε = 1, prediction” is saved already with other settings (ε = 1")
+        and "saving replaces it" in c.value
+        for c in app.caption
+    )
+    app.button(key="rel_save").click().run()  # asked for: the typed name, the button saying "Replace"
+    assert app.session_state["rel_saved_scenarios"]["ε = 1, prediction"].config.eps == 2.0
+
+
+def test_the_name_follows_several_settings_changed_in_one_run_and_in_quick_succession(
+    app: AppTest, small_engine: None
+) -> None:
+    """Browser audit: three quick arrow presses on the floor (or ε) slider froze the name box at "ε = 1,
+    prediction, floor 0.05" while ε was 2.5: runs cut short by the next press never sent the box's new
+    value, the browser sent back the old one, and the page took it for a name the user typed; saving then
+    stored ε = 2.5 under the old name and offered to replace an unrelated saved scenario."""
+    app.switch_page("views/release.py").run()
+    app.button(key="rel_save").click().run()  # "ε = 1, prediction"
+    shown = app.text_input(key="rel_scenario_name").value  # what the browser's box holds now
+    for eps in (1.5, 2.0):  # consecutive runs, each cut short in the browser before the name box
+        app.select_slider(key="rel_eps").set_value(eps).run()
+        assert app.text_input(key="rel_scenario_name").placeholder == f"ε = {eps:g}, prediction"
+    # one run with several widgets changed, the browser still sending the box as it last showed it
+    app.select_slider(key="rel_eps").set_value(2.5)
+    app.select_slider(key="rel_floor").set_value("0.05")
+    app.radio(key="rel_method").set_value("ALC+DPN")
+    app.select_slider(key="rel_p").set_value("1")
+    app.text_input(key="rel_scenario_name").set_value(shown)
+    app.run()
+    assert not app.exception
+    expected = "ε = 2.5, prediction, ALC+DPN, floor 0.05, ℓ_1"
+    assert app.text_input(key="rel_scenario_name").placeholder == expected
+    assert app.button(key="rel_save").label == "Save current settings"
+    app.button(key="rel_save").click().run()
+    saved = app.session_state["rel_saved_scenarios"]
+    assert list(saved) == ["ε = 1, prediction", expected]
+    assert saved["ε = 1, prediction"].config.eps == 1.0  # untouched
+    stored = saved[expected]
+    assert (stored.config.eps, stored.config.min_group_eps, stored.method, stored.config.p) == (
+        2.5, 0.05, "ALC+DPN", 1.0
+    )  # fmt: skip
+
+
+def test_a_save_never_replaces_a_scenario_with_other_settings_unasked(
+    app: AppTest, small_engine: None
+) -> None:
+    """Settings the suggested name leaves out (the utility target, the Data page's bins) get a numbered
+    name instead of the saved scenario's: only a typed name and the "Replace" button replace one."""
+    app.switch_page("views/release.py").run()
+    app.button(key="rel_save").click().run()
+    app.slider(key="rel_share").set_value(80).run()
+    assert app.text_input(key="rel_scenario_name").placeholder == "ε = 1, prediction (2)"
+    assert any("(“ε = 1, prediction” is saved with other settings.)" in c.value for c in app.caption)
+    assert app.button(key="rel_save").label == "Save current settings"
+    app.button(key="rel_save").click().run()
+    saved = app.session_state["rel_saved_scenarios"]
+    assert [s.utility_target.value for s in saved.values()] == [0.95, 0.8]
+    assert list(saved) == ["ε = 1, prediction", "ε = 1, prediction (2)"]
+    app.slider(key="rel_share").set_value(95).run()  # the first one's settings again: its own name
+    assert app.text_input(key="rel_scenario_name").placeholder == "ε = 1, prediction"
+    app.toggle(key="rel_include_target").set_value(False)
+    app.radio(key="rel_rows").set_value("held_out")
+    app.run()
+    assert app.text_input(key="rel_scenario_name").placeholder == (
+        "ε = 1, prediction, target not released, held-out records"
+    )
 
 
 def test_a_distance_task_asks_for_an_upper_limit_and_answers(app: AppTest, small_engine: None) -> None:
@@ -234,7 +369,7 @@ def test_em_on_every_group_releases_no_constant_column_where_dephdp_did(
     (said,) = [c.value for c in app.caption if "feature columns keep less than 1 %" in c.value]
     assert all(c in said for c in dephdp.check.constant_columns)  # a constant column keeps nothing
     app.radio(key="rel_method").set_value("ALC+DPN").run()
-    assert app.text_input(key="rel_scenario_name").value == "ε = 1, prediction, ALC+DPN"
+    assert app.text_input(key="rel_scenario_name").placeholder == "ε = 1, prediction, ALC+DPN"
     app.button(key="rel_prepare").click().run(timeout=600)
     _until_landed(app, "rel_prepare_stop")
     assert not app.exception
@@ -262,6 +397,14 @@ def test_releasing_the_target_says_the_records_whole_budget(p: float, total: flo
 def test_the_page_states_the_target_channels_budget(app: AppTest, small_engine: None) -> None:
     app.switch_page("views/release.py").run()
     assert any("a record's whole budget is at most ‖(ε, ε)‖_2 = 1.41, not 1" in i.value for i in app.info)
+    assert any("see “Record metric ℓ_p”" in i.value for i in app.info)
+    # the metric the box refers to says, in plain words, what p does (it had no help)
+    help_ = app.select_slider(key="rel_p").help
+    assert help_ == view.RECORD_METRIC_HELP
+    for said in ("How a record's budget is shared between its columns.", "p = 2 (the default)",
+                 "‖(ε, ε)‖_2 = √(1² + 1²) = 1.41", "p = 1: distances add up",
+                 "must add up to ε"):  # fmt: skip
+        assert said in help_, said
     app.toggle(key="rel_include_target").set_value(False).run()
     assert not any("whole budget" in i.value for i in app.info)
 
@@ -318,19 +461,19 @@ def test_which_eps_and_the_release_run_in_the_background_say_why_they_stopped_or
     assert "rel_prepare" in [b.key for b in app.button]
 
 
-def test_a_scenario_without_a_name_cannot_be_saved(app: AppTest) -> None:
-    """A blank name disables the save button (the random walk saved one: the page raised); names are
-    trimmed."""
+def test_a_blank_name_saves_under_the_suggestion(app: AppTest) -> None:
+    """A blank name saved an unnamed scenario (the random walk: the page raised); blank or spaces now mean
+    the suggested name, and typed names are trimmed."""
     app.switch_page("views/release.py").run()
     for blank in ("", "   "):
         app.text_input(key="rel_scenario_name").input(blank).run()
-        assert app.button(key="rel_save").disabled
-        assert app.button(key="rel_save").help == "Give the scenario a name to save it"
+        assert not app.button(key="rel_save").disabled
+        assert any("Saving stores these settings as “ε = 1, prediction”" in c.value for c in app.caption)
+    app.button(key="rel_save").click().run()
     app.text_input(key="rel_scenario_name").input("  mine ").run()
-    assert not app.button(key="rel_save").disabled
     app.button(key="rel_save").click().run()
     assert not app.exception
-    assert list(app.session_state["rel_saved_scenarios"]) == ["mine"]
+    assert list(app.session_state["rel_saved_scenarios"]) == ["ε = 1, prediction", "mine"]
 
 
 def test_a_budget_floor_gives_every_group_a_budget(app: AppTest, small_engine: None) -> None:
@@ -348,7 +491,7 @@ def test_a_budget_floor_gives_every_group_a_budget(app: AppTest, small_engine: N
     assert f"with {groups} groups the largest the page offers that fits is {fits[-1]:g}" in hint
     assert all(view.floor_fits(first.result, v) == (v in fits) for v in (0.02, 0.05, 0.1, 0.2, 0.3, 0.5))
     app.select_slider(key="rel_floor").set_value("0.1").run()
-    assert app.text_input(key="rel_scenario_name").value == "ε = 1, prediction, floor 0.1"
+    assert app.text_input(key="rel_scenario_name").placeholder == "ε = 1, prediction, floor 0.1"
     app.button(key="rel_prepare").click().run(timeout=600)
     _until_landed(app, "rel_prepare_stop")
     assert not app.exception

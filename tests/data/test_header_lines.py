@@ -253,3 +253,17 @@ def test_thousands_notes_name_what_decided_and_stay_silent_when_the_values_decid
     # '.' read as a decimal point in a comma file: nothing was read as thousands
     df, report = _load(b"a,b\n1.500,x\n2.250,y\n")
     assert df["a"].tolist() == [1.5, 2.25] and report.notes == ()
+
+
+def test_the_decimal_mark_read_is_reported_and_kept_for_the_release() -> None:
+    """A ';' file with decimal commas is released as it was read (browser audit: ',' and '.' came out)."""
+    from ui.data import select_upload
+    from ui.state import AppState
+
+    raw = "größe;stufe\n1,72;hoch\n1,80;mittel\n1,65;hoch\n".encode()
+    df, report = _load(raw)
+    assert (report.separator, report.decimal) == (";", ",") and df["größe"].tolist() == [1.72, 1.8, 1.65]
+    assert _load(b"a,b\n1.5,x\n2.5,y\n")[1].decimal == "."
+    state = AppState()
+    select_upload(state, raw, "werte.csv")
+    assert (state.csv_separator, state.csv_decimal) == (";", ",")

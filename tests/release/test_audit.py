@@ -43,7 +43,9 @@ def test_groups_budgets_and_composition_with_the_numbers(case: Case) -> None:
     mech = case.result.mechanism
     assert [g["attributes"] for g in rec["groups"]] == [list(g) for g in mech.groups] + [["target"]]
     assert [g["eps"] for g in rec["groups"][:-1]] == pytest.approx(list(mech.eps))
-    assert [g["mechanism"] for g in rec["groups"]] == [*mech.kinds, "RR"]
+    # named as the pages name them: DepHDP's calibrated EM ("CAL") is its DPN (browser audit: "(CAL)")
+    assert [g["mechanism"] for g in rec["groups"]] == [{"CAL": "DPN"}.get(k, k) for k in mech.kinds] + ["RR"]
+    assert "CAL" in mech.kinds  # the premise: the case has such a group
     comp = rec["composition"]
     q = 2.0  # p = 2
     assert comp["q"] == q and comp["p"] == 2.0 and comp["eps"] == 2.0
@@ -52,6 +54,11 @@ def test_groups_budgets_and_composition_with_the_numbers(case: Case) -> None:
     assert comp["holds"] is (features <= 2.0 + 1e-12)
     assert comp["norm"] == pytest.approx(math.sqrt(features**2 + 0.25), rel=1e-12)
     assert "||(" in comp["statement"]
+    assert comp["rule"] == (
+        "||eps_k||_q <= eps: a record's budget is the l_q norm of its groups' budgets, q the conjugate of "
+        "the record metric's p (1/p + 1/q = 1); Theorem 1 of “Beyond Monolithic Perturbation: Heterogeneous "
+        "Mechanism Design for Multi-Attribute Metric Differential Privacy”"
+    )  # the paper by its title, not an internal code ("000 Theorem 1")
 
 
 def test_verification_recomputed_per_channel(case: Case) -> None:

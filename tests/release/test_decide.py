@@ -35,8 +35,12 @@ def test_answer_is_the_smallest_budget_meeting_the_target(case: Case, method: st
     if meets:
         assert d.choice.met and d.choice.eps == meets[0]
         assert d.choice.ci[0] == pytest.approx(dep.loc[meets[0], "utility_ci_lo"])
-        assert f"ε = {meets[0]:.3g} ({method})" in d.sentence and "95 % CI" in d.sentence
-        assert f"{posterior_bound(0.5, meets[0]):.1%}" in d.sentence
+        # 0.55 is below the majority label's rate on this table (0.711): met, but no answer (browser audit)
+        assert d.uninformative and d.sentence.startswith("Always predicting the more frequent label")
+        assert f"met at ε = {meets[0]:.3g} (accuracy {d.choice.estimate:.3f}, 95 % CI" in d.sentence
+        answered = replace(d, majority=None).sentence  # the same answer on a task without a majority label
+        assert f"ε = {meets[0]:.3g} ({method})" in answered and "95 % CI" in answered
+        assert f"{posterior_bound(0.5, meets[0]):.1%}" in answered
     else:
         assert not d.choice.met and "not reachable below ε = 20" in d.sentence
     assert d.metric == "accuracy" and 0 < d.reference <= 1 and d.seconds > 0
@@ -142,7 +146,7 @@ def test_sweep_options_are_the_configs_changed_fields_a_sweep_does_not_set_itsel
 
 @pytest.mark.parametrize(
     ("target", "met", "estimate", "said"),
-    [(0.75, True, 0.80, "a target at or below it says nothing"),
+    [(0.75, True, 0.80, "Always predicting the more frequent label already scores 0.758"),
      (0.80, False, 0.759, "no better than always predicting the more frequent label (0.758)"),
      (0.80, True, 0.82, None), (0.80, False, 0.78, None)],
 )  # fmt: skip
@@ -176,3 +180,47 @@ def test_which_eps_measures_the_majority_rate_on_the_held_out_records(case: Case
         repetitions=2, client=False, options=tuple(sorted(FAST.items())),
     )  # fmt: skip
     assert record.majority is None  # a distance has no majority label
+
+
+def _wine(target: UtilityTarget, reference: float = 0.818) -> Decision:
+    """The browser audit's wine answer: 95 % of non-private is 0.777, met at 0.25 by an accuracy of 0.794,
+    the held-out share of the more frequent label."""
+    choice = SimpleNamespace(
+        eps=0.25, met=True, estimate=0.794, ci=(0.794, 0.794), settings={"method": "DepHDP"}, reason="r"
+    )
+    frontier = pd.DataFrame(
+        {"higher_is_better": [True], "method": ["DepHDP"], "eps": [0.25], "utility_mean": [0.794],
+         "utility_ci_lo": [0.794], "utility_ci_hi": [0.794]}
+    )  # fmt: skip
+    return Decision(choice, frontier, target, "accuracy", reference, 1.0, "wine", majority=0.794)
+
+
+def test_a_target_the_majority_label_meets_leads_with_that_and_says_what_to_ask() -> None:
+    """Browser audit: the answer opened "The smallest budget … is ε = 0.25" in a green box; that the
+    majority label scores 0.794 too came last."""
+    d = _wine(UtilityTarget("relative", 0.95))
+    assert d.uninformative
+    assert d.sentence == (
+        "Always predicting the more frequent label already scores 0.794 on these records, without any data "
+        "released, so the target accuracy ≥ 95% of non-private (0.777 of 0.818) says nothing about the "
+        "release: it is met at ε = 0.25 (accuracy 0.794, 95 % CI 0.794–0.794) whether or not the release "
+        "carries anything the task can use, so that ε is no answer. Set a target above 0.799: keep at least "
+        "98 % of the non-private accuracy (0.818), or an absolute accuracy above 0.799."
+    )
+    assert 0.98 * 0.818 > 0.799 >= 0.97 * 0.818  # the smallest whole share above the majority rate
+    assert "The smallest budget" not in d.sentence
+    fig = rel_report.frontier_figure(d)
+    (line,) = [s for s in fig.layout.shapes if s.type == "line" and s.x0 == 0.25]
+    assert line.line.color == "#999"  # grey, not the answer's green
+    # a target above the majority rate is an answer again, as is any target on a task without one
+    assert not _wine(UtilityTarget("absolute", 0.80)).uninformative
+    assert not replace(d, majority=None).uninformative
+    assert "The smallest budget that keeps" in replace(d, majority=None).sentence
+
+
+def test_a_task_no_better_than_the_majority_label_even_without_privacy_says_so() -> None:
+    d = _wine(UtilityTarget("relative", 0.95), reference=0.797)  # 98 % would still be below 0.799
+    assert d.sentence.endswith(
+        "Even without privacy the accuracy is 0.797, hardly better: on this table the prediction task "
+        "measures nothing; choose another target column or task."
+    )

@@ -3,6 +3,7 @@ Chromium test is tests/browser/test_report.py)."""
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -22,6 +23,7 @@ from mdp_core.release import (
     build_report,
     dataset_fingerprint,
     evaluate_scenario,
+    report_figures,
     save_scenarios,
 )
 from mdp_core.release.__main__ import main
@@ -165,3 +167,63 @@ def test_the_report_states_the_budget_floor_and_what_which_eps_left_out() -> Non
     page = build_report(floored, decision=replace(fake_decision(), skipped=(0.5,)))
     assert f"every group got at least ε = {floored.result.floor:.3g} (the first grid budget" in page
     assert "were left out (ε = 0.5)" in page
+
+
+def _visible(page: str) -> str:
+    """The report's text a reader sees: no scripts (plotly.js, the embedded record), no tags."""
+    text = re.sub(r"<script.*?</script>", " ", page, flags=re.S)
+    text = re.sub(r"<pre>.*?</pre>", " ", text, flags=re.S)  # the audit record, checked on its own
+    return html.unescape(re.sub(r"<[^>]+>", "", text))
+
+
+PAPER = (
+    "“Beyond Monolithic Perturbation: Heterogeneous Mechanism Design for Multi-Attribute Metric "
+    "Differential Privacy”"
+)
+
+
+def test_the_report_says_its_results_in_words_and_names_mechanisms_as_the_pages() -> None:
+    """Browser audit: the title read "Release report: current" (the page's placeholder), the text cited
+    "(000 Theorem 1, …)" and "lower bound of 000 Prop. 2", the budget bars said "(CAL)" where the title
+    and the table say DPN, a small bar's label "0.00634 (OPT)" was unreadable, and a sentence ended "..\""""
+    df = make_table()
+    out = evaluate_scenario(scenario(df), df, repetitions=2)
+    statement = out.audit["composition"]["statement"]
+    assert statement.endswith(".")  # the premise of the "..": the target released, a full sentence
+    page = build_report(out, decision=fake_decision(), title="ε = 2, prediction on constructed.csv")
+    assert "<title>mDP Lab report: ε = 2, prediction on constructed.csv</title>" in page
+    assert "<h1>Release report: ε = 2, prediction on constructed.csv</h1>" in page
+    assert "<h1>Release report: constructed</h1>" in build_report(out)  # no title: the scenario's name
+    text = _visible(page)
+    for code in ("000 ", "001 ", "Prop. 2", "(CAL)", "..", "eps = "):
+        assert code not in text, code
+    assert (
+        "Composition of the group budgets: a record's budget is the ℓ_q norm of its groups' budgets, q the "
+        "conjugate of the record metric's p (ℓ_p record metric with p = 2.0, so q = 2.0; Theorem 1 of "
+        f"{PAPER}): {statement}"
+    ) in text
+    assert (
+        "Allocating the budget on the convex envelopes of the groups' loss–budget curves gives a lower bound"
+    ) in text
+    assert f"(Proposition 2 of {PAPER}): no allocation on these curves does better than that" in text
+    assert "the Dependency Triad estimate of correlated leakage" in text
+    assert "ε = 2 is the smallest budget. Sweep:" in text  # the "which eps" reason, in the page's words
+    assert "(red: OPT, the LP optimum; blue: DPN, distance-based noise)" in page
+    mech = out.result.mechanism
+    assert "CAL" in mech.kinds  # the premise: a group with DepHDP's calibrated EM, the pages' DPN
+    bars = report_figures(out)["budget"].data[0]
+    kinds = [{"CAL": "DPN"}.get(k, k) for k in mech.kinds]
+    assert list(bars.text) == [f"{e:.3g} ({k})" for e, k in zip(mech.eps, kinds, strict=True)]
+    assert bars.textposition == "outside" and bars.cliponaxis is False  # never squeezed into a small bar
+    assert list(bars.customdata) == list(bars.text) and "%{customdata}" in bars.hovertemplate
+
+
+def test_a_target_the_majority_label_meets_is_flagged_not_answered_in_the_report() -> None:
+    df = make_table()
+    out = evaluate_scenario(scenario(df), df, repetitions=2)
+    met = build_report(out, decision=fake_decision())
+    assert "<div class='answer'>The smallest budget" in met
+    majority = replace(fake_decision(), majority=0.84)  # target 0.95 × 0.85 = 0.8075 ≤ 0.845
+    page = build_report(out, decision=majority)
+    assert "<div class='flag'>Always predicting the more frequent label already scores 0.840" in page
+    assert "<div class='answer'>" not in page
