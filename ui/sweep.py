@@ -20,6 +20,7 @@ import mdp_core as core
 from mdp_core._figures import log_axis
 from mdp_core.sweep import default_client, describe_engine, frontier
 from mdp_core.sweep.cluster import start_default_client
+from mdp_core.sweep.spec import CODE_VERSION, code_version, loaded_code_version
 from ui.data import encoding_choices
 from ui.jobs import builder
 from ui.state import get_state
@@ -31,11 +32,13 @@ __all__ = [
     "WAIT_SECONDS",
     "chance_level",
     "chance_note",
+    "code_note",
     "encoding_fields",
     "engine",
     "engine_getter",
     "eps_values",
     "estimate_seconds",
+    "fresh_client",
     "frontier_figure",
     "pareto_table",
     "parquet_bytes",
@@ -117,10 +120,68 @@ def engine(kind: str, *, start: bool = False) -> tuple[Any, str, int]:
     return client, describe_engine(client), max(len(client.scheduler_info().get("workers", {})), 1)
 
 
-def engine_getter() -> Callable[[], Any]:
+def engine_getter(code: str = CODE_VERSION) -> Callable[[], Any]:
     """What a background job calls to get (and, the first time, start) the app process's Dask client, so
-    a page run never waits for the cluster's start-up (9-23 s under load, measured by a random walk)."""
-    return _engine().get
+    a page run never waits for the cluster's start-up (9-23 s under load, measured by a random walk); its
+    workers run ``code`` (:func:`fresh_client`)."""
+    holder = _engine()
+    return lambda: fresh_client(holder, code)
+
+
+def fresh_client(holder: Any, code: str) -> Any:
+    """``holder``'s client once every worker has loaded the mdp_core code ``code`` (the app's).
+
+    Streamlit re-imports the core when its files change, but the embedded cluster's worker processes keep
+    the code they started with: the page's sweeps ran the old code there while ``python -m mdp_core.sweep``
+    on the downloaded spec ran the new one (heart, SPL+DPN at eps 0.5: 0.509 on the page, 0.500 from the
+    CLI). An embedded cluster is restarted once; a cluster the app did not start is refused, naming both."""
+    client = holder.get()
+    for attempt in range(2):
+        other = sorted({str(v) for v in client.run(loaded_code_version).values()} - {code})
+        if not other:
+            return client
+        if attempt or client.cluster is None:
+            break
+        cluster = client.cluster
+        with holder.lock:
+            if holder.client is client:  # not yet restarted by another session's sweep
+                holder.client = None
+                client.close()
+                cluster.close()
+            if holder.client is None:
+                # this module's default_client: ``holder`` may be an _Engine of the module before the
+                # re-import, whose start-up passes the old module's functions to the new workers
+                holder.client = default_client()
+            client = holder.client
+    if client.cluster is not None:
+        raise core.DataError(
+            f"the restarted Dask workers load other mdp_core code ({', '.join(other)}) than this app runs "
+            f"({code}): the core changed on disk since the app started. Restart the app, or choose the "
+            "in-process engine"
+        )
+    raise core.DataError(
+        f"the Dask workers run other mdp_core code ({', '.join(other)}) than this app ({code}), so their "
+        "numbers would not be this code's. Restart them with this code, or choose the in-process engine"
+    )
+
+
+def code_note(loaded: str = CODE_VERSION) -> tuple[str, bool]:
+    """What the sweep spec download says about the code, and whether it is a warning: the version the spec
+    names, with which the CLI gives these numbers; or that the core on disk is no longer the code this app
+    loaded (the CLI runs the code on disk, the spec cannot carry the loaded code)."""
+    disk = code_version()
+    if disk == loaded:
+        text = (
+            f"The spec names the core's code version ({loaded}): `python -m mdp_core.sweep` on it gives "
+            "these numbers with that code, and warns when it runs other code."
+        )
+        return text, False
+    text = (
+        f"The core's code changed on disk since this app loaded it ({loaded}, now {disk}): these numbers "
+        "come from the loaded code, while `python -m mdp_core.sweep` on the downloaded spec runs the code on "
+        "disk, whose numbers can differ. Restart the app to sweep with the code on disk."
+    )
+    return text, True
 
 
 def encoding_fields(schema: core.Schema) -> dict[str, Any]:
@@ -184,7 +245,7 @@ def request_run(spec: core.SweepSpec, encoded: core.Encoded, kind: str) -> Futur
     and a stop button and stays usable meanwhile (a 300-column upload's sweep held one page run for 165 s).
     A stop raises out of ``progress``, which cancels the remaining tasks; the Dask engine is started in the
     job, never in a page run."""
-    get_client = engine_getter() if kind == "dask" else (lambda: False)
+    get_client = engine_getter(spec.code or CODE_VERSION) if kind == "dask" else (lambda: False)
     return builder().request(
         sweep_key(spec, encoded),
         lambda progress: core.run_sweep(spec, client=get_client(), progress=progress, encoded=encoded),

@@ -71,6 +71,7 @@ try:
         seed=state.seed,
         target=encoded.schema.target,
         **sweep.encoding_fields(encoded.schema),  # so that the downloaded spec rebuilds this table
+        code=sweep.CODE_VERSION,  # the code the numbers come from: the store key and the CLI's check
     )
 except (core.DataError, TypeError) as exc:
     st.error(f"Invalid sweep: {exc}")
@@ -138,3 +139,8 @@ d3.download_button(
     "application/json",
     key="sweep_dl_spec",
 )
+note, changed = sweep.code_note(spec.code or sweep.CODE_VERSION)
+if changed:  # the spec cannot name the loaded code so that the CLI runs it: say so beside the download
+    st.warning(note)
+else:
+    d3.caption(note)

@@ -4,7 +4,11 @@ Runs the sweep of a JSON spec (see :class:`mdp_core.sweep.SweepSpec`) and writes
 Parquet (``.parquet``, via pyarrow) or CSV (``.csv``). Without ``--scheduler`` the engine is Dask's
 ``DASK_SCHEDULER_ADDRESS`` when set, else an embedded LocalCluster; ``--serial`` runs in-process. With
 ``--json`` the last line printed is one JSON object: ``tasks``, ``rows``, ``seconds``, ``workers``,
-``engine``, ``out``.
+``engine``, ``out``, ``code`` (this run's :data:`~mdp_core.sweep.spec.CODE_VERSION`).
+
+A spec that records the code it was written for (``code``, as the app's download does) and meets other
+code here gets a warning: the same spec then need not give the same numbers. Dask workers that loaded other
+code than this command are refused (each task's numbers would depend on the worker that ran it).
 """
 
 from __future__ import annotations
@@ -16,8 +20,21 @@ import time
 from pathlib import Path
 
 from mdp_core.errors import DataError
+from mdp_core.sweep.cluster import check_worker_code
 from mdp_core.sweep.engine import default_client, describe_engine, run_sweep
-from mdp_core.sweep.spec import SweepSpec
+from mdp_core.sweep.spec import CODE_VERSION, SweepSpec
+
+
+def other_code_warning(spec: SweepSpec) -> str:
+    """Why this run may not reproduce the numbers of the code that wrote ``spec`` ('' when it is that code
+    or the spec does not say)."""
+    if spec.code is None or spec.code == CODE_VERSION:
+        return ""
+    return (
+        f"warning: the spec was written by mdp_core code {spec.code} and this is {CODE_VERSION}: the results "
+        "can differ from the ones that code gave (the app's page); run the spec with the code that wrote it, "
+        "or run the sweep on the page again"
+    )
 
 
 def _write(df: object, out: Path) -> None:
@@ -47,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, DataError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if warning := other_code_warning(spec):
+        print(warning, file=sys.stderr)
     client: object
     if args.serial:
         client = False
@@ -56,6 +75,14 @@ def main(argv: list[str] | None = None) -> int:
         client = Client(args.scheduler, set_as_default=False)
     else:
         client = default_client()
+    if client is not False:
+        try:
+            check_worker_code(client)
+        except DataError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            if args.scheduler:
+                client.close()  # type: ignore[attr-defined]
+            return 2
     engine = describe_engine(client)
     print(f"{spec.n_configurations} tasks, {spec.n_rows} rows on {engine}", file=sys.stderr)
     t0 = time.perf_counter()
@@ -79,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         "workers": workers,
         "engine": engine,
         "out": str(args.out),
+        "code": CODE_VERSION,
     }
     if client is not False and args.scheduler:
         client.close()  # type: ignore[attr-defined]

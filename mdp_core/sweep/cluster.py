@@ -15,11 +15,14 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from mdp_core._validation import Progress
+from mdp_core.errors import DataError
+from mdp_core.sweep.spec import CODE_VERSION, loaded_code_version
 
 __all__ = [
     "POLL_SECONDS",
     "QUIET_WORKERS",
     "STOP_CHECK_SECONDS",
+    "check_worker_code",
     "close_default_client",
     "default_client",
     "describe_engine",
@@ -211,6 +214,20 @@ def close_default_client() -> None:
             if cluster is not None:
                 cluster.close()
         _EMBEDDED.clear()
+
+
+def check_worker_code(client: Any) -> None:
+    """Raise DataError when a Dask worker of ``client`` loaded other mdp_core code than this process
+    (:data:`~mdp_core.sweep.spec.CODE_VERSION`): each task's numbers would depend on the worker that ran it
+    (a cluster started before the code changed; a node with another install)."""
+    versions = client.run(loaded_code_version)
+    foreign = {str(w): str(v) for w, v in versions.items() if v != CODE_VERSION}
+    if foreign:
+        shown = ", ".join(f"{w} ({v})" for w, v in sorted(foreign.items()))
+        raise DataError(
+            f"Dask workers run other mdp_core code than this process ({CODE_VERSION}): {shown}; restart them "
+            "with this code"
+        )
 
 
 def describe_engine(client: Any) -> str:

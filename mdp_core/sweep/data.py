@@ -73,6 +73,11 @@ def prepare_data(spec: SweepSpec, encoded: Encoded | None = None) -> SweepData:
         An already discretised table (e.g. the app's current one); ``spec.dataset`` is then only a label.
     """
     if encoded is not None and not isinstance(encoded, Encoded):
+        if type(encoded).__name__ == Encoded.__name__:  # said "must be an Encoded table, got Encoded"
+            raise DataError(
+                "the table was encoded by the mdp_core code loaded before its files changed and it was "
+                "imported again; restart the app (or encode the table again) so that one code runs the sweep"
+            )
         raise TypeError(f"encoded must be an Encoded table, got {type(encoded).__name__}")
     if encoded is None:
         # an embedded sample is loaded and discretised once per process (adult: ~1 CPU s, 3 s under load);

@@ -42,6 +42,7 @@ from mdp_core.sweep.cluster import (
     _setup_if_on_worker,
     _stop_check,
     _stop_tasks,
+    check_worker_code,
     default_client,
     describe_engine,
 )
@@ -388,6 +389,7 @@ def _run_distributed(
 ) -> pd.DataFrame:
     if client is None:
         client = default_client()
+    check_worker_code(client)  # each task's numbers would otherwise depend on the worker that ran it
     engine = describe_engine(client)
     # a copy on every worker (adult: 8 MB each): scattered to one worker only, every task would depend on
     # data held there and the scheduler placed the whole sweep on it (the others had to steal every task)

@@ -5,22 +5,36 @@ and round-trips through JSON (:meth:`SweepSpec.to_json` / :meth:`SweepSpec.from_
 :meth:`~SweepSpec.configurations` are the product ``task x tau_group x tau_dpn x eps`` in a fixed order;
 the position in that order is the configuration's *task index*, which together with the seed fixes every
 random draw of the configuration (so results do not depend on where or in which order tasks run).
+
+The spec fixes the inputs, not the code that computes with them: :data:`CODE_VERSION` names the mdp_core
+sources a process loaded, and a spec may record it (``code``) so that a run by other code can say so.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import math
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from mdp_core.data.encoding import KINDS
 from mdp_core.dephdp import METHODS_EVALUATED, TASKS, DepHDPConfig
 from mdp_core.errors import DataError
 
-__all__ = ["SPEC_VERSION", "SWEEP_OWN_FIELDS", "Configuration", "SweepSpec"]
+__all__ = [
+    "CODE_VERSION",
+    "SPEC_VERSION",
+    "SWEEP_OWN_FIELDS",
+    "Configuration",
+    "SweepSpec",
+    "code_version",
+    "loaded_code_version",
+]
 
 SPEC_VERSION = 1
 #: OPT LP budget per profile grid point in sweeps (seconds; the LP solver's default): see SweepSpec.config.
@@ -30,6 +44,47 @@ SWEEP_OPT_SECONDS_PER_POINT = 600.0
 SWEEP_OWN_FIELDS = frozenset({"eps", "task", "tau_group", "tau_dpn", "p", "score", "seed"})
 _OPTION_FIELDS = {f.name for f in fields(DepHDPConfig)} - SWEEP_OWN_FIELDS
 MAX_CONFIGURATIONS = 100_000
+
+_PACKAGE = Path(__file__).resolve().parents[1]  # mdp_core
+_DISK_LOCK = threading.Lock()
+_DISK: list[tuple[tuple[tuple[str, int, int], ...], str]] = []  # (the sources' stats, their hash)
+
+
+def code_version() -> str:
+    """The mdp_core sources on disk now: 12 hex digits of the SHA-256 of every ``.py`` file (path and
+    content). Rehashed only when a file's size or modification time changed (a page calls it every run).
+
+    A page and ``python -m mdp_core.sweep`` gave other numbers for the same spec: the app had loaded the
+    code before a commit changed the allocation, the CLI loaded it after (SPL+DPN, eps 0.5: 0.509 vs 0.500).
+    """
+    paths = sorted(_PACKAGE.rglob("*.py"))
+    stats = tuple((p.relative_to(_PACKAGE).as_posix(), *_stat(p)) for p in paths)
+    with _DISK_LOCK:
+        if _DISK and _DISK[0][0] == stats:
+            return _DISK[0][1]
+    digest = hashlib.sha256()
+    for (name, _, _), path in zip(stats, paths, strict=True):
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    version = digest.hexdigest()[:12]
+    with _DISK_LOCK:
+        _DISK[:] = [(stats, version)]
+    return version
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_mtime_ns, st.st_size
+
+
+#: The mdp_core sources as this process loaded them (hashed when this module is imported: a Streamlit app
+#: that re-imports the changed core re-imports this module too). A Dask worker started earlier keeps its own.
+CODE_VERSION = code_version()
+
+
+def loaded_code_version() -> str:
+    """:data:`CODE_VERSION` of the process that runs this (``client.run(loaded_code_version)`` asks each
+    Dask worker which code it loaded)."""
+    return CODE_VERSION
 
 
 class Configuration(NamedTuple):
@@ -136,6 +191,10 @@ class SweepSpec:
         The Data page's choices (:func:`mdp_core.encode_table`): columns re-included (column -> kind, a
         date's ``"month"``/``"year"``, or None), columns left out, kind overrides, per-column bin counts
         (others get ``bins``); mappings in JSON, sorted pairs here.
+    code : str or None
+        The :data:`CODE_VERSION` of the code the spec was written for (the app records its own), None if
+        unknown. Not an input of the sweep: ``python -m mdp_core.sweep`` warns when it runs other code,
+        whose numbers can differ.
     """
 
     dataset: str
@@ -156,6 +215,7 @@ class SweepSpec:
     exclude: tuple[str, ...] = ()
     kind_overrides: tuple[tuple[str, str], ...] = ()
     column_bins: tuple[tuple[str, int], ...] = ()
+    code: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.dataset, str) or not self.dataset.strip():
@@ -209,6 +269,8 @@ class SweepSpec:
             self, "kind_overrides", _pairs(self.kind_overrides, "kind_overrides", KINDS.__contains__, "kinds")
         )
         set_(self, "column_bins", _pairs(self.column_bins, "column_bins", _is_bin_count, "integers >= 2"))
+        if self.code is not None and (not isinstance(self.code, str) or not self.code.strip()):
+            raise TypeError(f"code must be a code version (a non-empty string) or None, got {self.code!r}")
         n = self.n_configurations
         if n > MAX_CONFIGURATIONS:
             raise DataError(
@@ -289,6 +351,7 @@ class SweepSpec:
             "exclude": list(self.exclude),
             "kind_overrides": dict(self.kind_overrides),
             "column_bins": dict(self.column_bins),
+            "code": self.code,
         }
 
     def to_json(self, **kwargs: Any) -> str:

@@ -21,6 +21,7 @@ from distributed import Client
 
 import mdp_core as core
 import mdp_core.sweep.engine as engine
+from mdp_core.errors import DataError
 from mdp_core.sweep import SweepSpec, default_client, describe_engine, prepare_data, run_sweep
 from mdp_core.sweep.cluster import STOP_CHECK_SECONDS, local_cluster
 
@@ -379,3 +380,20 @@ def test_cli_rejects_a_bad_spec(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "every eps value must lie in (0, " in done.stderr
+
+
+def test_workers_that_loaded_other_code_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cluster started before the core changed (or a node with another install) would give numbers of
+    other code for some tasks: run_sweep refuses it and names the versions."""
+    import mdp_core.sweep.cluster as cluster
+
+    with (
+        local_cluster(1, processes=False) as lc,
+        Client(lc, set_as_default=False) as client,
+    ):
+        workers_code = cluster.CODE_VERSION  # in-process workers report this module's loaded code
+        monkeypatch.setattr(cluster, "CODE_VERSION", "0123456789ab")
+        with pytest.raises(
+            DataError, match=rf"other mdp_core code than this process \(0123456789ab\): .*\({workers_code}\)"
+        ):
+            run_sweep(tiny(eps=[1.0], task="record", methods=["DepHDP"]), client=client)

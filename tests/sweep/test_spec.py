@@ -73,6 +73,8 @@ def test_configurations_are_the_product_in_task_index_order() -> None:
         ),
         ({"include": ["day"]}, TypeError, "include must map column names to"),
         ({"exclude": "city"}, TypeError, "exclude must be a list of column names"),
+        ({"code": ""}, TypeError, "code must be a code version"),
+        ({"code": 12}, TypeError, "code must be a code version"),
     ],
 )
 def test_invalid_specs_name_the_field(kwargs: dict, error: type[Exception], match: str) -> None:
@@ -92,6 +94,16 @@ def test_from_json_rejects_unknown_keys_versions_and_bad_json() -> None:
         SweepSpec.from_json("{eps: [1]")
     with pytest.raises(DataError, match="must be a JSON object"):
         SweepSpec.from_json("[1, 2]")
+
+
+def test_the_spec_names_the_code_it_was_written_for_only_when_told() -> None:
+    from mdp_core.sweep.spec import CODE_VERSION, code_version, loaded_code_version
+
+    assert SweepSpec("heart").to_dict()["code"] is None
+    assert SweepSpec.from_dict({"dataset": "heart"}).code is None  # a hand-written spec claims no code
+    assert SweepSpec.from_json(SweepSpec("heart", code=CODE_VERSION).to_json()).code == CODE_VERSION
+    assert len(CODE_VERSION) == 12 and int(CODE_VERSION, 16) >= 0
+    assert loaded_code_version() == CODE_VERSION and code_version() == code_version()
 
 
 def test_p_inf_round_trips_as_a_string() -> None:
@@ -141,6 +153,7 @@ def test_json_round_trip(
         exclude=["city"],
         kind_overrides={"age": "ordinal"},
         column_bins={"age": 3},
+        code="0123456789ab",
     )
     again = SweepSpec.from_json(spec.to_json())
     assert again == spec
