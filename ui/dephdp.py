@@ -98,17 +98,17 @@ HELP = {
     "get distance-based noise (DPN). OPT mechanisms are computed only up to a fixed group size (48 joint "
     "values by default): above it τ_dim acts as that size, and a note under the groups says so.",
     "lower_bound": "No split of ε over these groups' loss-budget curves reaches a surrogate loss below this "
-    "(the Lagrangian dual on their shifted lower convex envelopes: seed 000, Proposition 2).",
+    "(the Lagrangian dual on their shifted lower convex envelopes: the DepHDP paper, Proposition 2).",
     "gap": "(DepHDP surrogate loss − lower bound) / lower bound: the allocation's surrogate loss is at most "
-    "this much above the best possible one (RelErr in seed 000). It says nothing about the release's "
+    "this much above the best possible one (RelErr in the DepHDP paper). It says nothing about the release's "
     "utility, which is measured on held-out records.",
     "alc_rmp": "A baseline: budgets allocated by the surrogate, the exponential mechanism with Bayesian "
     "remapping in every group (the legend of the baselines is under the comparison below).",
-    "composition": "Seed 000, Theorem 1: budgets of groups released under an ℓ_p record metric compose in "
-    "the dual norm q, 1/p + 1/q = 1.",
+    "composition": "The DepHDP paper, Theorem 1: budgets of groups released under an ℓ_p record metric "
+    "compose in the dual norm q, 1/p + 1/q = 1.",
     "curves": "The envelopes bracket the chosen mechanism's curve (greatest convex minorant below, least "
-    "convex majorant above, each shifted one grid step: seed 000, App. B); the allocation and its lower "
-    "bound are computed on them.",
+    "convex majorant above, each shifted one grid step: the DepHDP paper, App. B); the allocation and its "
+    "lower bound are computed on them.",
 }
 #: What the baselines' names mean (shown once, under the comparison's heading). SPL splits eps uniformly in
 #: the composition norm on the budget grid (mdp_core.dephdp._allocate.uniform_on_grid), ALC optimises the

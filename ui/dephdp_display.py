@@ -63,10 +63,11 @@ def groups_column_config() -> dict[str, object]:
         "joint values": num(format="%d", help="Joint values |X_k| of the group's attributes."),
         "radial fit": num(
             format="%.3f",
-            help="0-1: how well distance-based noise suits the group's loss (seed 000 Eq. 25-29).",
+            help="0-1: how well distance-based noise suits the group's loss (the DepHDP paper, Eq. 25-29).",
         ),
         "MSE-likeness": num(
-            format="%.3f", help="0-1: how close the group's loss is to a squared error (seed 000 Eq. 25-29)."
+            format="%.3f",
+            help="0-1: how close the group's loss is to a squared error (the DepHDP paper, Eq. 25-29).",
         ),
         "mechanism": st.column_config.TextColumn(
             help="DPN: distance-based noise (exponential mechanism, remapped where it helps); OPT: the "
@@ -74,8 +75,8 @@ def groups_column_config() -> dict[str, object]:
         ),
         "weight β": num(
             format="%.3g",
-            help="The group's weight in the surrogate of the task loss (seed 000 Eq. 20); 0: the task does "
-            "not use the group.",
+            help="The group's weight in the surrogate of the task loss (the DepHDP paper, Eq. 20); 0: the "
+            "task does not use the group.",
         ),
         "budget ε_k": num(format="%.3g", help="The group's privacy budget (a point of the ε grid)."),
     }
