@@ -19,6 +19,7 @@ from ui.store import store
 __all__ = [
     "POLL_SECONDS",
     "QUEUED",
+    "STARTED",
     "BuildStoppedError",
     "Builder",
     "builder",
@@ -34,6 +35,8 @@ __all__ = [
 
 #: Poll interval (s) of a page's fragment while a job runs.
 POLL_SECONDS = 1.0
+#: What a running job says before its first progress report.
+STARTED = "started"
 
 
 class BuildStoppedError(Exception):
@@ -87,6 +90,9 @@ class Builder:
                 raise BuildStoppedError("stopped at your request")
             self._progress[key] = (min(max(float(fraction), 0.0), 1.0), message)
 
+        # running now: until its first report the page said "queued: both threads are busy" (adult's
+        # profiles: 8 s of it, browser audit)
+        self._progress[key] = (0.0, STARTED)
         ok = False
         try:
             result = store().get_or_compute(key, lambda: compute(progress))

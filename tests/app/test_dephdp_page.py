@@ -587,3 +587,26 @@ def test_degeneracy_advice_follows_its_cause() -> None:
     text = view.degeneracy_message(constant)
     assert "budgets are ε_k = 0.2-0.35" in text and "per-group budget floor" not in text
     assert "“EM on every group”" in text and not constant.task_fix
+
+
+def test_a_running_job_before_its_first_report_is_not_called_queued() -> None:
+    """Browser audit: adult's profiles showed "queued: both long-job threads … are busy" for 8 s while they
+    ran (before their first report)."""
+    from ui import jobs
+
+    builder = jobs.Builder(workers=1, slow_workers=1)
+    started, release = threading.Event(), threading.Event()
+
+    def compute(progress: object) -> int:
+        started.set()
+        release.wait(10)
+        return 1
+
+    key = ("test-started", time.perf_counter())
+    job = builder.request(key, compute)
+    try:
+        assert started.wait(5)
+        assert builder.progress(key) == (0.0, jobs.STARTED)
+    finally:
+        release.set()
+    assert job.result(5) == 1
