@@ -19,8 +19,8 @@ import streamlit as st
 import mdp_core as core
 from mdp_core._figures import log_axis
 from mdp_core.sweep import default_client, describe_engine, frontier
-from mdp_core.sweep.cluster import start_default_client
-from mdp_core.sweep.spec import CODE_VERSION, code_version, loaded_code_version
+from mdp_core.sweep.cluster import start_default_client, worker_code
+from mdp_core.sweep.spec import CODE_VERSION, code_version
 from ui.data import encoding_choices
 from ui.jobs import builder
 from ui.state import get_state
@@ -137,7 +137,7 @@ def fresh_client(holder: Any, code: str) -> Any:
     CLI). An embedded cluster is restarted once; a cluster the app did not start is refused, naming both."""
     client = holder.get()
     for attempt in range(2):
-        other = sorted({str(v) for v in client.run(loaded_code_version).values()} - {code})
+        other = sorted(set(worker_code(client).values()) - {code})
         if not other:
             return client
         if attempt or client.cluster is None:

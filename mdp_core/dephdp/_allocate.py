@@ -40,9 +40,7 @@ def snap_to_grid(
         for k in range(idx.size):
             if idx[k] + 1 >= grid.size:
                 continue
-            trial = grid[idx].copy()
-            trial[k] = grid[idx[k] + 1]
-            if budget_norm(trial, q) > eps_total:
+            if not _step_fits(idx, k, grid, eps_total, q):
                 continue
             g = betas[k] * (curves[k, idx[k]] - curves[k, idx[k] + 1])
             if g > gain:
@@ -64,9 +62,7 @@ def _raise_free(
         for k in np.argsort(idx, kind="stable"):
             if idx[k] + 1 >= grid.size or betas[k] * (curves[k, idx[k]] - curves[k, idx[k] + 1]) < 0:
                 continue
-            trial = grid[idx].copy()
-            trial[k] = grid[idx[k] + 1]
-            if budget_norm(trial, q) <= eps_total:
+            if _step_fits(idx, k, grid, eps_total, q):
                 idx[k] += 1
                 break
         else:
@@ -82,12 +78,17 @@ def uniform_on_grid(grid: np.ndarray, groups: int, eps_total: float, q: float) -
     j = max(_fitting_index(grid, groups, eps_total, q), 0)
     idx = np.full(groups, j)
     for k in range(groups if j + 1 < grid.size else 0):
-        trial = grid[idx].copy()
-        trial[k] = grid[j + 1]
-        if budget_norm(trial, q) > eps_total:
+        if not _step_fits(idx, k, grid, eps_total, q):
             break
         idx[k] = j + 1
     return idx
+
+
+def _step_fits(idx: np.ndarray, k: int, grid: np.ndarray, eps_total: float, q: float) -> bool:
+    """Whether moving group ``k`` one grid point up keeps ``||eps||_q <= eps_total``."""
+    trial = grid[idx].copy()
+    trial[k] = grid[idx[k] + 1]
+    return bool(budget_norm(trial, q) <= eps_total)
 
 
 def _fitting_index(grid: np.ndarray, groups: int, eps: float, q: float) -> int:

@@ -216,12 +216,16 @@ def close_default_client() -> None:
         _EMBEDDED.clear()
 
 
+def worker_code(client: Any) -> dict[str, str]:
+    """The mdp_core code version each Dask worker of ``client`` loaded: address -> version."""
+    return {str(w): str(v) for w, v in client.run(loaded_code_version).items()}
+
+
 def check_worker_code(client: Any) -> None:
     """Raise DataError when a Dask worker of ``client`` loaded other mdp_core code than this process
     (:data:`~mdp_core.sweep.spec.CODE_VERSION`): each task's numbers would depend on the worker that ran it
     (a cluster started before the code changed; a node with another install)."""
-    versions = client.run(loaded_code_version)
-    foreign = {str(w): str(v) for w, v in versions.items() if v != CODE_VERSION}
+    foreign = {w: v for w, v in worker_code(client).items() if v != CODE_VERSION}
     if foreign:
         shown = ", ".join(f"{w} ({v})" for w, v in sorted(foreign.items()))
         raise DataError(
