@@ -286,10 +286,15 @@ def curves_figure(result: DepHDPResult, k: int) -> go.Figure:
     return fig
 
 
+def _loss_column(table: pd.DataFrame) -> str:
+    """The loss a comparison table holds: the surrogate's (``loss``) or the held-out mean (``mean``)."""
+    return "loss" if "loss" in table else "mean"
+
+
 def coinciding_note(table: pd.DataFrame) -> str:
     """Which baselines have DepHDP's numbers at every eps shown ("" when none): their lines lie on top of
     each other."""
-    column = "loss" if "loss" in table else "mean"
+    column = _loss_column(table)
     ours = table[table.method == "DepHDP"].set_index("eps")[column]
     same = []
     for method in BASELINES:
@@ -311,7 +316,7 @@ def comparison_figure(table: pd.DataFrame, title: str = "") -> go.Figure:
     fig = go.Figure()
     for rank, method in enumerate((*BASELINES, "DepHDP")):
         sub = table[table.method == method]
-        y = sub["loss"] if "loss" in sub else sub["mean"]
+        y = sub[_loss_column(sub)]
         err = None if "sd" not in sub else {"type": "data", "array": 1.96 * sub["sd"]}
         ours = method == "DepHDP"
         fig.add_trace(
