@@ -13,6 +13,7 @@ import mdp_core as core
 from mdp_core import release as rel
 from ui import jobs
 from ui import release as view
+from ui import release_pair as pair
 from ui.data import current_encoded, guard_text
 from ui.dephdp import large_attributes_note
 from ui.state import get_state
@@ -217,6 +218,25 @@ else:
         "text/html",
         key="rel_download_report",
     )
+    # the same settings released by the other method, on request: what each keeps, side by side
+    other = pair.other_scenario(scenario)
+    other_name = pair.METHOD_NAMES[other.method]
+    st.markdown(f"**Beside it: the same settings released by {other_name}**")
+    other_key = view.outcome_key(state, other)
+    if (beside := view.store().get(other_key)) is None:
+        jobs.start_button(
+            other_key,
+            lambda: view.request_outcome(state, other),
+            label=f"Release by {other_name} too, to compare",
+            button_key="rel_pair",
+            name=f"Releasing by {other_name}",
+            stop_label="Stop",
+            stop_key="rel_pair_stop",
+            wait=view.JOB_WAIT_SECONDS,
+        )
+    else:
+        st.dataframe(pair.pair_frame(done, beside), hide_index=True, key="rel_pair_table")
+        st.markdown(pair.pair_sentence(done, beside))
 
 # ------------------------------------------------------------------------------------------ scenarios
 st.subheader("Scenarios")

@@ -383,6 +383,38 @@ def test_em_on_every_group_releases_no_constant_column_where_dephdp_did(
     assert all(v["verified"] for v in outcome.audit["verification"])
 
 
+def test_a_release_is_shown_beside_the_other_method_on_request(app: AppTest, small_engine: None) -> None:
+    """One click releases the same settings by EM on every group; the table's numbers are the two outcomes'
+    (recounted here from their information shares), and switching the method shows the pair at once."""
+    app.switch_page("views/release.py").run()
+    app.button(key="rel_prepare").click().run(timeout=600)
+    _until_landed(app, "rel_prepare_stop")
+    assert not _pair_tables(app)
+    app.button(key="rel_pair").click().run(timeout=600)
+    _until_landed(app, "rel_pair_stop")
+    assert not app.exception and not app.error
+    keys = [k for k in view.store()._items if k[0] == "outcome"]
+    outcomes = {k[2].method: view.store().get(k) for k in keys}
+    assert set(outcomes) == {"DepHDP", "ALC+DPN"}
+    (table,) = _pair_tables(app)
+    assert list(table["release by"]) == ["DepHDP", "EM on every group"]
+    for row, method in zip(table.itertuples(index=False), ("DepHDP", "ALC+DPN"), strict=True):
+        o = outcomes[method]
+        kept = o.leakage["information_kept"].to_numpy()
+        n = len(kept)
+        assert row[1] == round(o.utility["mean"], 3)
+        assert row[3] == f"{len(o.check.constant_columns)} of {n}"
+        assert row[4] == f"{int(np.sum(kept >= 0.01))} of {n}"
+    assert table["constant columns"].iloc[1] == f"0 of {n}"  # EM collapses no column
+    said = next(m.value for m in app.markdown if m.value.startswith("EM on every group: accuracy"))
+    em, dephdp = (outcomes[m].utility["mean"] for m in ("ALC+DPN", "DepHDP"))
+    assert f"{em:.3f} against {dephdp:.3f}" in said
+    app.radio(key="rel_method").set_value("ALC+DPN").run()
+    assert "rel_prepare" not in [b.key for b in app.button]  # released already: no recomputation
+    (table,) = _pair_tables(app)
+    assert list(table["release by"]) == ["EM on every group", "DepHDP"]
+
+
 @pytest.mark.parametrize(("p", "total"), [(2.0, math.sqrt(2.0)), (math.inf, 2.0), (1.0, None)])
 def test_releasing_the_target_says_the_records_whole_budget(p: float, total: float | None) -> None:
     """The target's own channel at eps composes with the groups' budgets by the l_q norm (q conjugate to
@@ -407,6 +439,10 @@ def test_the_page_states_the_target_channels_budget(app: AppTest, small_engine: 
         assert said in help_, said
     app.toggle(key="rel_include_target").set_value(False).run()
     assert not any("whole budget" in i.value for i in app.info)
+
+
+def _pair_tables(app: AppTest) -> list:
+    return [d.value for d in app.dataframe if "release by" in d.value.columns]
 
 
 def _until_landed(app: AppTest, stop_key: str, seconds: float = 300.0) -> None:
