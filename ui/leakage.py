@@ -16,19 +16,22 @@ import streamlit as st
 
 import mdp_core as core
 from mdp_core._figures import labelled_vline, log_axis
+from mdp_core._text import listed
 from mdp_core._validation import Progress
 from ui.data import HASH_FUNCS, level_labels
 from ui.jobs import builder
 from ui.store import store as result_store
 
 __all__ = [
+    "CALIBRATION_FLOORS",
+    "CALIBRATION_FLOOR_HELP",
     "EPS_GRID",
     "PAIRS_LEVEL_LIMIT",
     "PAIR_WORK_LIMIT",
     "TPL_HEADER",
     "WAIT_SECONDS",
     "PairCurves",
-    "calibration",
+    "calibration_caption",
     "calibration_figure",
     "calibration_key",
     "calibration_table",
@@ -43,6 +46,7 @@ __all__ = [
     "pair_too_large",
     "pairs_too_large",
     "pairwise_model",
+    "parameter_text",
     "point_values",
     "request_calibration",
     "request_model",
@@ -218,45 +222,45 @@ def request_model(encoded: core.Encoded, method: str) -> Future[core.PairwiseLea
     )
 
 
-def calibration_key(encoded: core.Encoded, method: str, eps_bar: float) -> tuple:
-    """The key of :func:`request_calibration`'s job (and of its result in the store)."""
-    return _calibration_key(encoded, method, 0.0, eps_bar)
+#: What the page offers as the least budget of every attribute (``floor`` of :func:`core.calibrate_budgets`).
+CALIBRATION_FLOORS = {
+    "uniform": "at least the uniform split, the total as large as possible",
+    "common": "the same budget for every attribute, as large as possible",
+    0.0: "the total as large as possible (attributes may be left out)",
+}
+CALIBRATION_FLOOR_HELP = (
+    "Calibration makes the budgets as large as the target allows, by one of three rules. At least the "
+    "uniform split (the default): every attribute keeps the correlation-agnostic budget ε̄ / (1 + m) and "
+    "the total is raised where the correlations allow, often on a few attributes. The same budget for "
+    "every attribute: the largest equal split, fair but with the smallest total. The total as large as "
+    "possible: attributes whose release leaks much about others may get ε = 0, that is, are not released. "
+    "The problem is not convex: the budgets are the better of two local searches, not a proven optimum."
+)
 
 
-def request_calibration(encoded: core.Encoded, method: str, eps_bar: float) -> Future[core.BudgetCalibration]:
-    """:func:`calibration` on the builder's long-job threads (300 attributes: 80 s), stoppable between two
-    polish rounds."""
+def calibration_key(encoded: core.Encoded, method: str, eps_bar: float, floor: str | float) -> tuple:
+    """The key of :func:`request_calibration`'s job and of its result in the store."""
+    return ("leak-calibration", encoded.fingerprint, str(method), float(eps_bar), floor)
+
+
+def request_calibration(
+    encoded: core.Encoded, method: str, eps_bar: float, floor: str | float
+) -> Future[core.BudgetCalibration]:
+    """The calibration (on the table taken as the true distribution: no prior uncertainty) on the builder's
+    long-job threads, stoppable at every step of its local searches."""
 
     def compute(progress: Progress) -> core.BudgetCalibration:
         model = pairwise_model(encoded, method, 0.0, progress=progress)
-        return core.calibrate_budgets(model, eps_bar, progress=progress)
+        return core.calibrate_budgets(model, eps_bar, floor=floor, progress=progress)  # type: ignore[arg-type]
 
-    return builder().request(calibration_key(encoded, method, eps_bar), compute, slow=True)
-
-
-def _calibration_key(encoded: core.Encoded, method: str, e: float, eps_bar: float) -> tuple:
-    return ("leak-calibration", encoded.fingerprint, str(method), float(e), float(eps_bar))
+    return builder().request(calibration_key(encoded, method, eps_bar, floor), compute, slow=True)
 
 
 def stored_calibration(
-    encoded: core.Encoded, method: str, e: float, eps_bar: float
+    encoded: core.Encoded, method: str, eps_bar: float, floor: str | float
 ) -> core.BudgetCalibration | None:
     """The calibration if it was computed before for these settings, else None."""
-    return result_store().get(_calibration_key(encoded, method, e, eps_bar))
-
-
-def calibration(
-    encoded: core.Encoded, method: str, e: float, eps_bar: float, progress: Progress = None
-) -> core.BudgetCalibration:
-    """Per-attribute budgets maximising their sum with every TPL <= eps_bar (cached in the store)."""
-
-    def compute() -> core.BudgetCalibration:
-        model = pairwise_model(encoded, method, e, progress=progress)
-        if progress is not None:
-            progress(1.0, "Calibrating budgets…")
-        return core.calibrate_budgets(model, eps_bar)
-
-    return result_store().get_or_compute(_calibration_key(encoded, method, e, eps_bar), compute)
+    return result_store().get(calibration_key(encoded, method, eps_bar, floor))
 
 
 def odds_sentence(eps: float, cpl: float, target: str, other: str, robust: float | None = None) -> str:
@@ -360,22 +364,34 @@ def coincidence_note(curves: PairCurves) -> str:
     }
     top = max(float(np.max(curves.dt_unc if curves.dt_unc is not None else curves.agd)), 1e-3)
     groups: list[list[str]] = []
+    gap = 0.0
     for name, values in named.items():
         for group in groups:
-            if np.max(np.abs(named[group[0]] - values)) <= _COINCIDE * top:
+            if (d := float(np.max(np.abs(named[group[0]] - values)))) <= _COINCIDE * top:
                 group.append(name)
+                gap = max(gap, d)
                 break
         else:
             groups.append([name])
     same = [", ".join(g[:-1]) + " and " + g[-1] for g in groups if len(g) > 1]
     if not same:
         return ""
+    how = (
+        "coincide at every ε shown"
+        if gap <= 1e-9 * top
+        else f"differ by at most {gap:.2g} nats at every ε shown (under {_COINCIDE:.1%} of the axis)"
+    )
     return (
         "For this pair "
         + "; ".join(same)
-        + " coincide at every ε shown: their lines lie on top of each other (each keeps its own dash "
-        "style)."
+        + f" {how}: their lines lie on top of each other (each keeps its own dash style)."
     )
+
+
+def parameter_text(value: float) -> str:
+    """A triad parameter with 4 significant digits; a rounding residue below 1e-9 (a slack added on the
+    conservative side, e.g. beta of an independent pair) reads 0."""
+    return "0" if abs(value) < 1e-9 else f"{value:.4g}"
 
 
 def cpl_figure(curves: PairCurves, eps: float) -> go.Figure:
@@ -523,9 +539,27 @@ _HELP = {
     "calibrated ε (nats)": "Budget of the attribute after calibration",
     "total leakage, calibrated (nats)": "TPL with the calibrated budgets: at most the target ε̄",
     "uniform ε (nats)": "The same budget for every attribute, ε̄ / (1 + m) with m the largest number of "
-    "attributes correlated with any one: safe whatever the correlations",
+    "attributes correlated with any one: safe whatever the pairwise correlations",
     "total leakage, uniform (nats)": "TPL with the uniform budgets",
 }
+
+
+def calibration_caption(cal: core.BudgetCalibration) -> str:
+    """The calibration in words: the totals, the attributes left out, and what the target bounds (pairwise
+    leakage on this table, not what attributes reveal jointly)."""
+    n = len(cal.columns)
+    left_out = [c for c, e in zip(cal.columns, cal.eps, strict=True) if e <= 0]
+    out = f" {len(left_out)} of {n} get ε = 0 and are not released: {listed(left_out)}." if left_out else ""
+    return (
+        f"Total Σε = {cal.total:.3f} nats over {n} attributes, against {n * cal.uniform_eps:.3f} for the "
+        f"uniform split.{out} In plain words: with these budgets the leakage about any one attribute (its "
+        "own release plus what each other released attribute reveals about it through their pairwise "
+        f"dependence) is at most ε̄ = {cal.eps_bar:g} nats, so that evidence moves an attacker's odds about "
+        f"it by at most e^ε̄ = {np.exp(cal.eps_bar):.3g}. The leakages are added pair by pair (the paper's "
+        "building block): what several attributes reveal together is not bounded (an attribute determined "
+        "by two others jointly, but independent of each alone, is not counted). Computed on this table taken "
+        "as the true distribution, with no prior uncertainty."
+    )
 
 
 def calibration_table(cal: core.BudgetCalibration) -> pd.DataFrame:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
 import ui.leakage as leak
@@ -69,7 +68,7 @@ else:
     triad = curves.triad_unc if curves.triad_unc is not None else curves.triad
     st.subheader("Dependency Triad" + (" (with uncertainty)" if curves.triad_unc is not None else ""))
     for col, (symbol, value, meaning) in zip(st.columns(3), leak.triad_meanings(triad), strict=True):
-        col.metric(symbol, f"{value:.4g}")
+        col.metric(symbol, leak.parameter_text(value))
         col.caption(meaning)
     at_eps = leak.point_values(curves, eps)
     st.info(leak.odds_sentence(eps, at_eps["exact"], target, other, at_eps.get("dt_unc")))
@@ -126,14 +125,21 @@ eps_bar = st.number_input(
     step=0.5,
     key="leak_eps_bar",
 )
+floor = st.radio(
+    "Every attribute gets",
+    list(leak.CALIBRATION_FLOORS),
+    format_func=leak.CALIBRATION_FLOORS.get,
+    key="leak_cal_floor",
+    help=leak.CALIBRATION_FLOOR_HELP,
+)
 if model is None:
     st.caption("Compute the leakage for every pair first: the budgets depend on all of them.")
 else:
-    cal = leak.stored_calibration(encoded, method, 0.0, float(eps_bar))
+    cal = leak.stored_calibration(encoded, method, float(eps_bar), floor)
     if cal is None:
         jobs.start_button(
-            leak.calibration_key(encoded, method, float(eps_bar)),
-            lambda: leak.request_calibration(encoded, method, float(eps_bar)),
+            leak.calibration_key(encoded, method, float(eps_bar), floor),
+            lambda: leak.request_calibration(encoded, method, float(eps_bar), floor),
             label="Calibrate budgets",
             button_key="leak_cal_go",
             name="Calibrating budgets",
@@ -149,7 +155,4 @@ else:
         st.dataframe(
             cal_table, hide_index=True, key="leak_cal_table", column_config=leak.column_config(cal_table)
         )
-        st.caption(
-            f"In plain words: with these budgets, whatever an attacker learns from all released attributes "
-            f"together moves their odds about any one attribute by at most e^ε̄ = {np.exp(eps_bar):.3g}."
-        )
+        st.caption(leak.calibration_caption(cal))

@@ -6,12 +6,15 @@ For attributes released with per-attribute budgets eps_j, the total privacy leak
     TPL_k(eps) = eps_k + sum_{j != k} CPL_{j -> k}(eps_j),
 
 where CPL_{j -> k} is the leakage about k from releasing j (exact CPL* or its Dependency Triad estimate).
-:func:`calibrate_budgets` maximises sum_k eps_k subject to TPL_k <= eps_bar for every k.
+:func:`calibrate_budgets` maximises sum_k eps_k subject to TPL_k <= eps_bar and eps_k >= a floor for every k.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -20,6 +23,7 @@ import pandas as pd
 
 from mdp_core._validation import Progress, check_positive, report
 from mdp_core.errors import DataError
+from mdp_core.leakage._ascent import Budgets, ascend, linear_start, local_optimum
 from mdp_core.leakage._checks import _check_codes
 from mdp_core.leakage.cpl import _conditional, _log_ratio, cpl_hull
 from mdp_core.leakage.triad import DependencyTriad, _dt_eval, _dt_kink, dependency_triad
@@ -28,6 +32,7 @@ __all__ = [
     "BudgetCalibration",
     "PairwiseLeakage",
     "calibrate_budgets",
+    "common_budget",
     "leakage_matrix",
     "pairwise_leakage",
     "total_leakage",
@@ -240,7 +245,7 @@ class BudgetCalibration:
     eps_bar: float
     uniform_eps: float
     uniform_tpl: np.ndarray
-    rounds: int
+    floor: float
     success: bool
     status: str
     message: str
@@ -263,88 +268,26 @@ class BudgetCalibration:
         )
 
 
-class _Budgets:
-    """Budgets with cached per-source rows so one coordinate change costs one row evaluation."""
-
-    def __init__(self, model: PairwiseLeakage, eps: np.ndarray) -> None:
-        self.model, self.eps = model, eps.copy()
-        self.rows = np.vstack([self._row(j, eps[j]) for j in range(model.n)])
-
-    def _row(self, j: int, e: float) -> np.ndarray:
-        return self.model.row(j, e) if e > 0 else np.zeros(self.model.n)
-
-    def tpl(self) -> np.ndarray:
-        return self.eps + self.rows.sum(axis=0)
-
-    def tpl_if(self, j: int, e: float) -> np.ndarray:
-        t = self.tpl() - self.rows[j] + self._row(j, e)
-        t[j] += e - self.eps[j]
-        return t
-
-    def set(self, j: int, e: float) -> None:
-        self.eps[j], self.rows[j] = e, self._row(j, e)
-
-
-def _max_coordinate(b: _Budgets, j: int, eps_bar: float, tol: float) -> float:
-    """Largest eps_j (others fixed) with every TPL <= eps_bar, to within ``tol`` in eps_j or in TPL.
-
-    h(e) = max_k TPL_k - eps_bar is non-decreasing in e (every CPL grows with its budget): keep a bracket
-    [lo feasible, hi infeasible], alternating false-position and bisection steps (the bracket at least
-    halves every two steps); the feasible end is returned.
-    """
-    lo = b.eps[j]
-    # the own constraint alone caps eps_j at eps_bar - (leakage about j from the others)
-    hi = max(lo, eps_bar - (b.rows[:, j].sum() - b.rows[j, j]))
-    h_hi = float(np.max(b.tpl_if(j, hi))) - eps_bar
-    if h_hi <= 0:
-        return hi
-    h_lo = float(np.max(b.tpl_if(j, lo))) - eps_bar
-    for step in range(200):
-        if hi - lo <= tol or h_lo >= -tol:
-            break
-        mid = lo - h_lo * (hi - lo) / (h_hi - h_lo) if step % 2 == 0 else 0.5 * (lo + hi)
-        if not lo < mid < hi:
-            mid = 0.5 * (lo + hi)
-        h_mid = float(np.max(b.tpl_if(j, mid))) - eps_bar
-        if h_mid <= 0:
-            lo, h_lo = mid, h_mid
-        else:
-            hi, h_hi = mid, h_mid
-    return lo
-
-
-def _ascend(b: _Budgets, eps_bar: float, tol: float, *, frozen: int = -1, max_sweeps: int = 200) -> int:
-    """Coordinate ascent: raise each budget (except ``frozen``) to its largest feasible value until stable."""
-    for sweep in range(1, max_sweeps + 1):
-        moved = 0.0
-        for j in np.argsort(b.eps, kind="stable"):
-            if j == frozen:
-                continue
-            new = _max_coordinate(b, int(j), eps_bar, tol)
-            if new > b.eps[j]:
-                moved += new - b.eps[j]
-                b.set(int(j), new)
-        if moved <= tol * max(1, b.model.n):
-            return sweep
-    return max_sweeps
-
-
 def calibrate_budgets(
     model: PairwiseLeakage,
     eps_bar: float,
     *,
+    floor: float | Literal["common", "uniform"] = 0.0,
     tol: float = 1e-9,
-    max_rounds: int = 10,
     progress: Progress = None,
 ) -> BudgetCalibration:
-    """Per-attribute budgets maximising sum_k eps_k subject to TPL_k(eps) <= eps_bar for all k (001 VI-G).
+    """Per-attribute budgets maximising sum_k eps_k subject to TPL_k(eps) <= eps_bar and eps_k >= ``floor``
+    for all k (001 VI-G; Appendix K, the paper's algorithm, is not in its text).
 
-    Method (robust, derivative-free; every iterate is feasible): every TPL_k is non-decreasing in every
-    eps_j, so the feasible set is a down-set. (1) Common scale: bisection on t for the largest t with
-    TPL(t, ..., t) <= eps_bar. (2) Coordinate ascent: raise each eps_j by bisection to its largest feasible
-    value, until a sweep moves less than ``tol``. (3) Exchange polish: lower one budget by 50 % or 10 %
-    re-run (2), keep the move only if sum_k eps_k grows. The result is feasible (checked at the end) and
-    coordinate-wise maximal; the problem is not convex, so global optimality is not claimed.
+    The feasible set is a down-set but not convex (every CPL is concave in its budget), so the optimum may
+    leave attributes at the floor (with ``floor=0``: not released) and local searches can stop short of it.
+    Method (every iterate is feasible): from each of two starts, the largest common budget and the optimum
+    of the first-order model (exact as eps_bar -> 0; an LP), SLSQP with forward-difference gradients
+    (:func:`~mdp_core.leakage._ascent.local_optimum`), its end point scaled back towards the floor until
+    every TPL is within the target, then coordinate ascent; the start with the larger total wins. The
+    result is feasible (checked at the end) and coordinate-wise maximal; global optimality is not claimed.
+    Measured at eps_bar = 3: heart 4.656 (3.899 by the common budget and coordinate ascent alone), wine
+    4.209 (3.482), adult 5.030 (3.824), in 0.1-0.4 s.
 
     Parameters
     ----------
@@ -352,60 +295,107 @@ def calibrate_budgets(
         Pairwise leakage (exact or DT) from :func:`pairwise_leakage`.
     eps_bar : float
         Target total leakage per attribute (nats).
+    floor : float or {"common", "uniform"}
+        Least budget of every attribute (nats), at most the largest common budget (:func:`common_budget`):
+        ``"common"`` that budget (every attribute gets at least what an equal split allows), ``"uniform"``
+        the uniform split (:func:`uniform_split`, safe whatever the pairwise correlations), 0 (the
+        default) lets attributes be left out.
     tol : float
-        Bisection tolerance on budgets.
-    max_rounds : int
-        Exchange-polish rounds.
+        Tolerance on budgets.
     """
     _check_model(model)
     eb_user = check_positive(eps_bar, "eps_bar")
     eb = eb_user * (1.0 - 1e-12)  # a hair of margin so that re-summing in another order stays <= eps_bar
     start = time.perf_counter()
     n = model.n
-    # (1) common scale
-    lo, hi = 0.0, eb
-    while hi - lo > tol:
-        mid = 0.5 * (lo + hi)
-        if np.all(total_leakage(model, np.full(n, mid)) <= eb):
-            lo = mid
-        else:
-            hi = mid
-    b = _Budgets(model, np.full(n, lo))
-    report(progress, 0.1, "common scale")
-    # (2) coordinate ascent
-    _ascend(b, eb, tol)
-    # (3) exchange polish
-    rounds = 0
-    for rounds in range(1, max_rounds + 1):
-        improved = False
-        for frac in (0.5, 0.1):
-            for j in range(n):
-                if b.eps[j] <= tol:
-                    continue
-                trial = _Budgets(model, b.eps)
-                trial.set(j, b.eps[j] * (1.0 - frac))
-                _ascend(trial, eb, tol, frozen=j)  # let the others use the freed leakage first
-                _ascend(trial, eb, tol)
-                if trial.eps.sum() > b.eps.sum() + 10 * tol * n:
-                    b, improved = trial, True
-        report(progress, 0.1 + 0.9 * rounds / max_rounds, f"polish round {rounds}")
-        if not improved:
-            break
-    eps = b.eps.copy()
+    common = common_budget(model, eb, tol=tol)
+    floor = _floor_value(floor, common, uniform_split(model, eb_user))
+    if floor > common:
+        raise DataError(
+            f"a floor of {floor:g} per attribute exceeds the target: at most {common:.4g} for every "
+            f"attribute keeps every total leakage within ε̄ = {eb_user:g}"
+        )
+    starts = {
+        "common budget": np.full(n, common),
+        "first-order optimum": _into_feasible(model, linear_start(_slopes(model, eb), eb, floor), floor, eb),
+    }
+    best: Budgets | None = None
+    for i, (name, point) in enumerate(starts.items()):
+        told = None if progress is None else _step_reporter(progress, i, len(starts), name)
+        optimum = local_optimum(Budgets(model, point), eb, floor, callback=told)
+        b = Budgets(model, _into_feasible(model, optimum, floor, eb))
+        ascend(b, eb, tol)
+        if best is None or b.eps.sum() > best.eps.sum():
+            best = b
+    assert best is not None
+    eps = best.eps.copy()
     tpl = total_leakage(model, eps)
-    ok = bool(np.all(tpl <= eb_user))
-    uni = uniform_split(model, eb_user)
+    ok = bool(np.all(tpl <= eb_user) and np.all(eps >= floor))
     report(progress, 1.0, "done")
     return BudgetCalibration(
         columns=model.columns,
         eps=eps,
         tpl=tpl,
         eps_bar=eb_user,
-        uniform_eps=uni,
-        uniform_tpl=total_leakage(model, np.full(n, uni)),
-        rounds=rounds,
+        uniform_eps=uniform_split(model, eb_user),
+        uniform_tpl=total_leakage(model, np.full(n, uniform_split(model, eb_user))),
+        floor=floor,
         success=ok,
-        status="optimal-coordinatewise" if ok else "infeasible",
-        message="every TPL_k <= eps_bar" if ok else "a TPL constraint is violated (numerical issue)",
+        status="local-optimum" if ok else "infeasible",
+        message=(
+            f"every TPL_k <= eps_bar; the better of {len(starts)} local searches (the problem is not convex)"
+            if ok
+            else "a TPL constraint is violated (numerical issue)"
+        ),
         seconds=time.perf_counter() - start,
     )
+
+
+def _floor_value(floor: object, common: float, uniform: float) -> float:
+    if floor == "common":
+        return common
+    if floor == "uniform":
+        return min(uniform, common)  # equal in exact arithmetic or below; never above the feasible common
+    if not isinstance(floor, (int, float)) or isinstance(floor, bool) or not 0 <= floor < math.inf:
+        raise DataError(f"floor must be 'common', 'uniform' or a non-negative budget, got {floor!r}")
+    return float(floor)
+
+
+def _step_reporter(progress: Progress, i: int, starts: int, name: str) -> Callable[[object], None]:
+    """SLSQP's per-step callback: a progress report, where a stopped job's progress raises."""
+    steps = itertools.count(1)
+
+    def told(_: object) -> None:
+        k = next(steps)
+        report(progress, (i + 1 - 1 / (1 + k)) / starts, f"local search from the {name}: step {k}")
+
+    return told
+
+
+def common_budget(model: PairwiseLeakage, eps_bar: float, *, tol: float = 1e-9) -> float:
+    """The largest budget t that every attribute can have at once: TPL(t, ..., t) <= eps_bar (bisection on
+    t, to ``tol``; at least :func:`uniform_split`)."""
+    _check_model(model)
+    eps_bar = check_positive(eps_bar, "eps_bar")
+    lo, hi = 0.0, eps_bar
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if np.all(total_leakage(model, np.full(model.n, mid)) <= eps_bar) else (lo, mid)
+    return lo
+
+
+def _slopes(model: PairwiseLeakage, eps_bar: float) -> np.ndarray:
+    """d CPL_{j -> k} / d eps_j near eps = 0 (the first-order model of a small target)."""
+    return Budgets(model, np.full(model.n, 1e-6 * eps_bar)).jacobian() - np.eye(model.n)
+
+
+def _into_feasible(model: PairwiseLeakage, point: np.ndarray, floor: float, eps_bar: float) -> np.ndarray:
+    """The point of the segment from (floor, ..., floor) (feasible) to ``point`` farthest along it that is
+    feasible (bisection: TPL grows along the segment)."""
+    base = np.full(model.n, floor)
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        inside = np.all(total_leakage(model, base + mid * (point - base)) <= eps_bar)
+        lo, hi = (mid, hi) if inside else (lo, mid)
+    return base + lo * (point - base)

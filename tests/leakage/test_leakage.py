@@ -16,6 +16,7 @@ from mdp_core import (
     DataError,
     DependencyTriad,
     calibrate_budgets,
+    common_budget,
     conditional,
     cpl_exact,
     dependency_triad,
@@ -315,22 +316,65 @@ def test_pairwise_matrix_matches_pair_functions(codes: pd.DataFrame) -> None:
 
 @pytest.mark.parametrize("method", ["exact", "dt"])
 @pytest.mark.parametrize("eps_bar", [0.3, 2.0, 6.0])
-def test_calibration_respects_every_constraint(codes: pd.DataFrame, method: str, eps_bar: float) -> None:
+@pytest.mark.parametrize("floor", ["uniform", "common", 0.0])
+def test_calibration_respects_every_constraint(
+    codes: pd.DataFrame, method: str, eps_bar: float, floor: str | float
+) -> None:
     model = pairwise_leakage(codes, method=method)  # type: ignore[arg-type]
-    cal = calibrate_budgets(model, eps_bar)
-    assert cal.success and cal.status == "optimal-coordinatewise"
+    cal = calibrate_budgets(model, eps_bar, floor=floor)  # type: ignore[arg-type]
+    assert cal.success and cal.status == "local-optimum"
     tpl = total_leakage(model, cal.eps)
     assert np.all(tpl <= eps_bar) and np.allclose(tpl, cal.tpl)
-    assert np.all(cal.eps > 0)
     uni = uniform_split(model, eps_bar)
     assert uni == pytest.approx(eps_bar / 4)  # every pair is (at least slightly) correlated
-    assert np.all(cal.uniform_tpl <= eps_bar + 1e-12)
-    assert cal.total >= model.n * uni - 1e-9
+    common = common_budget(model, eps_bar)
+    assert np.all(total_leakage(model, np.full(4, common)) <= eps_bar)
+    assert np.any(total_leakage(model, np.full(4, common + 1e-6)) > eps_bar)
+    # (the calibration keeps a 1e-12 relative margin below eps_bar)
+    assert uni <= common and cal.floor == pytest.approx({"uniform": uni, "common": common, 0.0: 0.0}[floor])
+    assert np.all(cal.eps >= cal.floor) and np.all(cal.uniform_tpl <= eps_bar + 1e-12)
+    assert cal.total >= model.n * cal.floor - 1e-9
     for j in range(model.n):  # coordinate-wise maximal: no budget can grow on its own
         bumped = cal.eps.copy()
         bumped[j] += 1e-6
         assert np.any(total_leakage(model, bumped) > eps_bar)
     assert list(cal.table()["attribute"]) == list(codes.columns)
+
+
+def test_calibration_reaches_a_brute_force_optimum_on_three_attributes(rng: np.random.Generator) -> None:
+    """Leakage audit (stop 62): scaling every budget to the tightest constraint and raising them one at a
+    time stopped 19-42 % below the best total (heart at target 3: 3.899 against 4.656). Three attributes,
+    two correlated with the third: the best (eps_1, eps_2) on a grid, eps_3 the largest that fits."""
+    n = 4000
+    x = rng.integers(0, 3, n)
+    y = np.where(rng.random(n) < 0.8, x, rng.integers(0, 3, n))
+    z = np.where(rng.random(n) < 0.6, y, rng.integers(0, 4, n))
+    model = pairwise_leakage(pd.DataFrame({"x": x, "y": y, "z": z}), method="exact")
+    eps_bar = 2.0
+
+    def largest_third(e1: float, e2: float) -> float:
+        if np.any(total_leakage(model, [e1, e2, 0.0]) > eps_bar):
+            return -np.inf
+        lo, hi = 0.0, eps_bar
+        for _ in range(40):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if np.all(total_leakage(model, [e1, e2, mid]) <= eps_bar) else (lo, mid)
+        return e1 + e2 + lo
+
+    grid = np.linspace(0.0, eps_bar, 41)
+    best = max(largest_third(a, b) for a in grid for b in grid)
+    cal = calibrate_budgets(model, eps_bar)
+    assert cal.total >= best - 1e-6
+    assert calibrate_budgets(model, eps_bar, floor="common").total <= cal.total + 1e-9
+
+
+def test_a_floor_above_the_common_budget_is_refused(codes: pd.DataFrame) -> None:
+    model = pairwise_leakage(codes)
+    common = common_budget(model, 1.0)
+    with pytest.raises(DataError, match=f"at most {common:.4g} for every attribute"):
+        calibrate_budgets(model, 1.0, floor=common * 1.1)
+    with pytest.raises(DataError, match="floor must be 'common', 'uniform' or a non-negative budget"):
+        calibrate_budgets(model, 1.0, floor="largest")  # type: ignore[arg-type]
 
 
 def test_calibration_matches_a_brute_force_optimum_on_two_attributes(rng: np.random.Generator) -> None:
