@@ -130,7 +130,7 @@ _LABELS = {
     "em_remap_cal": "EM + remap, calibrated ε",
     "lp_coarse": "LP on seed grid (LP-A, not private)",
     "bilinear": "Bilinear lattice (ε-mDP everywhere)",
-    "spanner": "Spanner LP (near-optimal)",
+    "spanner": "Spanner LP (close to the optimum)",
     "optimal": "Exact optimum (LP over every pair)",
 }
 
@@ -172,8 +172,8 @@ def eps_meaning(eps: float, extent_km: tuple[float, float]) -> str:
     said = (
         f"ε = {eps:.3g}/km on this {extent_km[0]:.1f} × {extent_km[1]:.1f} km map: from one report an "
         f"attacker's odds between two places move by at most ×2 if they are {_metres(math.log(2) / eps)} "
-        f"apart, ×10 at {_metres(math.log(10) / eps)}, and {odds} between opposite corners "
-        f"({diagonal:.1f} km)."
+        f"apart in a straight line, ×10 at {_metres(math.log(10) / eps)}, and {odds} between opposite "
+        f"corners ({diagonal:.1f} km)."
     )
     if across <= 2 * math.log(2):  # the whole map within two x2 steps: reports hardly depend on the place
         said += (

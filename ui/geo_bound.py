@@ -157,7 +157,7 @@ def optimal_too_large(problem: GeoProblem, reachable: bool) -> str:
     text = (
         f"The exact optimum is built on maps of up to {OPTIMAL_MAX_TARGETS:,} target vertices; this one "
         f"has {problem.grid.n_targets:,}. Pick depth 1 (or fewer seed cells) to see it, or the spanner LP, "
-        f"which is near-optimal on maps of up to {SPANNER_MAX_TARGETS:,} targets."
+        f"which comes close to it on maps of up to {SPANNER_MAX_TARGETS:,} targets."
     )
     if reachable:
         longest = seconds_label(max(BOUND_TIMES))

@@ -74,9 +74,9 @@ EXTRAS = {
     ),
     "spanner": (
         "Spanner LP",
-        "Near-optimal: the LP over all mechanisms on every target, with the privacy rows of a geometric "
-        "spanner only, raised to ε-mDP on all pairs and checked on all of them; its multipliers also "
-        f"certify the lower bound. Maps up to {geo.SPANNER_MAX_TARGETS:,} targets; "
+        "Close to the optimum: the LP over all mechanisms on every target, with the privacy rows of a "
+        "geometric spanner only, raised to ε-mDP on all pairs and checked on all of them; its multipliers "
+        f"also certify the lower bound. Maps up to {geo.SPANNER_MAX_TARGETS:,} targets; "
         f"{geo.PAGE_LP_SECONDS['spanner']:.0f} s of LP ({geo.PAGE_FINE_SPANNER_SECONDS:.0f} s above "
         f"{geo.FINE_GRID_TARGETS:,} targets) plus the raise, in the background: about 20 s at depth 1, "
         "half a minute at depth 2, about three minutes at depth 3.",
@@ -217,6 +217,12 @@ def show_table(comps: dict[str, GeoComparison], bound: Any | None) -> None:
         notes.append(
             f"Best possible with these outputs ({what}, {bound.seconds:.1f} s): "
             f"{bound.value:.3f} km; no ε-mDP mechanism has a smaller expected travel error."
+            + (
+                ""
+                if bound.exact
+                else " A bound is as tight as the time it got allows: on a busy machine the same time gives "
+                "a looser one (both are valid); a longer bound tightens it."
+            )
         )
     st.caption(" ".join(notes))
 
@@ -289,7 +295,9 @@ TABLE_COLUMNS = {
     "expected travel error (km)": st.column_config.NumberColumn(format="%.3f"),
     "vs EM": st.column_config.NumberColumn(format="%.3f", help="Expected travel error / EM's"),
     "at most % better possible": st.column_config.NumberColumn(
-        format="%.1f", help="Share of this method's error some ε-mDP mechanism may save: 1 − bound / error"
+        format="%.1f",
+        help="Share of this method's error some ε-mDP mechanism with the same outputs may save: "
+        "1 − bound / error",
     ),
     "gap to bound": st.column_config.NumberColumn(
         format="%.3f", help="Error / bound − 1 (0.084: 8.4 % above the certified lower bound)"
@@ -352,11 +360,12 @@ def verdict(comps: dict[str, GeoComparison], bound: Any | None) -> str:
         return ""
     best = min(private, key=lambda k: private[k])
     better = 100 * max(1 - bound.value / private[best], 0.0)  # the table's "at most % better possible"
+    outputs = comps[best].mechanisms[best].matrix.shape[1]
     if bound.exact:
         how_far = f"the best possible, the exact optimum's {bound.value:.3f} km, is {better:.1f} % less"
     else:  # the optimum lies between the bound and the best method
-        how_far = f"at most {better:.1f} % less is possible (no ε-mDP mechanism errs less than "
-        how_far += f"{bound.value:.3f} km)"
+        how_far = f"at most {better:.1f} % less is possible (no ε-mDP mechanism reporting one of these "
+        how_far += f"{outputs:,} output points errs less than {bound.value:.3f} km)"
     said = (
         f"Of the private methods shown, **{labels[best]}** has the least expected travel error "
         f"({private[best]:.3f} km): {how_far}."
@@ -368,10 +377,13 @@ def verdict(comps: dict[str, GeoComparison], bound: Any | None) -> str:
 
 def _closer_hint(n_targets: int) -> str:
     """Which toggle shows how much of a wide gap a mechanism can close (the bound may be loose too)."""
-    name = EXTRAS["spanner" if n_targets <= geo.SPANNER_MAX_TARGETS else "bilinear"][0]
+    fits = n_targets <= geo.SPANNER_MAX_TARGETS
+    names = [EXTRAS[k][0] for k in ("bilinear", "spanner") if k == "bilinear" or fits]
+    which = " or ".join(f"**{name}**" for name in names)
     return (
-        f" The optimum lies somewhere in that range: turn on **{name}** above for a near-optimal private "
-        "mechanism (built in the background) to see how much of it a mechanism can close."
+        f" The optimum lies somewhere in that range: turn on {which} above for a private mechanism close to "
+        "it (built in the background; which is closer depends on the map and depth) to see how much of the "
+        "range a mechanism can close."
     )
 
 

@@ -14,10 +14,11 @@ st.caption(
     "A location mechanism is optimised on a coarse seed grid and extended level by level to a fine grid over "
     "the roads (tree-based extension), then compared with the exponential mechanism, EM + Bayesian "
     "remapping, an LP on the seed grid only and, on request, a lattice LP that is ε-mDP everywhere and a "
-    "near-optimal LP over every target (spanner LP), whose multipliers also bound the best possible, and, "
-    "at depth 1, the exact optimum itself. "
-    "Utility: expected error in travel distance to task points (km). ε is per km: two places d km apart "
-    "are e^(ε·d)-indistinguishable."
+    "LP over every target close to the optimum (spanner LP), whose multipliers also bound the best possible "
+    "with the same outputs, and, at depth 1, the exact optimum itself. "
+    "Utility: expected error in travel distance to task points (km). ε is per km of straight-line "
+    "distance between the grid's points (a location is first snapped to its nearest grid point): two "
+    "points d km apart are e^(ε·d)-indistinguishable."
 )
 
 # ---- the map and its settings (every setting widget is keyed per map: issue 11, failure 5) --------------

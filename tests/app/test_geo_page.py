@@ -566,7 +566,7 @@ def test_bilinear_failure_is_said_not_raised(app: AppTest, monkeypatch: pytest.M
     assert any("Infeasible" in e.value for e in at.error)
 
 
-SPANNER = "Spanner LP (near-optimal)"
+SPANNER = "Spanner LP (close to the optimum)"
 
 
 def test_spanner_lp_on_request_certifies_the_bound(app: AppTest) -> None:
@@ -928,17 +928,21 @@ def test_exact_optimum_on_request_is_the_tables_yardstick(app: AppTest) -> None:
     assert f"at most {100 * (1 - short.value / u_best):.1f} % less is possible" in geo_results.verdict(
         comps, short
     )
-    assert f"errs less than {short.value:.3f} km" in geo_results.verdict(comps, short)
+    outputs = comps["tree"].mechanisms["tree"].matrix.shape[1]  # geo audit: the bound holds for these outputs
+    assert f"reporting one of these {outputs:,} output points errs less than {short.value:.3f} km" in (
+        geo_results.verdict(comps, short)
+    )
     assert geo_results.verdict(comps, None) == "" and geo_results.verdict({"optimal": comp}, bound) == ""
     plain = {m: comps[m] for m in ("tree", "em", "em_remap")}  # no near-optimal method shown
     u_plain = min(c.utility_km[m] for m, c in plain.items())
     far = dataclasses.replace(bound, value=0.5 * u_plain, exact=False)
-    assert "turn on **Spanner LP** above" in geo_results.verdict(plain, far)  # 50 % wide: which toggle
+    assert "turn on **Bilinear lattice** or **Spanner LP** above" in geo_results.verdict(plain, far)
     assert "turn on" not in geo_results.verdict(comps, far)  # the optimum is shown: nothing to point to
     near = dataclasses.replace(far, value=(1 - geo_results.HINT_GAP) * u_plain * 1.001)
     assert "turn on" not in geo_results.verdict(plain, near)  # within the hint's gap
     assert "turn on" not in geo_results.verdict(plain, dataclasses.replace(far, exact=True))
-    assert "**Bilinear lattice**" in geo_results._closer_hint(geo.SPANNER_MAX_TARGETS + 1)  # too big a map
+    hint = geo_results._closer_hint(geo.SPANNER_MAX_TARGETS + 1)  # too big a map for the spanner
+    assert "**Bilinear lattice**" in hint and "Spanner" not in hint
     _widget(at, "selectbox", "Mechanism shown").set_value(EXACT)
     _run(at)
     x, heat = _true_target_and_heat(at, problem)
