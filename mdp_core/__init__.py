@@ -89,6 +89,7 @@ from mdp_core.errors import (
     InfeasibleFloorError,
 )
 from mdp_core.leakage import (
+    CALIBRATION_NEGLIGIBLE,
     BudgetCalibration,
     DependencyTriad,
     PairwiseLeakage,
@@ -211,6 +212,7 @@ from mdp_core.sweep import (
 __all__ = [
     "AUDIT_FIELDS",
     "BASELINES",
+    "CALIBRATION_NEGLIGIBLE",
     "CRITERIA",
     "DATA_DIR",
     "DELTA",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mdp_core.leakage.calibration import (
+    CALIBRATION_NEGLIGIBLE,
     BudgetCalibration,
     PairwiseLeakage,
     calibrate_budgets,
@@ -17,6 +18,7 @@ from mdp_core.leakage.sources import cpl_source_band, source_conditionals, uncer
 from mdp_core.leakage.triad import DependencyTriad, dependency_triad, dt_cpl
 
 __all__ = [
+    "CALIBRATION_NEGLIGIBLE",
     "BudgetCalibration",
     "DependencyTriad",
     "PairwiseLeakage",

@@ -29,6 +29,7 @@ from mdp_core.leakage.cpl import _conditional, _log_ratio, cpl_hull
 from mdp_core.leakage.triad import DependencyTriad, _dt_eval, _dt_kink, dependency_triad
 
 __all__ = [
+    "CALIBRATION_NEGLIGIBLE",
     "BudgetCalibration",
     "PairwiseLeakage",
     "calibrate_budgets",
@@ -235,6 +236,11 @@ def uniform_split(model: PairwiseLeakage, eps_bar: float, *, min_dependence: flo
     return eb / (1 + m)
 
 
+#: A calibrated budget closer than this share of eps_bar to the floor is set to the floor: raising it is
+#: what the target's 1e-12 margin allows, not a release.
+CALIBRATION_NEGLIGIBLE = 1e-6
+
+
 @dataclass(frozen=True)
 class BudgetCalibration:
     """Result of :func:`calibrate_budgets` (budgets in nats, one per attribute of ``columns``)."""
@@ -325,6 +331,9 @@ def calibrate_budgets(
         optimum = local_optimum(Budgets(model, point), eb, floor, callback=told)
         b = Budgets(model, _into_feasible(model, optimum, floor, eb))
         ascend(b, eb, tol)
+        # what the target's 1e-12 margin lets a budget rise is no release: back to the floor
+        for j in np.flatnonzero(b.eps - floor < CALIBRATION_NEGLIGIBLE * eb):
+            b.set(int(j), floor)
         if best is None or b.eps.sum() > best.eps.sum():
             best = b
     assert best is not None
