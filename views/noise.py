@@ -37,9 +37,7 @@ with mid:
         0.2,
         0.5,
     ]
-    delta = float(
-        st.select_slider("δ (failure probability)", options=delta_options, value=0.01, key="ggm_delta")
-    )
+    delta = float(st.select_slider("δ (additive slack)", options=delta_options, value=0.01, key="ggm_delta"))
 with right:
     sensitivity = st.number_input(
         "Sensitivity Δ",
@@ -169,6 +167,7 @@ if vector is not None:
             wait=noise.HEATMAP_WAIT_SECONDS,
         )
     else:
+        table = noise.mark_scalar_shape(table, choice.p)
         st.dataframe(
             table,
             hide_index=True,

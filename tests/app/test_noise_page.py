@@ -100,7 +100,7 @@ def test_six_coordinate_vector_at_defaults_gives_a_table(at: AppTest) -> None:
     at.text_input(key="ggm_vector").set_value("1,1,1,1,1,1").run()
     at.button(key="ggm_vector_go").click().run()
     table = vector_table(at)
-    assert list(table["shape p"]) == ["1", "1.06", "2", "∞"]
+    assert list(table["shape p"]) == ["1", "1.06 (the scalar query's shape)", "2", "∞"]
     assert (table["scale b"] > 0).all() and not at.warning
     exact = table.set_index("shape p")["scale b"]
     assert exact["2"] == pytest.approx(core.ggm_scale(2.0, 1.0, 0.01, 3.0 * np.sqrt(6.0) / 3.0))
@@ -137,7 +137,7 @@ def test_figures_use_round_log_ticks_and_separate_colour_bars(at: AppTest) -> No
     assert heat["layout"]["yaxis"]["ticktext"][0] == "10⁻⁸" and len(heat["layout"]["yaxis"]["ticktext"]) <= 8
     bars = [trace["colorbar"] for trace in heat["data"]]
     assert all(b["orientation"] == "h" and b["y"] < 0 for b in bars)  # under their panels, not over an axis
-    assert any("attacker" in c.value and "e^ε" in c.value for c in at.caption)
+    assert any("as likely with the record as without it" in c.value and "e^ε" in c.value for c in at.caption)
 
 
 def test_tiny_sensitivity_with_tolerance_criterion_reruns_quickly(at: AppTest, label_index: None) -> None:
@@ -308,3 +308,39 @@ def test_selection_inputs_that_the_criterion_ignores_are_disabled(at: AppTest) -
     at.radio(key="ggm_criterion").set_value("tolerance").run()
     assert at.number_input(key="ggm_m").disabled and not at.number_input(key="ggm_t").disabled
     assert "query's units" in at.number_input(key="ggm_sens").help
+
+
+def test_delta_is_described_as_a_slack_not_as_the_chance_the_odds_move_more(at: AppTest) -> None:
+    """Noise audit: the page said the odds move by at most e^eps "except with probability delta". For
+    Laplace noise at the page's scale the privacy loss exceeds eps with probability about one half
+    (computed here in closed form), fifty times delta = 0.01 at the defaults."""
+    eps, delta, sensitivity = 1.0, 0.01, 3.0
+    b = core.ggm_scale(1.0, eps, delta, sensitivity)
+    # loss (|x - D| - |x|) / b, X ~ Laplace(0, b): D / b > eps for x <= 0, above eps on (0, (D - eps b) / 2)
+    beyond = 0.5 + 0.5 * (1 - np.exp(-(sensitivity - eps * b) / (2 * b)))
+    assert beyond > 50 * delta
+    said = " ".join(m.value for m in (*at.markdown, *at.caption, *at.info))
+    assert "except with probability" not in said
+    assert "δ is an additive slack on those probabilities, not the chance that the odds move" in said
+    assert at.select_slider(key="ggm_delta").label == "δ (additive slack)"
+
+
+def test_a_small_gain_credits_laplace_only_where_laplace_is_the_classical_best() -> None:
+    """Noise audit: at (eps, delta) = (0.5, 0.1) Gaussian noise is the best classical shape, yet the verdict
+    said "where Laplace wins"."""
+    from ui.noise import verdict
+
+    gaussian = core.select_shape(0.5, 0.1, 3.0)
+    assert gaussian.classical_p == 2.0 and gaussian.improvement < 0.01
+    assert "Gaussian noise is already near-optimal" in verdict(gaussian)
+    assert "Laplace" not in verdict(gaussian)
+    laplace = core.select_shape(8.0, 1e-8, 3.0)
+    assert laplace.classical_p == 1.0 and laplace.improvement < 0.01
+    assert "where Laplace wins" in verdict(laplace)
+
+
+def test_the_vector_tables_extra_shape_is_labelled_as_the_scalar_querys(at: AppTest) -> None:
+    at.text_input(key="ggm_vector").set_value("1, 2").run()
+    at.button(key="ggm_vector_go").click().run()
+    shapes = list(vector_table(at)["shape p"])
+    assert shapes == ["1", "1.06 (the scalar query's shape)", "2", "∞"]
