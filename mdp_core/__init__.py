@@ -140,6 +140,7 @@ from mdp_core.noise import (
     ShapeChoice,
     ShapeHeatmap,
     VectorScale,
+    VectorShapeChoice,
     ggm_delta,
     ggm_delta_vector_bounds,
     ggm_logpdf,
@@ -152,7 +153,9 @@ from mdp_core.noise import (
     ggm_second_moment,
     ggm_tolerance,
     select_shape,
+    select_shape_vector,
     shape_heatmap,
+    vector_shape_grid,
 )
 from mdp_core.release import (
     AUDIT_FIELDS,
@@ -269,6 +272,7 @@ __all__ = [
     "TaskUtility",
     "UtilityTarget",
     "VectorScale",
+    "VectorShapeChoice",
     "allocate_budget",
     "audit_record",
     "bayesian_remap",
@@ -376,6 +380,7 @@ __all__ = [
     "save_scenarios",
     "select_mechanism",
     "select_shape",
+    "select_shape_vector",
     "shape_heatmap",
     "shifted_envelopes",
     "smallest_eps",
@@ -390,6 +395,7 @@ __all__ = [
     "total_leakage",
     "uncertainty_from_sources",
     "uniform_split",
+    "vector_shape_grid",
     "which_eps",
 ]
 __version__ = "0.1.0"

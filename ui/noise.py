@@ -22,6 +22,7 @@ __all__ = [
     "GRID_SIZES",
     "SECOND_MOMENT_LABEL",
     "VECTOR_COLUMNS",
+    "VECTOR_SEARCH_SECONDS",
     "VectorQuery",
     "band_note",
     "cached_choice",
@@ -30,16 +31,17 @@ __all__ = [
     "fig_heatmap",
     "fig_scale_curves",
     "heatmap_key",
-    "mark_scalar_shape",
     "odds_sentence",
     "p_label",
     "parse_vector",
     "request_heatmap",
-    "request_vector_scales",
+    "request_vector_choice",
     "stored_heatmap",
-    "stored_vector_scales",
+    "stored_vector_choice",
+    "vector_choice",
     "vector_key",
-    "vector_scales",
+    "vector_sentence",
+    "vector_table",
     "verdict",
 ]
 
@@ -150,41 +152,54 @@ HEATMAP_TIME_LIMIT = 45.0
 #: The run that starts the heatmap shows its progress this long (seconds); the quick grid lands in it.
 HEATMAP_WAIT_SECONDS = 3.0
 
-#: Seconds each Monte Carlo certificate may take on the page (exact shapes are instant).
-VECTOR_TIME_LIMIT = 15.0
+#: Seconds the vector query's shape search may take on the page (about 2-8 s at the defaults).
+VECTOR_SEARCH_SECONDS = 30.0
 
 
 class VectorQuery(NamedTuple):
-    """A vector query: budget, per-coordinate sensitivities, the shapes to certify, the Monte Carlo seed."""
+    """A vector query: budget, coordinate-wise sensitivities, the largest finite shape, Monte Carlo seed."""
 
     eps: float
     delta: float
     alpha: float
     sensitivity: tuple[float, ...]
-    shapes: tuple[float, ...]
+    p_max: float
     seed: int
 
 
 def vector_key(query: VectorQuery) -> tuple:
-    """Job key of a vector query's table (:func:`request_vector_scales`)."""
-    return ("noise-vector-table", *query)
+    """Job and store key of a vector query's shape search (:func:`request_vector_choice`)."""
+    return ("noise-vector-choice", *query)
 
 
-def request_vector_scales(query: VectorQuery) -> Future[pd.DataFrame]:
-    """:func:`vector_scales` on the builder's long-job threads (the walk of stop 53 saw 11 s in one page
-    run): the page polls :func:`vector_key`'s job and can stop it between two Monte Carlo batches."""
-    return builder().request(vector_key(query), lambda progress: vector_scales(query, progress), slow=True)
+def request_vector_choice(query: VectorQuery) -> Future[core.VectorShapeChoice | str]:
+    """:func:`vector_choice` on the builder's long-job threads: the page polls :func:`vector_key`'s job
+    and can stop it between two Monte Carlo batches."""
+    return builder().request(vector_key(query), lambda progress: vector_choice(query, progress), slow=True)
 
 
-def _shape_key(query: VectorQuery, p: float) -> tuple:
-    """Store key of one shape's certified scale (shared by every query with these settings)."""
-    return ("noise-vector", query.eps, query.delta, query.alpha, query.sensitivity, float(p), query.seed)
+def stored_vector_choice(query: VectorQuery) -> core.VectorShapeChoice | str | None:
+    """The search's result (or why none) if it ran before for this query, else None."""
+    return result_store().get(vector_key(query))
 
 
-def _vector_row(eps: float, p: float, outcome: core.VectorScale | str) -> dict[str, object]:
+def vector_choice(query: VectorQuery, progress: Progress = None) -> core.VectorShapeChoice | str:
+    """The vector query's shape with the least error per coordinate (:func:`core.select_shape_vector`),
+    or why no shape could be certified."""
+    try:
+        return core.select_shape_vector(
+            query.eps, query.delta, list(query.sensitivity), p_max=query.p_max, alpha=query.alpha,
+            seed=query.seed, time_limit=VECTOR_SEARCH_SECONDS, progress=progress,
+        )  # fmt: skip
+    except core.DataError as exc:
+        return str(exc)
+
+
+def _vector_row(eps: float, p: float, outcome: core.VectorScale | str, best: bool) -> dict[str, object]:
+    shape = p_label(p) + (" (least error)" if best else "")
     if isinstance(outcome, str):
         return {
-            "shape p": p_label(p),
+            "shape p": shape,
             "scale b": float("nan"),
             "E|Z_i|² per coordinate": float("nan"),
             "method": f"not certified: {outcome}",
@@ -192,7 +207,7 @@ def _vector_row(eps: float, p: float, outcome: core.VectorScale | str) -> dict[s
         }
     method = "exact" if outcome.exact else f"Monte Carlo ({outcome.n_samples:,} samples)"
     return {
-        "shape p": p_label(p),
+        "shape p": shape,
         "scale b": outcome.scale,
         "E|Z_i|² per coordinate": core.ggm_second_moment(p, outcome.scale),
         "method": method,
@@ -200,50 +215,23 @@ def _vector_row(eps: float, p: float, outcome: core.VectorScale | str) -> dict[s
     }
 
 
-def mark_scalar_shape(table: pd.DataFrame, scalar_p: float) -> pd.DataFrame:
-    """The vector table with the row of the scalar query's selected shape labelled as such (it is there for
-    comparison; the table does not search the vector query's own best shape)."""
-    if not np.isfinite(scalar_p) or round(float(scalar_p), 2) in (1.0, 2.0):
-        return table
-    out = table.copy()
-    mine = out["shape p"] == p_label(round(float(scalar_p), 2))
-    out.loc[mine, "shape p"] = out.loc[mine, "shape p"] + " (the scalar query's shape)"
-    return out
+def vector_table(choice: core.VectorShapeChoice, eps: float) -> pd.DataFrame:
+    """The classical shapes and the search's best, each with its certified scale (or why none)."""
+    shapes = sorted({1.0, 2.0, float(np.inf), choice.p})
+    return pd.DataFrame([_vector_row(eps, p, choice.scale_of(p), p == choice.p) for p in shapes])
 
 
-def stored_vector_scales(query: VectorQuery) -> pd.DataFrame | None:
-    """The table if every shape was computed before (coming back is instant), else None."""
-    found = [result_store().get(_shape_key(query, p)) for p in query.shapes]
-    if any(v is None for v in found):
-        return None
-    return pd.DataFrame([_vector_row(query.eps, p, v) for p, v in zip(query.shapes, found, strict=True)])
-
-
-def vector_scales(query: VectorQuery, progress: Progress = None) -> pd.DataFrame:
-    """Scales for a vector query at a few shapes (exact for p = 2, inf; else Monte Carlo + empirical
-    Bernstein, 003 Sec. 3.5-3.6), each cached in the locked store; a shape that cannot be certified within
-    :data:`VECTOR_TIME_LIMIT` seconds gets a row saying why instead of a scale."""
-    eps, delta, alpha, sensitivity, shapes, seed = query
-    rows = []
-    for i, p in enumerate(shapes):
-
-        def compute(i: int = i, p: float = p) -> core.VectorScale | str:
-            def part(fraction: float, message: str) -> None:
-                if progress is not None:
-                    progress((i + fraction) / len(shapes), message)
-
-            rng = np.random.default_rng([int(seed), round(p * 1e6) if np.isfinite(p) else 0])
-            try:
-                return core.ggm_scale_vector(
-                    p, eps, delta, list(sensitivity), rng=rng, alpha=alpha, n_samples=100_000,
-                    time_limit=VECTOR_TIME_LIMIT, progress=part,
-                )  # fmt: skip
-            except core.DataError as exc:
-                return str(exc)
-
-        outcome = result_store().get_or_compute(_shape_key(query, p), compute)
-        rows.append(_vector_row(eps, p, outcome))
-    return pd.DataFrame(rows)
+def vector_sentence(choice: core.VectorShapeChoice) -> str:
+    """The search's answer in words."""
+    classical = {1.0: "Laplace", 2.0: "Gaussian"}.get(choice.classical_p, "uniform")
+    searched = f"searched over {len(choice.scales)} shapes from 1 to ∞"
+    if choice.p == choice.classical_p or not np.isfinite(choice.improvement):
+        return f"For this vector query {classical} noise has the least error per coordinate ({searched})."
+    return (
+        f"For this vector query p = {p_label(choice.p)} has the least error per coordinate: "
+        f"E|Z_i|² = {choice.second_moment:.4g}, {100 * choice.improvement:.1f} % below {classical} noise, "
+        f"the best classical shape ({choice.classical_second_moment:.4g}; {searched})."
+    )
 
 
 def parse_vector(text: str) -> tuple[float, ...]:

@@ -15,12 +15,14 @@ from mdp_core.noise.scalar import (
 )
 from mdp_core.noise.shape import CRITERIA, ShapeChoice, ShapeHeatmap, select_shape, shape_heatmap
 from mdp_core.noise.vector import VectorScale, ggm_delta_vector_bounds, ggm_scale_vector
+from mdp_core.noise.vector_shape import VectorShapeChoice, select_shape_vector, vector_shape_grid
 
 __all__ = [
     "CRITERIA",
     "ShapeChoice",
     "ShapeHeatmap",
     "VectorScale",
+    "VectorShapeChoice",
     "ggm_delta",
     "ggm_delta_vector_bounds",
     "ggm_logpdf",
@@ -33,5 +35,7 @@ __all__ = [
     "ggm_second_moment",
     "ggm_tolerance",
     "select_shape",
+    "select_shape_vector",
     "shape_heatmap",
+    "vector_shape_grid",
 ]
