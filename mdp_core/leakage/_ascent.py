@@ -1,8 +1,9 @@
 """Local search for per-attribute budgets: SLSQP on the smooth pieces, then coordinate ascent.
 
 Every TPL_k(eps) = eps_k + sum_{j != k} CPL_{j -> k}(eps_j) is non-decreasing in every budget, so the
-feasible set {TPL <= eps_bar} is a down-set; it is not convex (each CPL is concave in its budget). Every
-budget :func:`ascend` keeps is feasible: a raise is kept only after its TPL was evaluated.
+feasible set {TPL <= eps_bar} is a down-set, but not convex in general (a CPL curve need be neither
+convex nor concave in its budget). Every budget :func:`ascend` keeps is feasible: a raise is kept only
+after its TPL was evaluated.
 """
 
 from __future__ import annotations
@@ -121,9 +122,7 @@ def local_optimum(
         options={"maxiter": max_steps, "ftol": 1e-12},
         callback=callback,
     )
-    eps = np.clip(res.x, floor, eps_bar)
-    eps[eps - floor <= _DIFF_STEP * eps_bar] = floor  # the solver's 1e-16 residues: at the floor
-    return eps
+    return np.clip(res.x, floor, eps_bar)
 
 
 def linear_start(slopes: np.ndarray, eps_bar: float, floor: float) -> np.ndarray:
