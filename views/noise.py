@@ -145,7 +145,7 @@ alpha = st.select_slider("Monte Carlo failure α", options=[1e-4, 1e-3, 1e-2], v
 try:
     vector = noise.parse_vector(vector_text)
 except core.DataError as exc:
-    if st.button("Compute vector scales", key="ggm_vector_go"):
+    if st.button("Find the shape with the least error", key="ggm_vector_go"):
         st.error(str(exc))
     vector = None
 if vector is not None:
@@ -159,7 +159,7 @@ if vector is not None:
         jobs.start_button(
             noise.vector_key(query),
             lambda: noise.request_vector_choice(query),
-            label="Compute vector scales",
+            label="Find the shape with the least error",
             button_key="ggm_vector_go",
             name="Certifying scales",
             stop_label="Stop certifying",
