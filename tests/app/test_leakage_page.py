@@ -166,6 +166,27 @@ def test_coinciding_curves_stay_visible_and_are_named(app: AppTest) -> None:
     assert not app.exception and not [c for c in app.caption if "coincide" in c.value]
 
 
+def test_close_but_unequal_curves_are_not_said_to_coincide(app: AppTest) -> None:
+    """Leakage audit: oldpeak <- fbs, CPL* 0.0199 and (alpha, gamma, delta) 0.0355 at eps 0.1 were said to
+    "coincide" (within 0.5 % of the axis); the note now gives their largest difference."""
+    app.switch_page("views/leakage.py").run()
+    app.selectbox(key="leak_target").set_value("oldpeak").run()
+    app.selectbox(key="leak_other").set_value("fbs").run()
+    assert not app.exception
+    (note,) = [c.value for c in app.caption if c.value.startswith("For this pair")]
+    assert "coincide" not in note and "differ by at most" in note and "under 0.5% of the axis" in note
+    gap = float(note.split("differ by at most ")[1].split(" nats")[0])
+    assert 0 < gap <= 0.005 * 20  # a real difference, below the drawing's resolution
+
+
+def test_a_triad_parameter_below_rounding_reads_zero() -> None:
+    """Leakage audit: beta of an independent pair showed 3.73e-14 (the conservative rounding slack)."""
+    from ui.leakage import parameter_text
+
+    assert parameter_text(3.73e-14) == "0" and parameter_text(0.0) == "0"
+    assert parameter_text(0.01234567) == "0.01235" and parameter_text(2.5) == "2.5"
+
+
 def test_plain_words_instead_of_paper_ids(app: AppTest) -> None:
     """UX audit: "seed 001" in the caption and "(001 Sec. V-D)" in a help were internal paper ids."""
     app.switch_page("views/leakage.py").run()
