@@ -65,7 +65,7 @@ def pair_sentence(first: rel.ScenarioOutcome, second: rel.ScenarioOutcome) -> st
         f"{' (within each other’s spread over draws)' if overlap else ''}; {nb} of {len(kb)} columns keep at "
         f"least {_SHARE} of their information against {na}."
     )
-    if max(na, nb) * 2 <= len(ka):
+    if len(ka) and max(na, nb) * 2 <= len(ka):
         eps = first.result.config.eps
         said += (
             f" Neither keeps information in most columns at ε = {eps:g}: a constant column and a noisy copy "
