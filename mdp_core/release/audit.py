@@ -250,6 +250,16 @@ def audit_record(
     return record
 
 
+#: Said in every release's scope: the output domain comes from the whole table (privacy audit, stop 62).
+DOMAIN_NOTE = (
+    "The released values themselves (the bin centres of numeric columns, which lie within half a bin of each "
+    "column's minimum and maximum, and the set of categories) are computed from every record of the table, "
+    "released ones included, and are not private: one record with an extreme or rare value can change them. "
+    "The bound holds given those values; declare public ranges and categories (or release bins computed "
+    "elsewhere) where that matters."
+)
+
+
 def release_scope(
     release_rows: str,
     *,
@@ -261,32 +271,36 @@ def release_scope(
     ``sample_of``: (rows of the table, rows of the file) when the table is a uniform sample of a file).
 
     A channel tuned on a record is not fixed independently of it: the choice of groups, budgets and
-    remapping is computed from the raw values and is not itself private. So the per-record bound holds
-    exactly only for records the tuning never saw (``release_rows="held_out"``, or channels tuned on
-    other data: ``rows_tuning=None``).
+    remapping is computed from the raw values and is not itself private. So the channels are chosen without
+    a record only for records the tuning never saw (``release_rows="held_out"``, or channels tuned on other
+    data: ``rows_tuning=None``). In every case the released values' domain (:data:`DOMAIN_NOTE`: bin
+    centres, the set of categories) is computed from every record of the table, released ones included
+    (privacy audit: a held-out record with an extreme value moved the other records' bin centres), so the
+    bound holds given that domain, which is not private.
     """
     if release_rows not in ("all", "held_out"):
         raise DataError(f"release_rows must be 'all' or 'held_out', got {release_rows!r}")
     if rows_tuning is None:
         statement = (
             f"{rows_released:,} records are released, each randomised on its own through a verified channel. "
-            "The bound holds exactly for every record if the channels were tuned on other data; for records "
-            "they were tuned on, the tuning itself is not private."
+            "If the channels were tuned on other data, they were chosen without any released record; for "
+            f"records they were tuned on, the tuning itself is not private. {DOMAIN_NOTE}"
         )
     elif release_rows == "all":
         statement = (
             f"All {rows_released:,} records are released, each randomised on its own through a verified "
             f"channel, but the channels (groups, budgets, remapping) were tuned on {rows_tuning:,} of these "
             "same records, and that tuning is not private: for those records the bound covers the "
-            "randomisation, not what the choice of channels reveals about them. For a bound that holds "
-            "exactly for every released record, release only the held-out records, or tune on a public table."
+            "randomisation, not what the choice of channels reveals about them. For channels chosen "
+            "without the released records, release only the held-out records, or tune on a public table. "
+            f"{DOMAIN_NOTE}"
         )
     else:
         statement = (
             f"Only the {rows_released:,} held-out records are released; the {rows_tuning:,} that tuned the "
-            "channels are not. Each released record is randomised on its own through channels chosen "
-            "without it, so the bound holds exactly for every released record. The tuning (groups and "
-            "budgets, listed in the audit record) describes the held-back records and is not private."
+            "channels are not. Each released record is randomised on its own through channels whose groups, "
+            "budgets and remapping were chosen without it. The tuning (groups and budgets, listed in the "
+            f"audit record) describes the held-back records and is not private. {DOMAIN_NOTE}"
         )
     if sample_of is not None:
         statement = (

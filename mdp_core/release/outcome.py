@@ -3,8 +3,8 @@
 :func:`evaluate_scenario` encodes the table as the scenario says, configures DepHDP on the 62.5 % fitting
 split (000 Sec. IV-A, seeded), measures utility in the task's own units on the held-out split over
 ``repetitions`` privatisations (mean and mean -+ 1.96 sd, the project's CI convention), privatises the whole
-table once (or, with ``release_rows="held_out"``, only the held-out records: the tuning never saw them, so
-each one's bound holds exactly; :func:`mdp_core.release.release_scope`) for the degeneracy checks, bounds
+table once (or, with ``release_rows="held_out"``, only the held-out records, whose channels the tuning chose
+without them; :func:`mdp_core.release.release_scope`) for the degeneracy checks, bounds
 the leakage about every attribute and measures how much of each attribute the release keeps
 (:func:`information_kept`), and writes the audit record.
 :func:`compare_scenarios` puts two to four outcomes side by side, one row per scenario.

@@ -24,6 +24,7 @@ from mdp_core.release import (
     majority_clause,
     save_scenarios,
 )
+from mdp_core.release.audit import DOMAIN_NOTE
 
 
 def scenario(name: str = "base", **kw: object) -> Scenario:
@@ -220,6 +221,25 @@ def test_a_strict_release_holds_exactly_the_records_the_tuning_never_saw(
     assert len(every.released) == len(df) and every.audit["scope"]["release_rows"] == "all"
     assert f"tuned on {n_tuned} of these same records" in every.audit["scope"]["statement"]
     assert list(compare_scenarios([every, out])["released_rows"]) == ["all", "held_out"]
+    assert "holds exactly" not in out.audit["scope"]["statement"]
+    for statement in (out.audit["scope"]["statement"], every.audit["scope"]["statement"]):
+        assert statement.endswith(DOMAIN_NOTE)
+
+
+def test_the_released_values_domain_depends_on_every_record_as_the_scope_says() -> None:
+    """Privacy audit (stop 62): the encoding is computed before the split, so one held-out record with an
+    extreme value moves the bin centres every other record is released at; the scope says so instead of
+    "the bound holds exactly"."""
+    df = make_table()
+    out = evaluate_scenario(scenario(release_rows="held_out"), df, repetitions=2)
+    held_out = out.released.index  # the released rows keep the table's index
+    victim = held_out[0]
+    extreme = df.copy()
+    extreme.loc[victim, "dose"] = 95.0
+    changed = evaluate_scenario(scenario(release_rows="held_out", fingerprint=""), extreme, repetitions=2)
+    others = held_out[1:]
+    assert set(out.released.loc[others, "dose"]).isdisjoint(changed.released.loc[others, "dose"])
+    assert "computed from every record of the table, released ones included" in DOMAIN_NOTE
 
 
 def test_a_scenario_released_by_em_on_every_group_collapses_no_column() -> None:
