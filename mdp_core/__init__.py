@@ -111,6 +111,7 @@ from mdp_core.leakage import (
 )
 from mdp_core.mechanisms import (
     METHODS,
+    ROW_SUM_TOL,
     VIOLATION_TOL,
     MechanismResult,
     bayesian_remap,
@@ -228,6 +229,7 @@ __all__ = [
     "MISSING_LEVEL",
     "RELEASE_METHODS",
     "RELEASE_ROWS",
+    "ROW_SUM_TOL",
     "SAMPLE_TARGETS",
     "SCENARIO_SCHEMA",
     "SPEC_VERSION",

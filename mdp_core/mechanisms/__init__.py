@@ -11,10 +11,17 @@ from mdp_core.mechanisms.finite import (
     sample,
 )
 from mdp_core.mechanisms.lp import MechanismResult, chain_free_pairs, optimal_mechanism, optimal_mechanisms
-from mdp_core.mechanisms.verify import VIOLATION_TOL, mdp_violation, raise_repair, repair_mechanism
+from mdp_core.mechanisms.verify import (
+    ROW_SUM_TOL,
+    VIOLATION_TOL,
+    mdp_violation,
+    raise_repair,
+    repair_mechanism,
+)
 
 __all__ = [
     "METHODS",
+    "ROW_SUM_TOL",
     "VIOLATION_TOL",
     "MechanismResult",
     "bayesian_remap",

@@ -48,7 +48,13 @@ from mdp_core.mechanisms._colgen import ColumnGeneration, MasterSolution, WarmSt
 from mdp_core.mechanisms._pricing import RETRY_LOG_FACTOR, precision_hint, tree_order, undominated_outputs
 from mdp_core.mechanisms._rays import RayMaster
 from mdp_core.mechanisms.finite import bayesian_remap, exponential_mechanism
-from mdp_core.mechanisms.verify import VIOLATION_TOL, mdp_violation, raise_repair, repair_mechanism
+from mdp_core.mechanisms.verify import (
+    ROW_SUM_TOL,
+    VIOLATION_TOL,
+    mdp_violation,
+    raise_repair,
+    repair_mechanism,
+)
 
 __all__ = [
     "MechanismResult",
@@ -211,14 +217,15 @@ def _finish(
         P, viol, more = raise_repair(Z, model.d, eps, slack=_RAISE_SLACK)
         repair_rounds += more
     seconds = time.perf_counter() - started
-    if not viol <= VIOLATION_TOL:
-        return _failure(
-            shape,
-            "repair failed",
-            f"Could not certify the LP solution (violation {viol:.3g})." + precision_hint(model.d, eps),
-            seconds,
-            eps,
+    lost = not np.all(np.abs(P.sum(axis=1) - 1.0) <= ROW_SUM_TOL)  # e.g. every entry underflowed to 0
+    if lost or not viol <= VIOLATION_TOL:
+        why = (
+            f"The LP solution lost its probability mass (a row sums to {P.sum(axis=1).min():.3g})."
+            if lost
+            else f"Could not certify the LP solution (violation {viol:.3g})."
         )
+        status = "no distribution" if lost else "repair failed"
+        return _failure(shape, status, why + precision_hint(model.d, eps), seconds, eps)
     objective = float(prior @ np.einsum("xy,xy->x", P, loss))
     rows = f"{model.rows:,} of {full_rows:,} privacy rows" if model.rows else "no privacy rows (ray master)"
     gap = objective - raw.lower_bound  # the lower bound is certified (Lagrangian, module docstring)

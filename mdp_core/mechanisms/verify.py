@@ -23,9 +23,12 @@ from mdp_core._validation import (
 )
 from mdp_core.errors import DataError
 
-__all__ = ["VIOLATION_TOL", "mdp_violation", "raise_repair", "repair_mechanism"]
+__all__ = ["ROW_SUM_TOL", "VIOLATION_TOL", "mdp_violation", "raise_repair", "repair_mechanism"]
 
 
+#: Largest |row sum - 1| of a mechanism an LP returns (solver round-off; :func:`mdp_violation` checks
+#: ratios only).
+ROW_SUM_TOL = 1e-6
 #: A mechanism is accepted when ``mdp_violation(P, dist_in, eps) <= VIOLATION_TOL`` (DESIGN.md).
 VIOLATION_TOL = 1e-9
 
@@ -52,14 +55,17 @@ def mdp_violation(P: ArrayLike, dist_in: ArrayLike, eps: float) -> float:
     """Exact worst excess of the mDP constraint: ``max_{x != x', y} |ln P[x,y] - ln P[x',y]| - eps d(x,x')``.
 
     Pairs where both entries are 0 contribute 0 (no information); a pair with exactly one zero contributes
-    ``+inf`` (the ratio is unbounded). A value ``<= 1e-9`` means the eps-mDP guarantee holds (000 Eq. 3
-    constraint, for every pair of inputs). The scan is exact over all ``x, x', y``, one ``x'`` at a time (two
-    ``n x |Y|`` temporaries; time grows as ``n^2 |Y|``).
+    ``+inf`` (the ratio is unbounded). Rows are compared as they are (a cone check: scaling a row scales its
+    ratios), but a row without mass is no distribution: it gets ``+inf`` (privacy audit, stop 62: an
+    all-zero matrix, whose every pair is "both zero", scored 0.0). Check that rows sum to 1 separately
+    where that matters (:data:`ROW_SUM_TOL`). A value ``<= 1e-9`` means the eps-mDP guarantee holds (000
+    Eq. 3 constraint, for every pair of inputs). The scan is exact over all ``x, x', y``, one ``x'`` at a
+    time (two ``n x |Y|`` temporaries; time grows as ``n^2 |Y|``).
 
     Parameters
     ----------
     P : array (|X|, |Y|)
-        Mechanism (non-negative; rows need not be normalised).
+        Mechanism (non-negative; rows need not be normalised, but each needs some mass).
     dist_in : array (|X|, |X|)
         Input distances (symmetric, zero diagonal).
     eps : float
@@ -78,6 +84,8 @@ def mdp_violation(P: ArrayLike, dist_in: ArrayLike, eps: float) -> float:
         raise DataError(f"dist_in must be {P_arr.shape[0]} x {P_arr.shape[0]}, got {d.shape}")
     eps = check_eps(eps)
     n = P_arr.shape[0]
+    if P_arr.size and not np.all(P_arr.sum(axis=1) > 0):
+        return float("inf")
     if n < 2:
         return float("-inf")
     zero = P_arr == 0

@@ -49,6 +49,23 @@ def test_mdp_violation_exact_values() -> None:
     assert core.mdp_violation(P3, d3, 1.0) == pytest.approx(np.log(5) - 0.5, abs=1e-15)
 
 
+def test_a_matrix_with_a_row_without_mass_is_never_verified() -> None:
+    """Privacy audit (stop 62): an all-zero matrix (every pair "both zero") scored 0.0, "verified"; and the
+    LP returned one as "Optimal" where eps * d underflows every probability."""
+    nominal = core.nominal_distance(3)
+    assert core.mdp_violation(np.zeros((3, 3)), nominal, 1.0) == np.inf
+    half = np.array([[0.5, 0.5, 0.0], [0.0, 0.0, 0.0], [0.5, 0.5, 0.0]])
+    assert core.mdp_violation(half, nominal, 1.0) == np.inf
+    assert core.mdp_violation(np.full((3, 3), 1 / 3), nominal, 1.0) == 0.0 - 1.0  # uniform: slack eps * 1
+    d = core.ordinal_distance(5)
+    with np.errstate(over="ignore", invalid="ignore"):
+        lost = core.optimal_mechanism(np.full(5, 0.2), d**2, d, 2000.0)
+    assert not lost.success and lost.status == "no distribution"
+    assert "lost its probability mass" in lost.message
+    kept = core.optimal_mechanism(np.full(5, 0.2), d**2, d, 20.0)
+    assert kept.success and np.allclose(kept.matrix.sum(axis=1), 1.0, atol=core.ROW_SUM_TOL)
+
+
 def test_mdp_violation_chunks_match_direct(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(1)
     d = random_metric(rng, 12)
