@@ -116,7 +116,7 @@ def domain_of(encoded: core.Encoded, columns: Sequence[str], p: float) -> Domain
 def budget_note(domain: Domain, eps: float) -> str:
     """What ε means for the chosen values, named: the closest and the farthest pair of distinct values with
     their distance and the largest odds factor e^(ε·d) between them. ("Two records 1 apart" read as one
-    unit of the attribute; d is normalised to each attribute's range, so 1 is its whole range.)"""
+    unit of the attribute; d is normalised to the span of each attribute's released values.)"""
     dist = domain.dist
     if dist.shape[0] < 2:
         return core.budget_sentence(eps)
@@ -136,7 +136,11 @@ def budget_note(domain: Domain, eps: float) -> str:
     )
     if d_far > d_near:
         text += f"; farthest, {far_text}: at most {core.odds_factor(eps, d_far):,.3g}"
-    return text + ". d is normalised to each attribute's range (1 = its whole range)."
+    return text + (
+        ". d is normalised per attribute: 1 is another category, or the distance between a numeric "
+        "column's lowest and highest released value (its outer bin centres, which lie half a bin inside its "
+        "range); values in one bin are released alike."
+    )
 
 
 def task_loss(domain: Domain, task: str, threshold: int = 0) -> np.ndarray:

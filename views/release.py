@@ -68,7 +68,8 @@ st.subheader("What ε means")
 left, right = st.columns([3, 2])
 left.markdown(rel.budget_sentence(eps))
 left.caption(
-    "Distance 1 is the largest change of one attribute (another category, or the far end of its range); "
+    "Distance 1 is the largest change of one attribute (another category, or from a numeric column's "
+    "lowest to its highest released value: the outer bin centres, half a bin inside its range); "
     "records that differ less are protected more. The same wording and units are used on every page."
 )
 right.dataframe(view.posterior_frame(eps), hide_index=True, key="rel_posterior")
@@ -100,9 +101,11 @@ else:
     )
     target = rel.UtilityTarget("absolute", float(value))
 include_target = st.toggle(
-    "Release the target column too (its own randomised-response channel)",
+    "Release the target column too (a channel of its own)",
     value=True,
     key="rel_include_target",
+    help="Randomised response for a nominal or binary target, the exponential mechanism for an ordinal or "
+    "numeric one, on the target's own distance.",
 )
 if include_target and state.target is not None:
     st.info(view.record_budget_text(eps, p))

@@ -69,6 +69,7 @@ def test_verification_recomputed_per_channel(case: Case) -> None:
         dist = core.product_distance([case.encoded.components[a] for a in g], 2.0)
         assert entry["max_violation"] == pytest.approx(core.mdp_violation(P, dist, float(e)), abs=1e-15)
         assert entry["verified"] is True
+        assert entry["tolerance"] == core.VIOLATION_TOL  # the JSON states what "verified" allows
     assert rec["verification"][-1]["channel"] == "target"
 
 
