@@ -15,7 +15,9 @@ st.title("Mechanism playground")
 st.caption(
     "Three ε-mDP channels for the same attributes: the exponential mechanism (distance-based noise), the "
     "same noise followed by Bayesian remapping, and the LP-optimal mechanism for the chosen task loss. "
-    "Every channel shown is verified: its worst log-ratio excess over ε·d must be ≤ 10⁻⁹."
+    "Every channel shown is verified: its worst log-ratio excess over ε·d must be ≤ 10⁻⁹. The loss–budget "
+    "curves are the losses of the same constructions at every ε of their grid (private by construction), "
+    "not each checked again."
 )
 
 encoded = current_encoded()

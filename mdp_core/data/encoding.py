@@ -259,6 +259,13 @@ class Encoded:
         if levelled:
             cols = ", ".join(f"{c!r} ({n:,})" for c, n in levelled)
             out.append(f"Missing values kept as a '{MISSING_LEVEL}' level: {cols}.")
+            ordinal = [c for c, _ in levelled if self.schema.kind(c) == "ordinal"]
+            if ordinal:  # privacy audit: where it sits on the scale changes every distance
+                out.append(
+                    f"In ordinal columns ({', '.join(repr(c) for c in ordinal)}) '{MISSING_LEVEL}' is ranked "
+                    "one step above the highest level: with m other levels, neighbouring levels are then "
+                    "1/m apart instead of 1/(m - 1)."
+                )
         return tuple(out)
 
     def decode(self, codes: pd.DataFrame) -> pd.DataFrame:

@@ -137,6 +137,8 @@ def test_discretize_missing_values_levels_and_dropped_rows() -> None:
         "1 of 6 rows are left out because a numeric attribute is missing: 'x' (1 missing). To keep them, "
         "exclude these columns or set their kind to ordinal or nominal (a 'missing' level).",
         "Missing values kept as a 'missing' level: 'o' (1), 's' (1), 'b' (1).",
+        "In ordinal columns ('o') 'missing' is ranked one step above the highest level: with m other levels, "
+        "neighbouring levels are then 1/m apart instead of 1/(m - 1).",
     )
     with pytest.raises(DataError, match=r"fewer than 2 rows remain .*\('x' \(5 missing\)\); exclude"):
         core.discretize(df.assign(x=[None] * 5 + [1.0]), schema)
