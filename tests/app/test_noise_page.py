@@ -15,13 +15,16 @@ from pagewait import rerun_until, until_button  # tests/app is on sys.path (root
 from streamlit.testing.v1 import AppTest
 
 import mdp_core as core
+from ui.store import store
 
 Stalled = Callable[[str], Callable[..., None]]  # the stalled fixture (conftest.py)
 
 
 @pytest.fixture
 def at(app: AppTest) -> AppTest:
-    """The app (fresh, caches cleared: tests/app/conftest.py) switched to the noise-shape page."""
+    """The app (fresh, caches cleared: tests/app/conftest.py) switched to the noise-shape page, with an empty
+    result store (a vector another test searched in this process would show its table, not the button)."""
+    store().clear()
     app.switch_page("views/noise.py").run()
     assert not app.exception
     return app
