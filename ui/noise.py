@@ -70,6 +70,11 @@ _CLASSICAL = {
 _SELECTED = "#d62728"
 
 
+def _classical_name(p: float) -> str:
+    """The classical shape p = 1, 2 or inf in words: Laplace, Gaussian or uniform."""
+    return {1.0: "Laplace", 2.0: "Gaussian"}.get(p, "uniform")
+
+
 def odds_sentence(eps: float, delta: float) -> str:
     """The budget in plain words: what (eps, delta)-DP bounds, and what delta is not (noise audit: the page
     called it a failure probability, but at eps 1, delta 0.01 the privacy loss of the selected shape exceeds
@@ -223,7 +228,7 @@ def vector_table(choice: core.VectorShapeChoice, eps: float) -> pd.DataFrame:
 
 def vector_sentence(choice: core.VectorShapeChoice) -> str:
     """The search's answer in words."""
-    classical = {1.0: "Laplace", 2.0: "Gaussian"}.get(choice.classical_p, "uniform")
+    classical = _classical_name(choice.classical_p)
     searched = f"searched over {len(choice.scales)} shapes from 1 to ∞"
     if choice.p == choice.classical_p or not np.isfinite(choice.improvement):
         return f"For this vector query {classical} noise has the least error per coordinate ({searched})."
@@ -459,7 +464,7 @@ def band_note(hm: core.ShapeHeatmap) -> str:
 def verdict(choice: core.ShapeChoice) -> str:
     """One sentence saying whether shape selection is worth it here."""
     gain = 100 * choice.improvement
-    classical = {1.0: "Laplace", 2.0: "Gaussian"}.get(choice.classical_p, "uniform")
+    classical = _classical_name(choice.classical_p)
     if gain < 1:
         typical = (
             " This is typical for larger ε or very small δ, where Laplace wins."

@@ -25,6 +25,7 @@ from mdp_core._validation import part
 from ui.data import encoding_choices
 from ui.dephdp import FLOOR_LABELS, FLOOR_OPTIONS, floor_value, largest_floor
 from ui.jobs import builder
+from ui.release_pair import INFORMATIVE, information_shares
 from ui.state import AppState
 from ui.store import store
 
@@ -183,8 +184,8 @@ CONSTANT_COLUMNS_HINT = (
 
 def information_caption(outcome: rel.ScenarioOutcome) -> str:
     """How to read the information figure, and how many columns keep almost nothing (under 1 %)."""
-    kept = outcome.leakage.set_index("attribute")["information_kept"]
-    empty = [str(a) for a, v in kept.items() if v < 0.01]
+    kept = information_shares(outcome)
+    empty = [str(a) for a, v in kept.items() if v < INFORMATIVE]
     said = (
         f"{len(empty)} of the {len(kept)} feature columns keep less than 1 % ({listed(empty)}). "
         if empty

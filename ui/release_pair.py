@@ -13,7 +13,14 @@ import pandas as pd
 
 from mdp_core import release as rel
 
-__all__ = ["INFORMATIVE", "METHOD_NAMES", "other_scenario", "pair_frame", "pair_sentence"]
+__all__ = [
+    "INFORMATIVE",
+    "METHOD_NAMES",
+    "information_shares",
+    "other_scenario",
+    "pair_frame",
+    "pair_sentence",
+]
 
 #: The page's short names of the release methods (:data:`ui.release.RELEASE_CHOICES`).
 METHOD_NAMES = {"DepHDP": "DepHDP", "ALC+DPN": "EM on every group"}
@@ -29,7 +36,8 @@ def other_scenario(scenario: rel.Scenario) -> rel.Scenario:
     return replace(scenario, method=_OTHER[scenario.method])
 
 
-def _kept(outcome: rel.ScenarioOutcome) -> pd.Series:
+def information_shares(outcome: rel.ScenarioOutcome) -> pd.Series:
+    """The share of each feature column's information the release keeps, by attribute."""
     return outcome.leakage.set_index("attribute")["information_kept"]
 
 
@@ -38,7 +46,7 @@ def pair_frame(first: rel.ScenarioOutcome, second: rel.ScenarioOutcome) -> pd.Da
     the columns that keep at least :data:`INFORMATIVE` of their information and the median share kept."""
     rows = []
     for o in (first, second):
-        u, kept = o.utility, _kept(o)
+        u, kept = o.utility, information_shares(o)
         rows.append(
             {
                 "release by": METHOD_NAMES[o.scenario.method],
@@ -55,7 +63,7 @@ def pair_frame(first: rel.ScenarioOutcome, second: rel.ScenarioOutcome) -> pd.Da
 def pair_sentence(first: rel.ScenarioOutcome, second: rel.ScenarioOutcome) -> str:
     """What the two releases differ in, and what helps when neither keeps most columns."""
     a, b = METHOD_NAMES[first.scenario.method], METHOD_NAMES[second.scenario.method]
-    ka, kb = _kept(first), _kept(second)
+    ka, kb = information_shares(first), information_shares(second)
     na, nb = int((ka >= INFORMATIVE).sum()), int((kb >= INFORMATIVE).sum())
     metric = first.utility["metric"]
     ua, ub = float(first.utility["mean"]), float(second.utility["mean"])

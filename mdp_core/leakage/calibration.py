@@ -316,21 +316,23 @@ def calibrate_budgets(
     start = time.perf_counter()
     n = model.n
     common = common_budget(model, eb, tol=tol)
-    floor = _floor_value(floor, common, uniform_split(model, eb_user))
+    uniform = uniform_split(model, eb_user)
+    floor = _floor_value(floor, common, uniform)
     if floor > common:
         raise DataError(
             f"a floor of {floor:g} per attribute exceeds the target: at most {common:.4g} for every "
             f"attribute keeps every total leakage within ε̄ = {eb_user:g}"
         )
+    first_order = linear_start(_slopes(model, eb), eb, floor)
     starts = {
         "common budget": np.full(n, common),
-        "first-order optimum": _into_feasible(model, linear_start(_slopes(model, eb), eb, floor), floor, eb),
+        "first-order optimum": _into_feasible(model, first_order, floor, eb, tol),
     }
     best: Budgets | None = None
     for i, (name, point) in enumerate(starts.items()):
         told = None if progress is None else _step_reporter(progress, i, len(starts), name)
         optimum = local_optimum(Budgets(model, point), eb, floor, callback=told)
-        b = Budgets(model, _into_feasible(model, optimum, floor, eb))
+        b = Budgets(model, _into_feasible(model, optimum, floor, eb, tol))
         ascend(b, eb, tol)
         # what the target's 1e-12 margin lets a budget rise is no release: back to the floor
         for j in np.flatnonzero(b.eps - floor < CALIBRATION_NEGLIGIBLE * eb):
@@ -347,8 +349,8 @@ def calibrate_budgets(
         eps=eps,
         tpl=tpl,
         eps_bar=eb_user,
-        uniform_eps=uniform_split(model, eb_user),
-        uniform_tpl=total_leakage(model, np.full(n, uniform_split(model, eb_user))),
+        uniform_eps=uniform,
+        uniform_tpl=total_leakage(model, np.full(n, uniform)),
         floor=floor,
         success=ok,
         status="local-optimum" if ok else "infeasible",
@@ -387,11 +389,7 @@ def common_budget(model: PairwiseLeakage, eps_bar: float, *, tol: float = 1e-9) 
     t, to ``tol``; at least :func:`uniform_split`)."""
     _check_model(model)
     eps_bar = check_positive(eps_bar, "eps_bar")
-    lo, hi = 0.0, eps_bar
-    while hi - lo > tol:
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if np.all(total_leakage(model, np.full(model.n, mid)) <= eps_bar) else (lo, mid)
-    return lo
+    return float(_into_feasible(model, np.full(model.n, eps_bar), 0.0, eps_bar, tol)[0])
 
 
 def _slopes(model: PairwiseLeakage, eps_bar: float) -> np.ndarray:
@@ -399,12 +397,15 @@ def _slopes(model: PairwiseLeakage, eps_bar: float) -> np.ndarray:
     return Budgets(model, np.full(model.n, 1e-6 * eps_bar)).jacobian() - np.eye(model.n)
 
 
-def _into_feasible(model: PairwiseLeakage, point: np.ndarray, floor: float, eps_bar: float) -> np.ndarray:
+def _into_feasible(
+    model: PairwiseLeakage, point: np.ndarray, floor: float, eps_bar: float, tol: float
+) -> np.ndarray:
     """The point of the segment from (floor, ..., floor) (feasible) to ``point`` farthest along it that is
-    feasible (bisection: TPL grows along the segment)."""
+    feasible, to ``tol`` in every budget (bisection: TPL grows along the segment)."""
     base = np.full(model.n, floor)
+    span = max(float(np.max(np.abs(point - base), initial=0.0)), tol)
     lo, hi = 0.0, 1.0
-    for _ in range(60):
+    while (hi - lo) * span > tol:
         mid = 0.5 * (lo + hi)
         inside = np.all(total_leakage(model, base + mid * (point - base)) <= eps_bar)
         lo, hi = (mid, hi) if inside else (lo, mid)
