@@ -95,16 +95,17 @@ RELEASE_CHOICES = {
 #: Which records the release holds (:data:`mdp_core.release.RELEASE_ROWS`).
 RECORDS_CHOICES = {
     "all": "every record (the channels are tuned on 62.5 % of them)",
-    "held_out": "only the 37.5 % held out (channels chosen without them)",
+    "held_out": "only the 37.5 % held out (channels and released values chosen without them)",
 }
 RECORDS_HELP = (
     "The channels (groups, budgets, remapping) are tuned on a random 62.5 % of the records, and that "
     "tuning is computed from the raw values: it is not private. Releasing every record is what most "
     "releases do, but for the records that tuned the channels the bound covers the randomisation, not what "
     "the choice of channels reveals. Releasing only the held-out records (the ones the utility is measured "
-    "on) releases only records whose channels were chosen without them, at the cost of the other 62.5 %. "
-    "In both cases the released values (bin centres, categories) come from every record of the table, "
-    "the released ones included: that domain is not private (the audit record's scope says so)."
+    "on) releases only records whose channels were chosen without them, at the cost of the other 62.5 %; "
+    "their released values (bin centres, categories) then come from the tuning records alone, and a value "
+    "outside them is released as the nearest one. Releasing every record takes those values from every "
+    "record, the released ones included: that domain is not private (the audit record's scope says so)."
 )
 RELEASE_CHOICE_HELP = (
     "DepHDP picks, per group, the channel with the least loss for the task: the LP optimum or EM with "

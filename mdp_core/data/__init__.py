@@ -18,6 +18,7 @@ from mdp_core.data.dependency import (
     nmi_pairs,
     sparse_pairs,
 )
+from mdp_core.data.domain import HeldOutEncoding, encode_held_out
 from mdp_core.data.encoding import (
     MISSING_LEVEL,
     Encoded,
@@ -45,12 +46,14 @@ __all__ = [
     "MISSING_LEVEL",
     "SAMPLE_TARGETS",
     "Encoded",
+    "HeldOutEncoding",
     "Kind",
     "LoadReport",
     "Schema",
     "dependency_graph",
     "dependency_groups",
     "discretize",
+    "encode_held_out",
     "encode_table",
     "fewer_bins",
     "group_domain_size",

@@ -62,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=("all", "held-out"),
         help="records released (default: the scenario's, else all): every record (the channels are tuned "
         "on 62.5 %% of them, and that tuning is not private) or only the held-out ones, whose channels were "
-        "chosen without them (the released values' domain comes from every record in both cases)",
+        "chosen without them, as were the values they are released at (bin centres, categories)",
     )
     rep.add_argument("--repetitions", type=int, default=10, help="utility repetitions (default 10)")
     rep.add_argument("--serial", action="store_true", help="run the which-eps sweep in-process")

@@ -16,6 +16,7 @@ import datetime as dt
 import hashlib
 import math
 import platform
+from collections.abc import Sequence
 from importlib import metadata
 
 import pandas as pd
@@ -127,6 +128,7 @@ def audit_record(
     release_rows: str = "all",
     rows_tuning: int | None = None,
     source_rows: int | None = None,
+    outside: Sequence[tuple[str, int]] = (),
 ) -> dict:
     """The JSON-able audit record of releasing ``df`` with ``result`` (see module docstring for fields).
 
@@ -153,6 +155,9 @@ def audit_record(
         tuned the channels (None: tuned on other data); stated in ``scope`` (:func:`release_scope`).
     source_rows : int, optional
         Rows of the file when ``df`` is a uniform sample of it (:attr:`mdp_core.LoadReport.original_rows`).
+    outside : sequence of (str, int)
+        Of a held-out release coded in the fitting records' levels: held-out values per column that were
+        not among them (:attr:`mdp_core.data.HeldOutEncoding.outside`); stated in ``scope``.
     """
 
     from .privatise import _check_result, target_channel
@@ -225,6 +230,7 @@ def audit_record(
             rows_released=int(rows_released),
             rows_tuning=rows_tuning,
             sample_of=(len(df), source_rows) if source_rows is not None else None,
+            outside=outside,
         ),
         "columns": [str(c) for c in df.columns],
         "columns_released": cols_released,
@@ -255,13 +261,22 @@ def _verified(channel: str, violation: float) -> dict:
     return {"channel": channel, "max_violation": _num(violation), "tolerance": VIOLATION_TOL, "verified": ok}
 
 
-#: Said in every release's scope: the output domain comes from the whole table (privacy audit, stop 62).
+#: Said in the scope of a release whose domain comes from the whole table (privacy audit, stop 62).
 DOMAIN_NOTE = (
     "The released values themselves (the bin centres of numeric columns, which lie within half a bin of each "
     "column's minimum and maximum, and the set of categories) are computed from every record of the table, "
     "released ones included, and are not private: one record with an extreme or rare value can change them. "
     "The bound holds given those values; declare public ranges and categories (or release bins computed "
     "elsewhere) where that matters."
+)
+#: Said in the scope of a held-out release: its domain comes from the records that tuned the channels.
+HELD_OUT_DOMAIN_NOTE = (
+    "The released values themselves (bin centres, categories) and the column kinds are computed from the "
+    "records that tuned the channels only, so no released record shapes them; a released value that is not "
+    "among them is released as the nearest of them (a number beyond their range as the outermost bin centre, "
+    "an unseen category as the most frequent one), and the bound holds for the value so coded. Not private: "
+    "how many held-out records have a missing number (they are left out), and the utility measured on the "
+    "released records' true values (in the report, not in the data)."
 )
 
 
@@ -271,17 +286,20 @@ def release_scope(
     rows_released: int,
     rows_tuning: int | None,
     sample_of: tuple[int, int] | None = None,
+    outside: Sequence[tuple[str, int]] = (),
 ) -> dict:
     """Which records a release holds and what its bound covers, in plain words (the audit's ``scope``;
-    ``sample_of``: (rows of the table, rows of the file) when the table is a uniform sample of a file).
+    ``sample_of``: (rows of the table, rows of the file) when the table is a uniform sample of a file;
+    ``outside``: held-out values per column coded by the nearest-level rule).
 
     A channel tuned on a record is not fixed independently of it: the choice of groups, budgets and
     remapping is computed from the raw values and is not itself private. So the channels are chosen without
     a record only for records the tuning never saw (``release_rows="held_out"``, or channels tuned on other
-    data: ``rows_tuning=None``). In every case the released values' domain (:data:`DOMAIN_NOTE`: bin
-    centres, the set of categories) is computed from every record of the table, released ones included
-    (privacy audit: a held-out record with an extreme value moved the other records' bin centres), so the
-    bound holds given that domain, which is not private.
+    data: ``rows_tuning=None``). A held-out release's domain (bin centres, categories) comes from the
+    tuning records only (:data:`HELD_OUT_DOMAIN_NOTE`, :func:`mdp_core.data.encode_held_out`); otherwise
+    it is computed from every record of the table, released ones included (:data:`DOMAIN_NOTE`; privacy
+    audit: a record with an extreme value moved the other records' bin centres), so the bound holds given
+    that domain, which is not private.
     """
     if release_rows not in ("all", "held_out"):
         raise DataError(f"release_rows must be 'all' or 'held_out', got {release_rows!r}")
@@ -305,8 +323,11 @@ def release_scope(
             f"Only the {rows_released:,} held-out records are released; the {rows_tuning:,} that tuned the "
             "channels are not. Each released record is randomised on its own through channels whose groups, "
             "budgets and remapping were chosen without it. The tuning (groups and budgets, listed in the "
-            f"audit record) describes the held-back records and is not private. {DOMAIN_NOTE}"
+            f"audit record) describes the held-back records and is not private. {HELD_OUT_DOMAIN_NOTE}"
         )
+        if outside:
+            moved = ", ".join(f"{c} ({n:,})" for c, n in outside)
+            statement += f" Values released as the nearest level, per column: {moved}."
     if sample_of is not None:
         statement = (
             f"The table is a uniform random sample of {sample_of[0]:,} of the file's {sample_of[1]:,} rows: "
@@ -316,6 +337,7 @@ def release_scope(
         "release_rows": release_rows,
         "rows_tuning": rows_tuning,
         "rows_in_source": None if sample_of is None else sample_of[1],
+        "outside_domain": {str(c): int(n) for c, n in outside},
         "statement": statement,
     }
 

@@ -4,7 +4,8 @@
 split (000 Sec. IV-A, seeded), measures utility in the task's own units on the held-out split over
 ``repetitions`` privatisations (mean and mean -+ 1.96 sd, the project's CI convention), privatises the whole
 table once (or, with ``release_rows="held_out"``, only the held-out records, whose channels the tuning chose
-without them; :func:`mdp_core.release.release_scope`) for the degeneracy checks, bounds
+without them and whose released values the tuning records alone define: :func:`mdp_core.data.encode_held_out`,
+:func:`mdp_core.release.release_scope`) for the degeneracy checks, bounds
 the leakage about every attribute and measures how much of each attribute the release keeps
 (:func:`information_kept`), and writes the audit record.
 :func:`compare_scenarios` puts two to four outcomes side by side, one row per scenario.
@@ -26,7 +27,7 @@ import pandas as pd
 from scipy.special import entr
 
 from mdp_core._validation import Progress, report
-from mdp_core.data import Encoded, encode_table
+from mdp_core.data import Encoded, encode_held_out, encode_table
 from mdp_core.dephdp import MAJORITY_TOLERANCE, DepHDPResult, released_by, rows_of, run_dephdp, split_rows
 from mdp_core.errors import DataError
 from mdp_core.leakage import pairwise_leakage
@@ -204,15 +205,22 @@ def evaluate_scenario(
             f"{scenario.fingerprint[:12]}…, this table {fp[:12]}…)"
         )
     report(progress, 0.0, "encoding")
-    encoded = encode_for(scenario, df)
-    fit_rows, test_rows = split_rows(len(encoded.codes), FIT_FRACTION, np.random.default_rng(scenario.seed))
+    strict = scenario.release_rows == "held_out"
+    outside: tuple[tuple[str, int], ...] = ()
+    if strict:  # the domain from the tuning records alone: no released record shapes its released values
+        fit_in_df, _ = split_rows(len(df), FIT_FRACTION, np.random.default_rng(scenario.seed))
+        split = encode_held_out(df, fit_in_df, lambda part: encode_for(scenario, part))
+        encoded, fit_rows, test_rows, outside = split.encoded, split.fit, split.held_out, split.outside
+    else:
+        encoded = encode_for(scenario, df)
+        shuffle = np.random.default_rng(scenario.seed)
+        fit_rows, test_rows = split_rows(len(encoded.codes), FIT_FRACTION, shuffle)
     fit, test = rows_of(encoded, fit_rows), rows_of(encoded, test_rows)
     config = replace(scenario.config, seed=scenario.seed)
     sub = None if progress is None else (lambda f, m: report(progress, 0.05 + 0.75 * f, m))
     result = released_by(run_dephdp(fit, config, progress=sub), scenario.method)
     report(progress, 0.85, "measuring utility on the held-out split")
     utility = _utility(result, fit, test, repetitions, scenario.seed)
-    strict = scenario.release_rows == "held_out"
     report(progress, 0.92, "releasing the held-out records" if strict else "releasing the whole table")
     include, target_eps = scenario.include_target, scenario.target_eps
     rng = np.random.default_rng([scenario.seed, 2])
@@ -235,6 +243,7 @@ def evaluate_scenario(
         release_rows=scenario.release_rows,
         rows_tuning=len(fit_rows),
         source_rows=source_rows,
+        outside=outside,
     )
     report(progress, 1.0, "done")
     return ScenarioOutcome(scenario, df, encoded, fit, test, result, utility, released, check, leakage, audit)

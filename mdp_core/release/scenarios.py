@@ -38,8 +38,8 @@ SCENARIO_SCHEMA = "mdp-lab/scenarios/1"
 #: What may release the features: DepHDP, or one of its baselines (:func:`mdp_core.released_by`).
 RELEASE_METHODS = ("DepHDP", *BASELINES)
 #: Which records a release contains: every record (the channels were tuned on 62.5 % of them), or only the
-#: held-out ones the tuning never saw (their channels are chosen without them; the domain of the released
-#: values still comes from every record: :data:`mdp_core.release.audit.DOMAIN_NOTE`).
+#: held-out ones the tuning never saw (their channels and the domain of their released values are chosen
+#: without them: :data:`mdp_core.release.audit.HELD_OUT_DOMAIN_NOTE`).
 RELEASE_ROWS = ("all", "held_out")
 
 

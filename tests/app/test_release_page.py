@@ -125,6 +125,7 @@ def test_a_strict_release_holds_only_the_held_out_records(app: AppTest, small_en
     assert not app.exception
     statement = next(m.value for m in app.markdown if m.value.startswith("**Records released:**"))
     assert statement.startswith("**Records released:** Only the 114 held-out records are released; the 189")
+    assert "computed from the records that tuned the channels only" in statement
     assert any("189 record(s) tuned the channels and are not released" in w.value for w in app.warning)
     done = view.store().get(next(k for k in view.store()._items if k[0] == "outcome"))
     assert len(done.released) == done.audit["rows_released"] == 114 == len(app.dataframe[1].value) + 94

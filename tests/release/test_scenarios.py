@@ -24,7 +24,7 @@ from mdp_core.release import (
     majority_clause,
     save_scenarios,
 )
-from mdp_core.release.audit import DOMAIN_NOTE
+from mdp_core.release.audit import DOMAIN_NOTE, HELD_OUT_DOMAIN_NOTE
 from mdp_core.release.outcome import FIT_FRACTION
 
 
@@ -223,14 +223,16 @@ def test_a_strict_release_holds_exactly_the_records_the_tuning_never_saw(
     assert f"tuned on {n_tuned} of these same records" in every.audit["scope"]["statement"]
     assert list(compare_scenarios([every, out])["released_rows"]) == ["all", "held_out"]
     assert "holds exactly" not in out.audit["scope"]["statement"]
-    for statement in (out.audit["scope"]["statement"], every.audit["scope"]["statement"]):
-        assert statement.endswith(DOMAIN_NOTE)
+    assert HELD_OUT_DOMAIN_NOTE in out.audit["scope"]["statement"]
+    assert every.audit["scope"]["statement"].endswith(DOMAIN_NOTE)
 
 
-def test_the_released_values_domain_depends_on_every_record_as_the_scope_says() -> None:
-    """Privacy audit (stop 62): the encoding is computed before the split, so one held-out record with an
-    extreme value moves the bin centres every other record is released at; the scope says so instead of
-    "the bound holds exactly"."""
+def test_a_held_out_records_value_shapes_no_released_value_of_the_strict_release() -> None:
+    """Privacy audit (stop 62): with the domain computed from every record, one held-out record with an
+    extreme dose moved the bin centres every other record is released at. The strict release now takes its
+    domain from the tuning records alone: the same change leaves every level and every other released
+    record as it was, the victim's dose is released at the outermost centre, and the scope counts it. The
+    release of every record still depends on it, as its scope says."""
     df = make_table()  # no missing value: encoded positions are the table's rows
     base = scenario(release_rows="held_out")
     out = evaluate_scenario(base, df, repetitions=2)
@@ -239,8 +241,18 @@ def test_the_released_values_domain_depends_on_every_record_as_the_scope_says() 
     extreme = df.copy()
     extreme.loc[held_out[0], "dose"] = 95.0  # one held-out record, the victim; every other row the same
     changed = evaluate_scenario(replace(base, fingerprint=""), extreme, repetitions=2)
-    others = slice(1, None)
-    assert set(out.released["dose"].iloc[others]).isdisjoint(changed.released["dose"].iloc[others])
+    for col in out.encoded.columns:
+        np.testing.assert_array_equal(changed.encoded.levels[col], out.encoded.levels[col])
+    pd.testing.assert_frame_equal(changed.released.iloc[1:], out.released.iloc[1:])
+    assert changed.encoded.codes["dose"].iloc[held_out[0]] == len(out.encoded.levels["dose"]) - 1
+    fitting = df["dose"].drop(index=held_out)
+    was_inside = fitting.min() <= df.loc[held_out[0], "dose"] <= fitting.max()
+    before = out.audit["scope"]["outside_domain"].get("dose", 0)
+    assert changed.audit["scope"]["outside_domain"]["dose"] == before + int(was_inside)
+    assert "Values released as the nearest level, per column: dose" in changed.audit["scope"]["statement"]
+    every = evaluate_scenario(replace(base, release_rows="all"), df, repetitions=2)
+    moved = evaluate_scenario(replace(base, release_rows="all", fingerprint=""), extreme, repetitions=2)
+    assert set(every.released["dose"]).isdisjoint(moved.released["dose"])
     assert "computed from every record of the table, released ones included" in DOMAIN_NOTE
 
 

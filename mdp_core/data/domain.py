@@ -1,0 +1,159 @@
+"""A table coded in the levels of an encoding computed from some of its rows only.
+
+A held-out release (DESIGN.md "Release scope") must not let a released record shape the values it is
+released at. :func:`encode_held_out` computes the schema and the domain (bin centres, categories, ranks)
+from the fitting rows alone, keeps their codes exactly as :func:`~mdp_core.data.encoding.discretize` gave
+them, and codes every other row by a rule that depends only on that domain and the row itself:
+
+* numeric: the nearest bin centre (so a value beyond the fitting rows' range gets the outermost one);
+* ordinal: its level, else the nearest level by value (numbers) or the next level below in sort order,
+  clipped to the lowest (other labels, e.g. dates);
+* nominal / binary, and a missing value of a column whose domain has no ``missing`` level: its level, else
+  the level most frequent among the fitting rows.
+
+Rows with a missing numeric value are left out, as :func:`~mdp_core.data.encoding.discretize` does.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from mdp_core.errors import DataError
+
+from .encoding import Encoded, _column_values
+
+__all__ = ["HeldOutEncoding", "encode_held_out"]
+
+
+@dataclass(frozen=True)
+class HeldOutEncoding:
+    """:func:`encode_held_out`'s result.
+
+    Attributes
+    ----------
+    encoded : Encoded
+        Every row of the table with a value in each numeric column, in the table's order, coded in the
+        fitting rows' levels (schema, levels and component distances are theirs).
+    fit, held_out : ndarray of int
+        Positions in ``encoded.codes`` of the fitting rows and of the other rows (ascending).
+    outside : tuple of (str, int)
+        Per column (only columns with any), held-out values that are not one of the fitting rows' levels
+        and were coded by the nearest-level rule (module docstring).
+    """
+
+    encoded: Encoded
+    fit: np.ndarray
+    held_out: np.ndarray
+    outside: tuple[tuple[str, int], ...]
+
+    @property
+    def outside_text(self) -> str:
+        """The values coded by the nearest-level rule, in words ('' when none)."""
+        if not self.outside:
+            return ""
+        cols = ", ".join(f"{c!r} ({n:,})" for c, n in self.outside)
+        return (
+            f"Held-out values outside the fitting records' levels are released as the nearest level "
+            f"(numbers: the nearest bin centre; categories: the most frequent one): {cols}."
+        )
+
+
+def encode_held_out(
+    df: pd.DataFrame, fit_rows: np.ndarray, encode: Callable[[pd.DataFrame], Encoded]
+) -> HeldOutEncoding:
+    """Encode ``df`` with the schema and levels that ``encode`` computes from the rows ``fit_rows`` alone.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The whole table.
+    fit_rows : ndarray of int
+        Positions in ``df`` of the fitting rows (e.g. :func:`mdp_core.split_rows` of ``len(df)``).
+    encode : callable
+        The encoding recipe, applied to the fitting rows only (e.g. a scenario's
+        :func:`~mdp_core.release.encode_for`).
+    """
+    fit_rows = np.asarray(fit_rows)
+    if fit_rows.ndim != 1 or not np.issubdtype(fit_rows.dtype, np.integer) or fit_rows.size == 0:
+        raise TypeError("fit_rows must be a non-empty 1-D array of row positions")
+    if fit_rows.min() < 0 or fit_rows.max() >= len(df) or np.unique(fit_rows).size != fit_rows.size:
+        raise DataError(f"fit_rows must be distinct positions in 0..{len(df) - 1}")
+    domain = encode(df.iloc[fit_rows])
+    schema = domain.schema
+    is_fit = np.zeros(len(df), dtype=bool)
+    is_fit[fit_rows] = True
+    numeric = [c for c, k in schema.kinds if k == "numeric"]
+    values = pd.DataFrame({c: _column_values(df, c, schema) for c in schema.columns}, index=df.index)
+    for c in numeric:
+        values[c] = pd.to_numeric(values[c], errors="coerce")
+    complete = values[numeric].notna().all(axis=1).to_numpy()
+    fit_kept = is_fit & complete
+    if int(fit_kept.sum()) != len(domain.codes):
+        raise DataError("the encoding recipe dropped fitting rows other than those with a missing number")
+    other = ~is_fit & complete
+    codes = np.empty((int(complete.sum()), len(schema.columns)), dtype=np.int64)
+    at_fit = fit_kept[complete]
+    codes[at_fit] = domain.codes.to_numpy(dtype=np.int64)
+    outside = []
+    for j, (col, kind) in enumerate(schema.kinds):
+        level, moved = _nearest_levels(values.loc[other, col], values.loc[fit_kept, col], domain, col, kind)
+        codes[~at_fit, j] = level
+        if moved:
+            outside.append((str(col), moved))
+    encoded = replace(
+        domain,
+        codes=pd.DataFrame(codes, columns=list(schema.columns)),
+        dropped_rows=int((~complete).sum()),
+        missing=tuple((str(c), int(n)) for c, n in values.isna().sum().items() if n > 0),
+        input_rows=len(df),
+        fingerprint="",
+    )
+    return HeldOutEncoding(encoded, np.flatnonzero(at_fit), np.flatnonzero(~at_fit), tuple(outside))
+
+
+def _nearest_levels(
+    values: pd.Series, fitting: pd.Series, domain: Encoded, col: str, kind: str
+) -> tuple[np.ndarray, int]:
+    """Codes of ``values`` in ``domain``'s levels of ``col`` by the module's rule, and how many are not
+    one of the fitting rows' values (numbers cut into bins: outside the fitting rows' range)."""
+    levels = domain.levels[col]
+    if kind == "numeric":
+        x = values.to_numpy(dtype=float)
+        code = np.searchsorted((levels[:-1] + levels[1:]) / 2, x, side="right")
+        seen = fitting.to_numpy(dtype=float)
+        if np.unique(seen).size > domain.bins[col]:  # binned: a value is outside beyond the range
+            beyond = (x < seen.min()) | (x > seen.max())
+        else:
+            beyond = levels[code] != x
+        return code.astype(np.int64), int(np.count_nonzero(beyond))
+    has_missing = col in dict(domain.missing)  # then its last level stands for a missing value
+    known = list(levels[:-1] if has_missing else levels)
+    index = {v: i for i, v in enumerate(known)}
+    frequent = int(np.bincount(domain.codes[col].to_numpy()).argmax())
+    out = np.empty(len(values), dtype=np.int64)
+    moved = 0
+    for i, v in enumerate(values.tolist()):
+        absent = bool(pd.isna(v))
+        code = (len(known) if has_missing else None) if absent else index.get(v)
+        if code is None:
+            moved += 1
+            code = _nearest_rank(v, known, index) if kind == "ordinal" and not absent else frequent
+        out[i] = code
+    return out, moved
+
+
+def _nearest_rank(value: object, known: list, index: dict) -> int:
+    """The nearest ordinal level: by value for numbers, else the next one below in sort order (clipped)."""
+    try:
+        if isinstance(value, (int, float, np.integer, np.floating)):
+            x = float(value)
+            return index[min(known, key=lambda v: (abs(float(v) - x), float(v)))]
+        below = bisect.bisect_right(known, value) - 1
+        return index[known[max(below, 0)]]
+    except (TypeError, ValueError):  # labels that do not compare with this value: the lowest level
+        return 0
