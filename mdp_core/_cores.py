@@ -7,14 +7,25 @@ import contextlib
 import functools
 import itertools
 import os
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import TypeVar, cast
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
-__all__ = ["chunk_min", "chunk_sum", "elementwise", "on_this_thread", "over_blocks", "worker_count"]
+__all__ = [
+    "QUIET_PROBE_SECONDS",
+    "chunk_min",
+    "chunk_sum",
+    "elementwise",
+    "machine_slowdown",
+    "on_this_thread",
+    "over_blocks",
+    "worker_count",
+]
 
 _Result = TypeVar("_Result")
 #: Set (:func:`on_this_thread`) where the caller already runs one task per core: block work stays inline.
@@ -30,6 +41,38 @@ def worker_count() -> int:
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
     return max(1, min(8, cores))
+
+
+#: Wall seconds of :func:`machine_slowdown`'s probe (300 Cholesky factorisations and products of a 160 x 160
+#: matrix on each core at once) on the quiet 2-core machine the geo bound's timing constants were measured on:
+#: 89-101 ms. With five busy processes beside it: 294-341 ms, the 3.5x fewer cycles its two threads get.
+QUIET_PROBE_SECONDS = 0.09
+#: Slowdowns up to this are taken as a quiet machine (the probe's own spread).
+QUIET_SLOWDOWN = 1.25
+
+
+def machine_slowdown() -> float:
+    """How many times fewer cycles this process's threads get now than on a quiet machine (>= 1).
+
+    One probe of LAPACK work like a coset's interior point, on :func:`worker_count` threads at once (BLAS on
+    one thread each), timed against :data:`QUIET_PROBE_SECONDS`; 1.0 up to :data:`QUIET_SLOWDOWN`. A timing
+    model calibrated on a quiet machine divides the time it plans with by it (a busy or slower machine).
+    Takes ~0.1 s on a quiet machine.
+    """
+    workers = worker_count()
+    matrix = np.random.default_rng(0).standard_normal((160, 160))
+    matrix = matrix @ matrix.T + 160.0 * np.eye(160)
+
+    def probe(_: int) -> None:
+        for _ in range(300):
+            np.linalg.cholesky(matrix)
+            matrix @ matrix
+
+    start = time.perf_counter()
+    with threadpool_limits(limits=1), ThreadPoolExecutor(workers) as pool:
+        list(pool.map(probe, range(workers)))
+    slowdown = (time.perf_counter() - start) / QUIET_PROBE_SECONDS
+    return slowdown if slowdown > QUIET_SLOWDOWN else 1.0
 
 
 def _chunks(count: int, workers: int) -> list[tuple[int, int]]:

@@ -220,8 +220,9 @@ def show_table(comps: dict[str, GeoComparison], bound: Any | None) -> None:
             + (
                 ""
                 if bound.exact
-                else " A bound is as tight as the time it got allows: on a busy machine the same time gives "
-                "a looser one (both are valid); a longer bound tightens it."
+                else " A bound is as tight as the time it got allows: on a busy machine its cosets are made "
+                "smaller to fit (the method then says so), and the same time still gives a looser one (both "
+                "are valid); a longer bound tightens it."
             )
         )
     st.caption(" ".join(notes))

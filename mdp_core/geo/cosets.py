@@ -21,15 +21,14 @@ most :data:`COSET_TARGETS` targets (depth 3 of the 15 km city: 4, 16 cosets of ~
 
 **On every core.** The cosets are independent, so one thread per core solves them, each on its own thread
 (:func:`~mdp_core._cores.on_this_thread`): the first four cosets of the city at depth 3, eps 1.5, to a 1e-6
-gap, took 36.9 s on two threads against 50.6 s one after the other (the same bounds to 1e-8).
+gap, took 36.9 s on two threads against 50.6 s one after the other (the same bounds to 1e-8). A busy
+machine gets smaller cosets (:func:`auto_lower_bound`).
 
 Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``step=None``):
 
-* the 15 km city at depth 3 (3,469 targets, 117 outputs): 16 cosets of ~215 targets, ~35 iterations of
-  ~0.11 s each (``bench geo_cosets``): 0.9434 km against 0.8539 from the aggregated relaxation of
-  :func:`~mdp_core.geo.bounds.geo_lower_bound`, at eps 0.5 / 1.0 1.726 / 1.268 against 1.689 / 1.178;
-* the district at depth 3 (5,311 targets): 25 cosets, 0.3598 / 0.3772 / 0.3969 km at eps 1.5 / 1.0 / 0.5
-  (the bilinear mechanism within 1.9 / 1.5 / 0.5 %);
+* the 15 km city at depth 3 (3,469 targets, 117 outputs), 16 cosets of ~215 targets (``bench geo_cosets``):
+  0.9434 km against 0.8539 from geo_lower_bound's aggregated relaxation; the district at depth 3 (5,311
+  targets), 25 cosets: 0.3598 km, the bilinear mechanism within 1.9 %;
 * depth 4: :func:`coset_step`'s cosets (49 of the city, 100 of the district) do not fit 60 s, so
   :func:`fitting_step` goes on to smaller ones that do (:data:`COSET_SECONDS`): the city's 49 cosets of
   7 x 7 (up to 205 targets) certify 1.6502 / 1.2394 / 0.9098 km at eps 0.5 / 1 / 1.5 in 60 s, against
@@ -41,7 +40,7 @@ Measured at eps 1.5 / km, 60 task points, 60 s for the whole bound, 2 cores (``s
   1.2612 / 1.2668 km): ``time_limit`` 210 / 310 / 510 s takes 6 x 6 / 5 x 5 / 4 x 4;
 * ``aggregate=True`` (on request: ``--bound-cosets coarser``) takes the cosets of the grid one level coarser
   (:func:`~mdp_core.geo.aggregation.coarser_problem`): the city at depth 4, 60 s, eps 0.5 / 1 / 1.5, 1.615 /
-  1.187 / 0.852 km (0.761 at 1.5 on a 1.5-2.5x slower machine); looser on the district.
+  1.187 / 0.852 km; looser on the district.
 """
 
 from __future__ import annotations
@@ -57,7 +56,7 @@ from typing import cast
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from mdp_core._cores import on_this_thread, worker_count
+from mdp_core._cores import machine_slowdown, on_this_thread, worker_count
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
 from mdp_core.geo.aggregation import coarser_problem
@@ -103,9 +102,8 @@ COSET_TARGETS = 250
 #: Cosets up to this size are bounded by the block interior point on a spanner (O(m n^3) an iteration).
 BLOCK_TARGETS = 600
 #: Dilation of the spanner whose rows a coset's relaxation keeps: tighter, more rows (slower iterations) but
-#: less cheating. The city at depth 3, eps 1.5 / 1.0 / 0.5, 16 cosets, 60 s: 1.03 0.9517 / 1.2746 / 1.7286
-#: km against 1.1 0.9469 / 1.2702 / 1.7272 (1.02 0.9530 at eps 1.5, but 0.9444 in 35 s); the district and
-#: the page's 20 s at depth 2 agree (the city 1.0358 against 1.0291 at eps 1.39).
+#: less cheating. The city at depth 3, eps 1.5, 16 cosets, 60 s: 1.03 0.9517 km against 1.1 0.9469 (1.02
+#: 0.9530, but 0.9444 in 35 s); the district and the page's 20 s at depth 2 agree.
 DILATION = 1.03
 #: Seconds of one core that a coset's bound needs, per output and per s (s + 0.02), s = the coset's targets /
 #: 1000 (:func:`coset_seconds`). Measured alone on one core (the city, eps 1.0, 117 outputs): to a 1e-6 gap,
@@ -115,27 +113,21 @@ DILATION = 1.03
 #: certificate collapses. 0.42, 70 % of the time alone, takes at depth 4 of the city in 60 s the 7 x 7 cosets
 #: (up to 205 targets; the module's numbers). The district's 38 x 38 cosets (up to 19 targets) in 20 s, ~45 %,
 #: collapsed to 0.26 / 0.10 km at eps 0.35 / 1.39 against 0.40 / 0.36 (hence :data:`COSET_MIN_TARGETS`).
-#: :func:`coset_step`'s cosets are taken in 60 s at depth 3 (the city at eps 0.5 / 1 / 1.5 1.677 / 1.241 /
-#: 0.900 km against 1.641 / 1.133 / 0.824 aggregated) and in the page's 20 s at depth 2 (9 cosets of up to
-#: 156 targets: at eps 0.35 / 1.39 / 3.47 the city 1.936 / 0.987 / 0.354 against 1.820 / 0.827 / 0.290);
-#: smaller ones in 20 s at depth 3 (the city 5 x 5: 1.846 / 0.989 km at eps 0.35 / 1.39 against 1.811 /
-#: 0.870) and in 60 s at depth 4 (the district 17 x 17: 0.3949 / 0.3582 at eps 0.5 / 1.5 against 0.3950 /
-#: 0.3550).
+#: :func:`coset_step`'s cosets are taken in 60 s at depth 3 (the city at eps 1: 1.241 km against 1.133
+#: aggregated) and in the page's 20 s at depth 2 (9 cosets of up to 156 targets: the city at eps 1.39 0.987
+#: km against 0.827); smaller ones in 20 s at depth 3 and in 60 s at depth 4 (the district 17 x 17).
 COSET_SECONDS = 0.42
 #: Steps above :func:`coset_step`'s keep the cosets' targets at most this many 1 / eps km apart: sparser
-#: cosets drop the short privacy rows that bind. The city at depth 4, eps 1.5, 60 s: 8 x 8 cosets (0.53 /
-#: eps apart) certified 0.903 km, 10 x 10 (0.66 / eps) 0.879, 12 x 12 (0.79 / eps, converged in 51 s)
-#: 0.848, below the representatives' 0.854 (at eps 0.5, 0.26 / eps apart, 12 x 12 gave 1.640 against 1.626).
+#: cosets drop the short privacy rows that bind (the city at depth 4, eps 1.5, 60 s: 8 x 8 cosets, 0.53 /
+#: eps apart, 0.903 km; 12 x 12, 0.79 / eps, 0.848, below the representatives' 0.854).
 COSET_SPACING = 0.7
 #: Steps above :func:`coset_step`'s keep a largest coset of at least this many targets (smaller ones spend
 #: their time share on each solve's fixed cost: :data:`COSET_SECONDS`).
 COSET_MIN_TARGETS = 50
-#: Relative duality gap at which a coset's solve stops unless its time runs out first. Against 1e-6 it costs
-#: ~0.005 % of the bound and saves a fifth of the iterations (205 targets: 43 iterations, 3.1 s, 1.27600 km
-#: against 53, 3.8 s, 1.27607; the city's 7 x 7 at depth 4 in 60 s: 1.2418 km against 1.2390).
+#: Relative duality gap at which a coset's solve stops unless its time runs out first: against 1e-6 it costs
+#: ~0.005 % of the bound and saves a fifth of the iterations (205 targets: 43 iterations against 53).
 COSET_GAP = 1e-4
-#: Seconds between progress reports while cosets are solved: a caller stops the bound by raising from its
-#: progress, and the cosets in progress then stop at their next interior-point iteration.
+#: Seconds between progress reports while cosets are solved (a caller stops the bound from its progress).
 REPORT_SECONDS = 1.0
 #: ``(a, b)`` of :func:`converged_seconds`: seconds per output that a coset of s = targets / 1000 takes to
 #: converge to :data:`COSET_GAP` on one core while the others bound cosets too, ``a s (s + 0.02) + b s^3``
@@ -146,8 +138,7 @@ REPORT_SECONDS = 1.0
 CONVERGED_SECONDS = (1.3, 0.7)
 #: From this time limit on, :func:`auto_lower_bound` tries the exact optimum (:func:`_optimum_or_cosets`) on
 #: grids above one block, in the time the converging cosets leave. Depth 2, 2 cores, exact in two LPs: the
-#: district (1,334 targets, eps ln 2 / 0.5 km) in 284 s (peak 2.5 GB; cosets 0.3659 against 0.3664 km), the
-#: 15 km city (1,251) in 378 / 549 s at eps 0.5 / 1.5 (cosets 1.9 % below at 1.5), 580 s at ln 2 / 0.5.
+#: district (1,334 targets) in 284 s (2.5 GB), the 15 km city (1,251) in 378 / 549 s at eps 0.5 / 1.5.
 OPTIMUM_SECONDS = 300.0
 #: Most memory of the exact optimum's m n x n blocks there (8 m n^2 bytes; above: 1.46 / 1.59 GB).
 OPTIMUM_BLOCK_BYTES = 2e9
@@ -186,7 +177,7 @@ def _coset_sizes(fine: np.ndarray, step: int) -> np.ndarray:
     return sizes[sizes > 0]
 
 
-def fitting_step(problem: GeoProblem, eps: float, time_limit: float) -> int | None:
+def fitting_step(problem: GeoProblem, eps: float, time_limit: float, slowdown: float = 1.0) -> int | None:
     """The step of the cosets that ``time_limit`` seconds, shared over this process's cores, bound best.
 
     First the smallest step whose cosets (of at most :data:`BLOCK_TARGETS` targets) all converge within
@@ -194,30 +185,34 @@ def fitting_step(problem: GeoProblem, eps: float, time_limit: float) -> int | No
     :func:`coset_step`'s on whose cosets the time gives every coset the time its bound needs
     (:func:`coset_seconds`); a step above :func:`coset_step`'s only while its largest coset has at least
     :data:`COSET_MIN_TARGETS` targets, at most :data:`COSET_SPACING` / eps km apart. None when no step
-    qualifies (aggregating is then the better bound)."""
+    qualifies (aggregating is then the better bound), except on a machine ``slowdown`` > 1 times slower
+    than quiet (:func:`~mdp_core._cores.machine_slowdown`), which takes the last step allowed (the district
+    at depth 2, 20 s, 7x slower: 5 x 5 cosets 0.3600 km, aggregated 0.337)."""
     fine, outputs = problem.grid.fine_ij, problem.cost.shape[1]
     first = coset_step(problem)
-    step = converging_step(problem, time_limit, last=first - 1)
+    step = converging_step(problem, time_limit, last=first - 1, slowdown=slowdown)
     if step is not None:
         return step
-    thread_seconds = float(time_limit) * worker_count()
+    thread_seconds = float(time_limit) * worker_count() / slowdown
     step = first
     while True:
         sizes = _coset_sizes(fine, step)
         close = eps * step * problem.grid.h_fine <= COSET_SPACING and sizes.max() >= COSET_MIN_TARGETS
-        if step > first and not close:
-            return None
+        if step > first and not close:  # busy: the smallest cosets allowed still beat aggregating
+            return step - 1 if slowdown > 1.0 else None
         if thread_seconds / len(sizes) >= coset_seconds(int(sizes.max()), outputs):
             return step
         step += 1
 
 
-def converging_step(problem: GeoProblem, time_limit: float, last: int | None = None) -> int | None:
+def converging_step(
+    problem: GeoProblem, time_limit: float, last: int | None = None, slowdown: float = 1.0
+) -> int | None:
     """The smallest step up to ``last`` (default :func:`coset_step`'s) whose cosets, of at most
     :data:`BLOCK_TARGETS` targets, all converge within ``time_limit`` seconds shared over this process's
-    cores (:func:`converged_seconds`); None when none does."""
+    cores, ``slowdown`` times slower than quiet (:func:`converged_seconds`); None when none does."""
     fine, outputs = problem.grid.fine_ij, problem.cost.shape[1]
-    thread_seconds = float(time_limit) * worker_count()
+    thread_seconds = float(time_limit) * worker_count() / slowdown
     last = coset_step(problem) if last is None else last
     for step in range(coset_step(problem, BLOCK_TARGETS), last + 1):
         if sum(converged_seconds(int(size), outputs) for size in _coset_sizes(fine, step)) <= thread_seconds:
@@ -248,34 +243,39 @@ def auto_lower_bound(
     progress: Progress = None,
     on_optimum: OnOptimum = None,
 ) -> GeoBound:
-    """The bound the comparison and the map page use: on a grid that :func:`geo_lower_bound` would
-    aggregate, the coset bound where its cosets get the time they need (:func:`fitting_step`; it was the
-    tighter in 21 of the 22 measured configurations where it is chosen and 0.005 % looser in one, the
-    district at depth 4 and eps 0.5: :data:`COSET_SECONDS`), else
-    :func:`geo_lower_bound` itself. On a grid that geo_lower_bound would not aggregate but that does not
-    fit one block (more than :data:`BLOCK_TARGETS` targets), the cosets that converge in the time
-    (:func:`converging_step`), else geo_lower_bound: at depth 2 in 60 s (2 x 2 cosets, 21-28 s) the 15 km
-    city 1.8197 / 1.3239 / 1.0059 km at eps 0.5 / 1 / 1.5 against geo_lower_bound's unaggregated
-    relaxation 1.7759 / 1.2961 / 0.9816 (exact optimum at 1.5: 1.0258), the district 0.3658 against
-    0.3629 at eps ln 2 / 0.5 km (0.3648 in 120 s; before, 60 s gave a looser bound there than 20 s).
-    From :data:`OPTIMUM_SECONDS` on there, the exact optimum first (:func:`_optimum_or_cosets`). On one block
-    the exact optimum's bound: in 20 s exact at depth 0 (1.4-4.3 s) and on the district at depth 1 (15 s;
-    geo_lower_bound 0.3701 against 0.3725 km), the city at depth 1 exact in 29-35 s, in 20 s 0.15 % short.
-    All are certified by weak duality; ``method`` says which it is (never the coarser grid's cosets).
-    ``on_optimum`` is called with the optimum's mechanism (verified eps-mDP) whenever the bound ran it."""
+    """The bound the comparison and the map page use (certified by weak duality; ``method`` says which).
+
+    * One block (at most :data:`BLOCK_TARGETS` targets): the exact optimum's row generation, its certificate
+      when out of time (exact in 20 s at depth 0 and on the district at depth 1; the city at depth 1 in
+      29-35 s). ``on_optimum`` is called with the optimum's mechanism (verified eps-mDP) whenever it ran.
+    * A grid :func:`geo_lower_bound` would aggregate: the cosets that get the time they need
+      (:func:`fitting_step`; the tighter in 21 of 22 measured configurations, 0.005 % looser in one), else
+      geo_lower_bound itself.
+    * Otherwise the cosets that converge in the time (:func:`converging_step`; the city at depth 2, 60 s,
+      eps 1: 1.3239 km against geo_lower_bound's 1.2961), from :data:`OPTIMUM_SECONDS` on beside the exact
+      optimum (:func:`_optimum_or_cosets`).
+
+    Cosets are sized for the machine as it is now (:func:`~mdp_core._cores.machine_slowdown`, ~0.1 s): with
+    five busy processes beside it (3.4x slower), the district at depth 2 in 20 s got 4 x 4 cosets, 0.3614
+    km, where the quiet machine's 3 x 3 gave 0.3354 (0.3656 when quiet)."""
     eps = check_lp_inputs(problem, eps, time_limit)  # before the size rule reads the time limit
     n = len(problem.targets_km)
+    if n <= BLOCK_TARGETS and n <= aggregate_threshold(float(time_limit)):  # one block: the exact optimum's
+        return _optimum_bound(problem, eps, time_limit, progress, on_optimum)  # row generation
+    start, slowdown = time.perf_counter(), machine_slowdown()  # a busy machine: smaller cosets
+    left = max(float(time_limit) - (time.perf_counter() - start), 1.0)
     if n > aggregate_threshold(float(time_limit)):
-        step = fitting_step(problem, eps, time_limit)
-    elif n <= BLOCK_TARGETS:  # one block: the exact optimum's row generation (its certificate if out of time)
-        return _optimum_bound(problem, eps, time_limit, progress, on_optimum)
+        step = fitting_step(problem, eps, left, slowdown)
     else:  # geo_lower_bound's PDLP on all targets would not converge: cosets that do
-        step = converging_step(problem, time_limit)
+        step = converging_step(problem, left, slowdown=slowdown)
         if step is not None and tries_optimum(problem, time_limit):
-            return _optimum_or_cosets(problem, eps, step, time_limit, progress, on_optimum)
+            return _optimum_or_cosets(problem, eps, step, left, progress, on_optimum)
     if step is None:
-        return geo_lower_bound(problem, eps, time_limit=time_limit, progress=progress)
-    return coset_lower_bound(problem, eps, step=step, time_limit=time_limit, progress=progress)
+        return geo_lower_bound(problem, eps, time_limit=left, progress=progress)
+    bound = coset_lower_bound(problem, eps, step=step, time_limit=left, progress=progress)
+    if slowdown > 1.0:
+        bound = replace(bound, method=f"{bound.method}; cosets sized for a machine {slowdown:.1f}x slower")
+    return bound
 
 
 def tries_optimum(problem: GeoProblem, time_limit: float) -> bool:

@@ -40,6 +40,12 @@ from mdp_core.mechanisms import mdp_violation
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def quiet_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timing model's choices as on a quiet machine, whatever else the test run does beside them."""
+    monkeypatch.setattr(cosets_module, "machine_slowdown", lambda: 1.0)
+
+
 @pytest.mark.parametrize("eps", [0.5, 2.0])
 def test_bound_is_the_weighted_sum_of_the_cosets_spanner_relaxations(eps: float) -> None:
     problem = tiny_problem(4, 4, seed=2, depth=2, seed_n=2)
@@ -507,3 +513,46 @@ def test_a_sub_task_fills_its_share_of_the_bar_and_a_stop_reaches_it() -> None:
     assert stopping is not None
     with pytest.raises(KeyboardInterrupt, match="stop"):
         stopping(0.1, "x")
+
+
+def test_a_busy_machine_gets_the_cosets_that_fit_its_cycles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Privacy-audit load (stop 62): on a machine 3.4x slower than quiet the model still chose the quiet
+    machine's cosets, and their certificates collapsed (0.3354 km against 0.3614 for the next step)."""
+    problem = tiny_problem(5, 5, seed=3, depth=3, seed_n=2)
+    n = problem.grid.n_targets
+    for threshold in ("AGGREGATE_ABOVE", "AGGREGATE_ABOVE_SHORT"):  # this grid counts as city scale
+        monkeypatch.setattr(bounds, threshold, n - 1)
+    monkeypatch.setattr(cosets_module, "COSET_TARGETS", n // 4)
+    monkeypatch.setattr(cosets_module, "COSET_MIN_TARGETS", 1)
+    monkeypatch.setattr(cosets_module, "CONVERGED_SECONDS", (np.inf, np.inf))
+    monkeypatch.setattr(cosets_module, "COSET_SECONDS", 300 * cosets_module.COSET_SECONDS)  # seconds, not ms
+    step = coset_step(problem)
+    limit = 1.01 * _seconds_for(problem, step)  # just enough for these cosets on a quiet machine
+    needs = {k: _seconds_for(problem, k) for k in range(step + 1, step + 8)}
+    slowdown = 0.999 * limit / min(needs.values())  # the machine is this much slower: ...
+    wider = min(k for k, need in needs.items() if need <= limit / slowdown)  # ... only these cosets fit
+    assert slowdown > 1.1
+    eps = 0.99 * cosets_module.COSET_SPACING / (wider * problem.grid.h_fine)
+    assert fitting_step(problem, eps, limit) == step
+    assert fitting_step(problem, eps, limit, slowdown=slowdown) == wider
+    # nothing fits: a quiet machine aggregates, a busy one takes the smallest cosets allowed (wider + 1
+    # would be too sparse at this eps), which beat aggregating there (0.3600 against 0.337 km)
+    assert fitting_step(problem, eps, limit / 1e6) is None
+    assert fitting_step(problem, eps, limit, slowdown=1e6) == wider
+    monkeypatch.setattr(cosets_module, "machine_slowdown", lambda: slowdown)
+    busy = auto_lower_bound(problem, eps, time_limit=limit)
+    assert f"({wider} x {wider})" in busy.method
+    assert f"sized for a machine {slowdown:.1f}x slower" in busy.method
+    assert busy.value <= tree_extension(problem, eps).utility_km(problem) + 1e-12
+
+
+def test_the_machine_slowdown_is_the_probes_time_against_a_quiet_machine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert _cores.machine_slowdown() >= 1.0
+    monkeypatch.setattr(_cores, "QUIET_PROBE_SECONDS", 1e-6)  # every machine is slower than this one
+    start = time.perf_counter()
+    slowdown = _cores.machine_slowdown()
+    assert 0.5 * slowdown * 1e-6 <= time.perf_counter() - start <= 2.0 * slowdown * 1e-6
+    monkeypatch.setattr(_cores, "QUIET_PROBE_SECONDS", 1e6)  # faster than quiet reads as quiet
+    assert _cores.machine_slowdown() == 1.0
