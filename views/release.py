@@ -214,12 +214,16 @@ else:
         "application/json",
         key="rel_download_audit",
     )
+    d2.caption("For you, not for publication: it holds the seed and the table's fingerprint.")
     d3.download_button(
         "Report (HTML)",
         view.report_html(state, scenario, done, answer),
         "report.html",
         "text/html",
         key="rel_download_report",
+    )
+    d3.caption(
+        "For you, not for publication: it holds the table's fingerprint and statistics of the true values."
     )
     # the same settings released by the other method, on request: what each keeps, side by side
     other = pair.other_scenario(scenario)

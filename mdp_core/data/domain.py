@@ -5,13 +5,17 @@ released at. :func:`encode_held_out` computes the schema and the domain (bin cen
 from the fitting rows alone, keeps their codes exactly as :func:`~mdp_core.data.encoding.discretize` gave
 them, and codes every other row by a rule that depends only on that domain and the row itself:
 
-* numeric: the nearest bin centre (so a value beyond the fitting rows' range gets the outermost one);
+* numeric: the fitting rows' bin (the same equal-width edges over their range), and a value beyond that
+  range the outermost bin; a bin no fitting row falls in, or a value that is not one of the levels of an
+  unbinned column, the nearest level;
 * ordinal: its level, else the nearest level by value (numbers) or the next level below in sort order,
   clipped to the lowest (other labels, e.g. dates);
 * nominal / binary, and a missing value of a column whose domain has no ``missing`` level: its level, else
   the level most frequent among the fitting rows.
 
-Rows with a missing numeric value are left out, as :func:`~mdp_core.data.encoding.discretize` does.
+Date/time columns are read in the format detected on the fitting rows (a held-out value that does not parse
+is missing). Rows with a missing numeric value (or one that is not a number) are left out, as
+:func:`~mdp_core.data.encoding.discretize` leaves out those with a missing one.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ import pandas as pd
 
 from mdp_core.errors import DataError
 
-from .encoding import Encoded, _column_values
+from .encoding import Encoded
+from .guards import date_labels, detect_date
 
 __all__ = ["HeldOutEncoding", "encode_held_out"]
 
@@ -59,7 +64,8 @@ class HeldOutEncoding:
         cols = ", ".join(f"{c!r} ({n:,})" for c, n in self.outside)
         return (
             f"Held-out values outside the fitting records' levels are released as the nearest level "
-            f"(numbers: the nearest bin centre; categories: the most frequent one): {cols}."
+            f"(numbers: the outermost or nearest bin centre; ordered levels: the nearest; categories: "
+            f"the most frequent one): {cols}."
         )
 
 
@@ -88,7 +94,7 @@ def encode_held_out(
     is_fit = np.zeros(len(df), dtype=bool)
     is_fit[fit_rows] = True
     numeric = [c for c, k in schema.kinds if k == "numeric"]
-    values = pd.DataFrame({c: _column_values(df, c, schema) for c in schema.columns}, index=df.index)
+    values = pd.DataFrame({c: _as_fitted(df, fit_rows, c, domain) for c in schema.columns}, index=df.index)
     for c in numeric:
         values[c] = pd.to_numeric(values[c], errors="coerce")
     complete = values[numeric].notna().all(axis=1).to_numpy()
@@ -116,6 +122,17 @@ def encode_held_out(
     return HeldOutEncoding(encoded, np.flatnonzero(at_fit), np.flatnonzero(~at_fit), tuple(outside))
 
 
+def _as_fitted(df: pd.DataFrame, fit_rows: np.ndarray, column: str, domain: Encoded) -> pd.Series:
+    """The column's values to code: a date/time column's labels in the format of its fitting rows."""
+    granularity = domain.schema.date_granularity.get(column)
+    if granularity is None:
+        return df[column]
+    fmt = detect_date(df[column].iloc[fit_rows].dropna())
+    if fmt is None:  # pragma: no cover - the recipe encoded it as a date from these very rows
+        raise DataError(f"column {column!r} is not a date or time in the fitting rows")
+    return date_labels(df[column], fmt, granularity)
+
+
 def _nearest_levels(
     values: pd.Series, fitting: pd.Series, domain: Encoded, col: str, kind: str
 ) -> tuple[np.ndarray, int]:
@@ -123,15 +140,10 @@ def _nearest_levels(
     one of the fitting rows' values (numbers cut into bins: outside the fitting rows' range)."""
     levels = domain.levels[col]
     if kind == "numeric":
-        x = values.to_numpy(dtype=float)
-        code = np.searchsorted((levels[:-1] + levels[1:]) / 2, x, side="right")
-        seen = fitting.to_numpy(dtype=float)
-        if np.unique(seen).size > domain.bins[col]:  # binned: a value is outside beyond the range
-            beyond = (x < seen.min()) | (x > seen.max())
-        else:
-            beyond = levels[code] != x
-        return code.astype(np.int64), int(np.count_nonzero(beyond))
-    has_missing = col in dict(domain.missing)  # then its last level stands for a missing value
+        return _nearest_bins(
+            values.to_numpy(dtype=float), fitting.to_numpy(dtype=float), levels, domain.bins[col]
+        )
+    has_missing = bool(fitting.isna().any())  # then the domain's last level stands for a missing value
     known = list(levels[:-1] if has_missing else levels)
     index = {v: i for i, v in enumerate(known)}
     frequent = int(np.bincount(domain.codes[col].to_numpy()).argmax())
@@ -145,6 +157,23 @@ def _nearest_levels(
             code = _nearest_rank(v, known, index) if kind == "ordinal" and not absent else frequent
         out[i] = code
     return out, moved
+
+
+def _nearest_bins(x: np.ndarray, seen: np.ndarray, levels: np.ndarray, bins: int) -> tuple[np.ndarray, int]:
+    """Codes of numbers ``x`` among ``levels`` (the fitting values ``seen`` cut into ``bins`` equal-width
+    bins as :func:`~mdp_core.data.encoding.discretize` cuts them, or their distinct values), and how many
+    lie outside: beyond the range when binned, else not a level."""
+    uniq = np.unique(seen)
+    if uniq.size <= bins:  # every distinct fitting value is a level
+        code = np.searchsorted((levels[:-1] + levels[1:]) / 2, x, side="right")
+        return code.astype(np.int64), int(np.count_nonzero(levels[code] != x))
+    edges = np.linspace(uniq[0], uniq[-1], bins + 1)  # discretize's edges and centres, bit for bit
+    cell = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, bins - 1)
+    centre = ((edges[:-1] + edges[1:]) / 2)[cell]
+    own = np.minimum(np.searchsorted(levels, centre), len(levels) - 1)
+    nearest = np.searchsorted((levels[:-1] + levels[1:]) / 2, x, side="right")  # for a bin left empty
+    code = np.where(levels[own] == centre, own, nearest)
+    return code.astype(np.int64), int(np.count_nonzero((x < uniq[0]) | (x > uniq[-1])))
 
 
 def _nearest_rank(value: object, known: list, index: dict) -> int:

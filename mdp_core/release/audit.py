@@ -274,9 +274,17 @@ HELD_OUT_DOMAIN_NOTE = (
     "The released values themselves (bin centres, categories) and the column kinds are computed from the "
     "records that tuned the channels only, so no released record shapes them; a released value that is not "
     "among them is released as the nearest of them (a number beyond their range as the outermost bin centre, "
-    "an unseen category as the most frequent one), and the bound holds for the value so coded. Not private: "
-    "how many held-out records have a missing number (they are left out), and the utility measured on the "
-    "released records' true values (in the report, not in the data)."
+    "an unseen category as the most frequent one, an unseen ordered level as the nearest), and the bound "
+    "holds for the value so coded. Not covered: how the file was read (number formats and column types are "
+    "decided from every row), how many held-out records have a missing number (they are left out), and an "
+    "ε chosen by \"Which ε?\", which measures utility on the held-out records."
+)
+#: Said in every release's scope: what must stay with the data holder (privacy audit, stop 63).
+PUBLISH_NOTE = (
+    "Publish the released table only: the audit record and the report are for the data holder. They carry "
+    "the seed (with it anyone can redo the random draws and narrow down each record's true value), the "
+    "table's fingerprint (it confirms a guessed table) and statistics of the true values (utility, leakage, "
+    "counts)."
 )
 
 
@@ -328,6 +336,7 @@ def release_scope(
         if outside:
             moved = ", ".join(f"{c} ({n:,})" for c, n in outside)
             statement += f" Values released as the nearest level, per column: {moved}."
+    statement = f"{statement} {PUBLISH_NOTE}"
     if sample_of is not None:
         statement = (
             f"The table is a uniform random sample of {sample_of[0]:,} of the file's {sample_of[1]:,} rows: "

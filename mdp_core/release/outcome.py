@@ -207,6 +207,7 @@ def evaluate_scenario(
     report(progress, 0.0, "encoding")
     strict = scenario.release_rows == "held_out"
     outside: tuple[tuple[str, int], ...] = ()
+    fit_in_df = None
     if strict:  # the domain from the tuning records alone: no released record shapes its released values
         fit_in_df, _ = split_rows(len(df), FIT_FRACTION, np.random.default_rng(scenario.seed))
         split = encode_held_out(df, fit_in_df, lambda part: encode_for(scenario, part))
@@ -226,11 +227,12 @@ def evaluate_scenario(
     rng = np.random.default_rng([scenario.seed, 2])
     released = privatise(
         df, result, encoded=encoded, rng=rng, include_target=include, target_eps=target_eps,
-        rows=test_rows if strict else None,
+        rows=test_rows if strict else None, domain_rows=fit_in_df,
     )  # fmt: skip
     check = release_report(df, released, result=result, rows_tuning=len(fit_rows) if strict else 0)
-    leakage = leakage_per_attribute(encoded, result)
-    leakage["information_kept"] = information_kept(encoded, result).to_numpy()
+    described = fit if strict else encoded  # a held-out release's statistics describe the tuning records
+    leakage = leakage_per_attribute(described, result)
+    leakage["information_kept"] = information_kept(described, result).to_numpy()
     audit = audit_record(
         df,
         encoded,

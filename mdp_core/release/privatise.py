@@ -115,6 +115,7 @@ def privatise(
     include_target: bool = True,
     target_eps: float | None = None,
     rows: np.ndarray | None = None,
+    domain_rows: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """The whole table (or the records at ``rows``) through the composed DepHDP channel (and the target's
     own channel).
@@ -137,6 +138,9 @@ def privatise(
     rows : array of int, optional
         Positions in ``encoded.codes`` of the records to release, e.g. those the configuration never saw
         (:func:`mdp_core.split_rows`); default every record.
+    domain_rows : array of int, optional
+        Positions in ``df`` of the rows whose values set the released numbers' decimals and the labels'
+        type (a held-out release: the tuning rows, so that no released record sets them); default every row.
 
     Returns
     -------
@@ -164,7 +168,8 @@ def privatise(
         P = target_channel(encoded, eps_t)
         out[target] = sample(P, codes[target].to_numpy(), rng)
     order = [c for c in df.columns if c in out] + [c for c in out if c not in df.columns]
-    return pd.DataFrame({c: _decode_column(encoded, df, c, out[c]) for c in order})
+    reference = df if domain_rows is None else df.iloc[_positions(domain_rows, len(df))]
+    return pd.DataFrame({c: _decode_column(encoded, reference, c, out[c]) for c in order})
 
 
 def _positions(rows: object, n: int) -> np.ndarray:
@@ -172,7 +177,7 @@ def _positions(rows: object, n: int) -> np.ndarray:
     if pos.ndim != 1 or not np.issubdtype(pos.dtype, np.integer):
         raise TypeError(f"rows must be a 1-D array of record positions, got {pos.dtype} of shape {pos.shape}")
     if pos.size and (pos.min() < 0 or pos.max() >= n or np.unique(pos).size != pos.size):
-        raise DataError(f"rows must be distinct positions in 0..{n - 1} (the encoded records)")
+        raise DataError(f"rows must be distinct positions in 0..{n - 1}")
     return pos
 
 

@@ -24,7 +24,7 @@ from mdp_core.release import (
     majority_clause,
     save_scenarios,
 )
-from mdp_core.release.audit import DOMAIN_NOTE, HELD_OUT_DOMAIN_NOTE
+from mdp_core.release.audit import DOMAIN_NOTE, HELD_OUT_DOMAIN_NOTE, PUBLISH_NOTE
 from mdp_core.release.outcome import FIT_FRACTION
 
 
@@ -224,7 +224,9 @@ def test_a_strict_release_holds_exactly_the_records_the_tuning_never_saw(
     assert list(compare_scenarios([every, out])["released_rows"]) == ["all", "held_out"]
     assert "holds exactly" not in out.audit["scope"]["statement"]
     assert HELD_OUT_DOMAIN_NOTE in out.audit["scope"]["statement"]
-    assert every.audit["scope"]["statement"].endswith(DOMAIN_NOTE)
+    assert DOMAIN_NOTE in every.audit["scope"]["statement"]
+    for statement in (out.audit["scope"]["statement"], every.audit["scope"]["statement"]):
+        assert statement.endswith(PUBLISH_NOTE)  # the seed and the fingerprint stay with the data holder
 
 
 def test_a_held_out_records_value_shapes_no_released_value_of_the_strict_release() -> None:
@@ -239,7 +241,7 @@ def test_a_held_out_records_value_shapes_no_released_value_of_the_strict_release
     _, held_out = core.split_rows(len(df), FIT_FRACTION, np.random.default_rng(base.seed))
     assert len(out.released) == len(held_out)  # released in the held-out rows' order
     extreme = df.copy()
-    extreme.loc[held_out[0], "dose"] = 95.0  # one held-out record, the victim; every other row the same
+    extreme.loc[held_out[0], "dose"] = 95.123456  # one held-out record, the victim: extreme and more decimals
     changed = evaluate_scenario(replace(base, fingerprint=""), extreme, repetitions=2)
     for col in out.encoded.columns:
         np.testing.assert_array_equal(changed.encoded.levels[col], out.encoded.levels[col])
