@@ -215,7 +215,50 @@ def encoding_choices(schema: core.Schema) -> dict[str, Any]:
             sorted((c, k) for c, k in state.kind_overrides.items() if c in schema.columns)
         ),
         "bins": tuple(sorted((c, int(b)) for c, b in state.bins.items() if c in schema.columns)),
+        "ranges": tuple(
+            sorted((c, lo, hi) for c, (lo, hi) in state.ranges.items() if _is_numeric(schema, c))
+        ),
     }
+
+
+def _is_numeric(schema: core.Schema, column: str) -> bool:
+    return column in schema.columns and schema.kind(column) == "numeric"
+
+
+#: The Data page's help on a numeric attribute's public range.
+PUBLIC_RANGE_HELP = (
+    "A range known without looking at the records (age 0-120, a score's scale): the bins then cut it, "
+    "whatever the records, and a value beyond it is set to its nearer end. Without one, the bins cut the "
+    "column's own minimum and maximum, which one record with an extreme value can move (not private). "
+    "Set both ends, or neither."
+)
+
+
+def public_ranges(
+    edited: pd.DataFrame, current: dict[str, tuple[float, float]]
+) -> tuple[dict[str, tuple[float, float]], list[str]]:
+    """The public ranges the schema editor's rows declare, and a sentence per row that cannot be used.
+
+    A numeric row with both ends, lo < hi, declares (lo, hi); a row with neither declares none. A row of
+    another kind keeps the range it had (it comes back with the numeric kind), as its bin count does."""
+    ranges: dict[str, tuple[float, float]] = {}
+    problems = []
+    columns = ["attribute", "kind", "public min", "public max"]
+    for attribute, kind, lo, hi in edited[columns].itertuples(index=False):
+        if kind != "numeric":
+            if attribute in current:
+                ranges[attribute] = current[attribute]
+            continue
+        if pd.isna(lo) and pd.isna(hi):
+            continue
+        if pd.isna(lo) or pd.isna(hi) or not float(lo) < float(hi):
+            problems.append(
+                f"The public range of {attribute!r} needs both ends, the minimum below the maximum: "
+                "it is not used until then."
+            )
+            continue
+        ranges[attribute] = (float(lo), float(hi))
+    return ranges, problems
 
 
 def current_encoded() -> core.Encoded | None:
@@ -225,8 +268,9 @@ def current_encoded() -> core.Encoded | None:
     if schema is None or state.frame is None:
         return None
     bins = {c: state.bins.get(c, state.default_bins) for c in schema.columns}
+    ranges = tuple(sorted((c, span) for c, span in state.ranges.items() if _is_numeric(schema, c)))
     try:
-        encoded = _encode(state.dataset_key, state.frame, schema, tuple(sorted(bins.items())))
+        encoded = _encode(state.dataset_key, state.frame, schema, tuple(sorted(bins.items())), ranges)
     except core.DataError as exc:
         state.encode_error = f"The table cannot be encoded: {exc}"
         return None
@@ -236,10 +280,14 @@ def current_encoded() -> core.Encoded | None:
 
 @st.cache_resource(max_entries=16, show_spinner="Discretising…")
 def _encode(
-    key: str, _frame: pd.DataFrame, schema: core.Schema, bins: tuple[tuple[str, int], ...]
+    key: str,
+    _frame: pd.DataFrame,
+    schema: core.Schema,
+    bins: tuple[tuple[str, int], ...],
+    ranges: tuple[tuple[str, tuple[float, float]], ...] = (),
 ) -> core.Encoded:
     # cache_resource: the Encoded table is shared read-only, no copy per rerun.
-    return core.discretize(_frame, schema, bins=dict(bins))
+    return core.discretize(_frame, schema, bins=dict(bins), ranges=dict(ranges))
 
 
 @st.cache_data(max_entries=16, hash_funcs=HASH_FUNCS)

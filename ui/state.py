@@ -53,6 +53,8 @@ class AppState:
         The loaded file's field separator and decimal mark: a privatised CSV is written the same way.
     bins : dict
         Per-column bin counts for numeric attributes (default ``default_bins``).
+    ranges : dict
+        Declared public ranges (lo, hi) of numeric attributes (Data page; :func:`mdp_core.discretize`).
     dephdp_config : DepHDPConfig or None
         Settings the DepHDP page's widgets start from (a loaded file or a suggested fix); None: defaults.
     dephdp_generation : int
@@ -69,6 +71,7 @@ class AppState:
     seed: int = 0
     kind_overrides: dict[str, str] = field(default_factory=dict)
     bins: dict[str, int] = field(default_factory=dict)
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
     default_bins: int = 8
     dephdp_config: DepHDPConfig | None = None
     dephdp_generation: int = 0
@@ -99,7 +102,7 @@ class AppState:
         self.source_rows = source_rows
         self.csv_separator, self.csv_decimal = convention
         self.error = None
-        self.kind_overrides, self.bins = {}, {}
+        self.kind_overrides, self.bins, self.ranges = {}, {}, {}
         self.include, self.exclude = {}, []
         self.encode_error = None
         self.target = target if target in [str(c) for c in frame.columns] else None

@@ -192,6 +192,7 @@ def encoding_fields(schema: core.Schema) -> dict[str, Any]:
         "exclude": choices["exclude"],
         "kind_overrides": choices["kind_overrides"],
         "column_bins": choices["bins"],
+        "column_ranges": tuple((c, (lo, hi)) for c, lo, hi in choices["ranges"]),
         "bins": get_state().default_bins,
     }
 

@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import mdp_core as core
+from ui import data as view
 from ui.data import (
     RELEASE_NOTE,
     base_schema,
@@ -92,6 +93,11 @@ encoded = current_encoded()
 if schema is None or encoded is None:
     st.error(state.encode_error or "The table could not be encoded.")
     st.stop()
+# blank where no range is declared, and for kinds that are not binned
+spans = {
+    c: state.ranges.get(c, (None, None)) if schema.kind(c) == "numeric" else (None, None)
+    for c in schema.columns
+}
 editor = pd.DataFrame(
     {
         "attribute": list(schema.columns),
@@ -103,13 +109,15 @@ editor = pd.DataFrame(
             ],
             dtype="Int64",
         ),
+        "public min": pd.array([spans[c][0] for c in schema.columns], dtype="Float64"),
+        "public max": pd.array([spans[c][1] for c in schema.columns], dtype="Float64"),
         "levels": [encoded.domain_sizes[c] for c in schema.columns],
         "missing": [int(frame[c].isna().sum()) for c in schema.columns],
     }
 )
 st.caption(
-    "Override a kind or the bin count of a numeric attribute; distances follow the kind "
-    "(nominal/binary: mismatch, ordinal: rank gap, numeric: gap between bin centres)."
+    "Override a kind or the bin count of a numeric attribute, or declare its public range; distances "
+    "follow the kind (nominal/binary: mismatch, ordinal: rank gap, numeric: gap between bin centres)."
 )
 edited = st.data_editor(
     editor,
@@ -129,6 +137,8 @@ edited = st.data_editor(
             step=1,
             help="Equal-width bins for numeric attributes (blank for the other kinds: they are not binned)",
         ),
+        "public min": st.column_config.NumberColumn("public min", help=view.PUBLIC_RANGE_HELP),
+        "public max": st.column_config.NumberColumn("public max", help=view.PUBLIC_RANGE_HELP),
         "levels": st.column_config.NumberColumn(
             "levels",
             format="%,d",
@@ -147,8 +157,11 @@ for r in edited.itertuples():
             new_bins[r.attribute] = int(r.bins)
     elif r.attribute in state.bins:  # blank while not numeric: the count comes back with the kind
         new_bins[r.attribute] = state.bins[r.attribute]
-if new_overrides != state.kind_overrides or new_bins != state.bins:
-    state.kind_overrides, state.bins = new_overrides, new_bins
+new_ranges, range_problems = view.public_ranges(edited, state.ranges)
+for problem in range_problems:
+    st.warning(problem)
+if new_overrides != state.kind_overrides or new_bins != state.bins or new_ranges != state.ranges:
+    state.kind_overrides, state.bins, state.ranges = new_overrides, new_bins, new_ranges
     st.rerun()
 messages = list(encoded.warnings)
 if encoded.dropped_rows:  # the first message says how many rows are left out and why

@@ -25,7 +25,6 @@ from mdp_core.data.encoding import (
     Kind,
     Schema,
     discretize,
-    encode_table,
     infer_schema,
 )
 from mdp_core.data.io import (
@@ -38,6 +37,7 @@ from mdp_core.data.io import (
     load_dataset,
     load_dataset_report,
 )
+from mdp_core.data.recipe import encode_table
 
 __all__ = [
     "DATA_DIR",

@@ -5,6 +5,8 @@ released at. :func:`encode_held_out` computes the schema and the domain (bin cen
 from the fitting rows alone, keeps their codes exactly as :func:`~mdp_core.data.encoding.discretize` gave
 them, and codes every other row by a rule that depends only on that domain and the row itself:
 
+* numeric with a declared public range: its bin of that range, as
+  :func:`~mdp_core.data.encoding.discretize` cuts it;
 * numeric: the fitting rows' bin (the same equal-width edges over their range), and a value beyond that
   range the outermost bin; a bin no fitting row falls in, or a value that is not one of the levels of an
   unbinned column, the nearest level;
@@ -140,9 +142,13 @@ def _nearest_levels(
     one of the fitting rows' values (numbers cut into bins: outside the fitting rows' range)."""
     levels = domain.levels[col]
     if kind == "numeric":
-        return _nearest_bins(
-            values.to_numpy(dtype=float), fitting.to_numpy(dtype=float), levels, domain.bins[col]
-        )
+        x = values.to_numpy(dtype=float)
+        span = domain.ranges.get(col)
+        if span is not None:  # a declared public range: discretize's own bins, whatever the rows
+            edges = np.linspace(span[0], span[1], domain.bins[col] + 1)
+            code = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, domain.bins[col] - 1)
+            return code.astype(np.int64), int(np.count_nonzero((x < span[0]) | (x > span[1])))
+        return _nearest_bins(x, fitting.to_numpy(dtype=float), levels, domain.bins[col])
     has_missing = bool(fitting.isna().any())  # then the domain's last level stands for a missing value
     known = list(levels[:-1] if has_missing else levels)
     index = {v: i for i, v in enumerate(known)}

@@ -218,6 +218,11 @@ class Encoded:
         Missing values per included attribute (only attributes with any), counted in the input table.
     input_rows : int
         Rows of the input table.
+    ranges : dict[str, tuple[float, float]]
+        Declared public ranges (lo, hi) of numeric attributes: their bins cut that range and are all kept,
+        so their levels depend on no record.
+    clipped : tuple of (str, int)
+        Values beyond their column's public range, set to its nearer end (only columns with any).
     """
 
     codes: pd.DataFrame
@@ -228,6 +233,8 @@ class Encoded:
     dropped_rows: int = 0
     missing: tuple[tuple[str, int], ...] = ()
     input_rows: int = 0
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    clipped: tuple[tuple[str, int], ...] = ()
     fingerprint: str = ""
     """Content hash of codes, schema and levels: a cheap cache key (``hash_funcs``) for the whole table."""
 
@@ -256,6 +263,11 @@ class Encoded:
                 f"is missing: {cols}. To keep them, exclude these columns or set their kind to ordinal or "
                 f"nominal (a '{MISSING_LEVEL}' level)."
             )
+        if self.clipped:
+            cols = ", ".join(
+                f"{c!r} ({n:,} beyond {self.ranges[c][0]:g}..{self.ranges[c][1]:g})" for c, n in self.clipped
+            )
+            out.append(f"Values beyond a declared public range are set to its nearer end: {cols}.")
         if levelled:
             cols = ", ".join(f"{c!r} ({n:,})" for c, n in levelled)
             out.append(f"Missing values kept as a '{MISSING_LEVEL}' level: {cols}.")
@@ -279,7 +291,13 @@ def _fingerprint(codes: pd.DataFrame, schema: Schema, levels: dict[str, np.ndarr
     return digest.hexdigest()
 
 
-def discretize(df: pd.DataFrame, schema: Schema, *, bins: int | dict[str, int] = 8) -> Encoded:
+def discretize(
+    df: pd.DataFrame,
+    schema: Schema,
+    *,
+    bins: int | dict[str, int] = 8,
+    ranges: Mapping[str, tuple[float, float]] | None = None,
+) -> Encoded:
     """Encode every schema column as integer codes with its component distance matrix.
 
     Numeric columns with more distinct values than their bin count are cut into equal-width bins over
@@ -297,6 +315,11 @@ def discretize(df: pd.DataFrame, schema: Schema, *, bins: int | dict[str, int] =
         Kinds per column (see :func:`infer_schema`).
     bins : int or dict
         Bin count for numeric columns (>= 2), globally or per column (missing columns get 8).
+    ranges : mapping column -> (lo, hi), optional
+        Public ranges of numeric columns (e.g. age 0-120, known without looking at the data): the bins cut
+        [lo, hi] whatever the data, every bin is a level (none is dropped for being empty), and a value
+        beyond the range is set to its nearer end (counted in :attr:`Encoded.clipped`). Without one, a
+        column's bins cut its own [min, max], which depends on the records (DESIGN.md "Release scope").
     """
     if not isinstance(schema, Schema):
         raise TypeError("schema must be a Schema (see infer_schema)")
@@ -312,6 +335,7 @@ def discretize(df: pd.DataFrame, schema: Schema, *, bins: int | dict[str, int] =
     for c, b in per_col.items():
         if not isinstance(b, (int, np.integer)) or b < 2:
             raise DataError(f"bins for {c!r} must be an integer >= 2, got {b!r}")
+    spans = _checked_ranges(ranges or {}, schema)
     table = pd.DataFrame({c: _column_values(df, c, schema) for c in schema.columns}, index=df.index)
     numeric = [c for c, k in schema.kinds if k == "numeric"]
     for c in numeric:
@@ -331,8 +355,13 @@ def discretize(df: pd.DataFrame, schema: Schema, *, bins: int | dict[str, int] =
     codes: dict[str, np.ndarray] = {}
     levels: dict[str, np.ndarray] = {}
     components: dict[str, np.ndarray] = {}
+    clipped = []
     for col, kind in schema.kinds:
-        codes[col], levels[col], components[col] = _encode_column(table[col], kind, int(per_col[col]))
+        span = spans.get(col)
+        if span is not None:
+            beyond = int(((table[col] < span[0]) | (table[col] > span[1])).sum())
+            clipped += [(str(col), beyond)] if beyond else []
+        codes[col], levels[col], components[col] = _encode_column(table[col], kind, int(per_col[col]), span)
     return Encoded(
         codes=pd.DataFrame(codes, columns=list(schema.columns)).reset_index(drop=True),
         levels=levels,
@@ -342,47 +371,8 @@ def discretize(df: pd.DataFrame, schema: Schema, *, bins: int | dict[str, int] =
         dropped_rows=int((~complete).sum()),
         missing=missing,
         input_rows=len(df),
-    )
-
-
-def encode_table(
-    df: pd.DataFrame,
-    *,
-    target: str | None = None,
-    include: Mapping[str, str | None] | Iterable[tuple[str, str | None]] = (),
-    exclude: Iterable[str] = (),
-    kinds: Mapping[str, str] | Iterable[tuple[str, str]] = (),
-    bins: Mapping[str, int] | Iterable[tuple[str, int]] = (),
-    default_bins: int = 8,
-) -> Encoded:
-    """The table encoded as a user's Data-page choices say: the one recipe the app, a release scenario and
-    a sweep spec share, so that each reproduces the others' encoding.
-
-    Parameters
-    ----------
-    df : DataFrame
-        The loaded table.
-    target : str, optional
-        Target column (must not be excluded).
-    include : mapping column -> kind or None
-        Columns re-included despite their default exclusion (see :func:`infer_schema`).
-    exclude : iterable of str
-        Columns left out. Columns the guard rails exclude anyway keep their own reason.
-    kinds : mapping column -> kind
-        Kind overrides; those of columns that are not encoded are ignored (as on the Data page).
-    bins : mapping column -> int
-        Bin counts of numeric columns; the others get ``default_bins``.
-    """
-    include = dict(include)
-    exclude = [str(c) for c in exclude]
-    both = sorted(set(include) & set(exclude))
-    if both:
-        raise DataError(f"column(s) {both} are both included and excluded")
-    schema = infer_schema(df, target=target, include=include, exclude=exclude)
-    overrides = {str(c): str(k) for c, k in dict(kinds).items() if c in schema.columns}
-    per_col = dict(bins)
-    return discretize(
-        df, schema.with_kinds(overrides), bins={c: per_col.get(c, default_bins) for c in schema.columns}
+        ranges=spans,
+        clipped=tuple(clipped),
     )
 
 
@@ -397,13 +387,35 @@ def _column_values(df: pd.DataFrame, column: str, schema: Schema) -> pd.Series:
     return date_labels(df[column], fmt, granularity)
 
 
-def _encode_column(values: pd.Series, kind: Kind, bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _checked_ranges(
+    ranges: Mapping[str, tuple[float, float]], schema: Schema
+) -> dict[str, tuple[float, float]]:
+    """Public ranges as (lo, hi) floats, each of a numeric schema column, finite, lo < hi."""
+    spans = {}
+    for col, span in ranges.items():
+        if col not in schema.columns or schema.kind(col) != "numeric":
+            raise DataError(f"a public range is for a numeric attribute; {col!r} is not one")
+        lo, hi = (float(v) for v in span)
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise DataError(f"the public range of {col!r} must be two finite numbers lo < hi, got {span!r}")
+        spans[str(col)] = (lo, hi)
+    return spans
+
+
+def _encode_column(
+    values: pd.Series, kind: Kind, bins: int, span: tuple[float, float] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     if kind == "numeric":
         x = pd.to_numeric(values, errors="coerce")
         if x.isna().any():
             raise DataError(f"column {values.name!r} is not numeric; set its kind to nominal or ordinal")
         x = x.to_numpy(dtype=float)
+        if span is not None:  # public: every bin of the declared range, whatever the records
+            edges = np.linspace(span[0], span[1], bins + 1)
+            code = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, bins - 1)
+            centres = (edges[:-1] + edges[1:]) / 2
+            return code.astype(np.int64), centres, numeric_distance(centres)
         uniq = np.unique(x)
         if len(uniq) <= bins:
             centres, code = uniq, np.searchsorted(uniq, x)

@@ -42,12 +42,13 @@ def conditional(codes: pd.DataFrame, target: str, other: str) -> np.ndarray:
     -------
     ndarray, shape (m_target, m_other)
         ``cond[x, i] = P(X^ = i | X_k = x)`` from frequencies (001 Sec. II-B4); rows sum to 1. The domain
-        sizes are ``max code + 1``.
+        sizes are ``max code + 1``, less the target levels no record takes (e.g. empty bins of a declared
+        public range): under the table's distribution they have no probability, so no inference about them.
 
     Raises
     ------
     DataError
-        Zero rows, equal columns, codes that are not non-negative integers, or a target level with no rows.
+        Zero rows, equal columns, or codes that are not non-negative integers.
     """
     _check_codes(codes, target, other)
     if target == other:
@@ -59,10 +60,8 @@ def _conditional(t: np.ndarray, o: np.ndarray, target: str) -> np.ndarray:
     """:func:`conditional` of checked code arrays (all pairs check the table once, not once a pair)."""
     counts = _counts(t, o, (int(t.max()) + 1, int(o.max()) + 1))
     totals = counts.sum(axis=1, keepdims=True)
-    empty = np.flatnonzero(totals[:, 0] == 0)
-    if empty.size:
-        raise DataError(f"target {target!r} level(s) {empty.tolist()} have no rows; re-encode the table")
-    return counts / totals
+    seen = totals[:, 0] > 0  # a level no record takes (a bin of a public range) has no probability
+    return counts[seen] / totals[seen]
 
 
 # ------------------------------------------------------------------------------------------------ CPL*

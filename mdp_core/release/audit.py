@@ -231,7 +231,8 @@ def audit_record(
             rows_tuning=rows_tuning,
             sample_of=(len(df), source_rows) if source_rows is not None else None,
             outside=outside,
-        ),
+        )
+        | {"public_ranges": {c: list(span) for c, span in encoded.ranges.items()}},
         "columns": [str(c) for c in df.columns],
         "columns_released": cols_released,
         "columns_excluded": [str(c) for c in df.columns if c not in cols_released],
@@ -263,11 +264,11 @@ def _verified(channel: str, violation: float) -> dict:
 
 #: Said in the scope of a release whose domain comes from the whole table (privacy audit, stop 62).
 DOMAIN_NOTE = (
-    "The released values themselves (the bin centres of numeric columns, which lie within half a bin of each "
-    "column's minimum and maximum, and the set of categories) are computed from every record of the table, "
-    "released ones included, and are not private: one record with an extreme or rare value can change them. "
-    "The bound holds given those values; declare public ranges and categories (or release bins computed "
-    "elsewhere) where that matters."
+    "The released values themselves (the bin centres of numeric columns without a declared public range, "
+    "which lie within half a bin of each column's minimum and maximum, and the set of categories) are "
+    "computed from every record of the table, released ones included, and are not private: one record with "
+    "an extreme or rare value can change them. The bound holds given those values; declare public ranges on "
+    "the Data page where that matters."
 )
 #: Said in the scope of a held-out release: its domain comes from the records that tuned the channels.
 HELD_OUT_DOMAIN_NOTE = (
@@ -277,7 +278,7 @@ HELD_OUT_DOMAIN_NOTE = (
     "an unseen category as the most frequent one, an unseen ordered level as the nearest), and the bound "
     "holds for the value so coded. Not covered: how the file was read (number formats and column types are "
     "decided from every row), how many held-out records have a missing number (they are left out), and an "
-    "ε chosen by \"Which ε?\", which measures utility on the held-out records."
+    'ε chosen by "Which ε?", which measures utility on the held-out records.'
 )
 #: Said in every release's scope: what must stay with the data holder (privacy audit, stop 63).
 PUBLISH_NOTE = (

@@ -67,7 +67,8 @@ class ScenarioOutcome:
 
 
 def encode_for(scenario: Scenario, df: pd.DataFrame) -> Encoded:
-    """The table encoded as the scenario's data settings say (excluded columns, kinds, bins, target)."""
+    """The table encoded as the scenario's data settings say (excluded columns, kinds, bins, public ranges,
+    target)."""
 
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
@@ -84,6 +85,7 @@ def encode_for(scenario: Scenario, df: pd.DataFrame) -> Encoded:
         exclude=scenario.exclude,
         kinds=scenario.kind_overrides,
         bins=scenario.bins,
+        ranges=scenario.ranges,
     )
 
 

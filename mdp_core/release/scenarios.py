@@ -95,6 +95,8 @@ class Scenario:
         Columns re-included despite their default exclusion (a date as ``"month"``, ...).
     kind_overrides, bins : tuple of (column, value)
         Data page settings (together: :func:`mdp_core.encode_table`).
+    ranges : tuple of (column, lo, hi)
+        Declared public ranges of numeric columns (Data page; :func:`mdp_core.discretize`).
     include_target : bool
         Release the target through its own channel.
     target_eps : float or None
@@ -123,6 +125,7 @@ class Scenario:
     method: str = "DepHDP"
     release_rows: str = "all"
     include: tuple[tuple[str, str | None], ...] = ()
+    ranges: tuple[tuple[str, float, float], ...] = ()
 
     def __post_init__(self) -> None:
 
@@ -169,6 +172,7 @@ def scenario_to_dict(s: Scenario) -> dict:
         "include": dict(s.include),
         "kind_overrides": dict(s.kind_overrides),
         "bins": dict(s.bins),
+        "ranges": {c: [lo, hi] for c, lo, hi in s.ranges},
         "include_target": s.include_target,
         "target_eps": s.target_eps,
         "utility_target": {"kind": s.utility_target.kind, "value": s.utility_target.value},
@@ -189,6 +193,7 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "include": dict,
     "kind_overrides": dict,
     "bins": dict,
+    "ranges": dict,
     "include_target": bool,
     "target_eps": (int, float, type(None)),
     "utility_target": dict,
@@ -203,6 +208,12 @@ _REQUIRED = ("name", "dataset", "config")
 def _type_name(t: object) -> str:
     names = [x.__name__ for x in (t if isinstance(t, tuple) else (t,))]
     return " or ".join("null" if n == "NoneType" else n for n in names)
+
+
+def _is_span(v: object) -> bool:
+    """A JSON [lo, hi] of finite numbers with lo < hi."""
+    numbers = isinstance(v, list) and len(v) == 2 and all(type(x) in (int, float) for x in v)
+    return numbers and math.isfinite(v[0]) and math.isfinite(v[1]) and v[0] < v[1]  # type: ignore[index]
 
 
 def scenario_from_dict(data: object) -> Scenario:
@@ -242,6 +253,9 @@ def scenario_from_dict(data: object) -> Scenario:
     bins = data.get("bins", {})
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 2 for v in bins.values()):
         raise DataError("bins must map columns to integers >= 2")
+    ranges = data.get("ranges", {})
+    if not all(_is_span(v) for v in ranges.values()):
+        raise DataError("ranges must map columns to [lo, hi] with finite numbers lo < hi")
     pages = data.get("pages", {})
     if not all(isinstance(v, dict) for v in pages.values()):
         raise DataError("pages must map page names to JSON objects")
@@ -258,6 +272,7 @@ def scenario_from_dict(data: object) -> Scenario:
         ),
         kind_overrides=tuple(sorted((str(k), str(v)) for k, v in data.get("kind_overrides", {}).items())),
         bins=tuple(sorted((str(k), int(v)) for k, v in bins.items())),
+        ranges=tuple(sorted((str(k), float(v[0]), float(v[1])) for k, v in ranges.items())),
         include_target=bool(data.get("include_target", True)),
         target_eps=None if data.get("target_eps") is None else float(data["target_eps"]),
         utility_target=utility_target,

@@ -138,6 +138,14 @@ def _is_bin_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 2
 
 
+def _is_span(value: object) -> bool:
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        return False
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        return False
+    return math.isfinite(value[0]) and math.isfinite(value[1]) and value[0] < value[1]
+
+
 def _names(value: object, name: str, allowed: Sequence[str]) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
@@ -187,10 +195,11 @@ class SweepSpec:
     options : tuple of (str, value)
         Further :class:`mdp_core.DepHDPConfig` fields (e.g. ``grid_points``, ``opt_max_domain``), as given
         in JSON (a mapping); stored as sorted pairs so the spec stays hashable.
-    include, exclude, kind_overrides, column_bins
+    include, exclude, kind_overrides, column_bins, column_ranges
         The Data page's choices (:func:`mdp_core.encode_table`): columns re-included (column -> kind, a
         date's ``"month"``/``"year"``, or None), columns left out, kind overrides, per-column bin counts
-        (others get ``bins``); mappings in JSON, sorted pairs here.
+        (others get ``bins``), declared public ranges ``[lo, hi]`` of numeric columns; mappings in JSON,
+        sorted pairs here.
     code : str or None
         The :data:`CODE_VERSION` of the code the spec was written for (the app records its own), None if
         unknown. Not an input of the sweep: ``python -m mdp_core.sweep`` warns when it runs other code,
@@ -215,6 +224,7 @@ class SweepSpec:
     exclude: tuple[str, ...] = ()
     kind_overrides: tuple[tuple[str, str], ...] = ()
     column_bins: tuple[tuple[str, int], ...] = ()
+    column_ranges: tuple[tuple[str, tuple[float, float]], ...] = ()
     code: str | None = None
 
     def __post_init__(self) -> None:
@@ -269,6 +279,8 @@ class SweepSpec:
             self, "kind_overrides", _pairs(self.kind_overrides, "kind_overrides", KINDS.__contains__, "kinds")
         )
         set_(self, "column_bins", _pairs(self.column_bins, "column_bins", _is_bin_count, "integers >= 2"))
+        spans = _pairs(self.column_ranges, "column_ranges", _is_span, "[lo, hi] with finite lo < hi")
+        set_(self, "column_ranges", tuple((c, (float(lo), float(hi))) for c, (lo, hi) in spans))
         if self.code is not None and (not isinstance(self.code, str) or not self.code.strip()):
             raise TypeError(f"code must be a code version (a non-empty string) or None, got {self.code!r}")
         n = self.n_configurations
@@ -351,6 +363,7 @@ class SweepSpec:
             "exclude": list(self.exclude),
             "kind_overrides": dict(self.kind_overrides),
             "column_bins": dict(self.column_bins),
+            "column_ranges": {c: list(span) for c, span in self.column_ranges},
             "code": self.code,
         }
 

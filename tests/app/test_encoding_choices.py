@@ -51,6 +51,7 @@ def test_the_page_s_table_is_what_a_scenario_and_a_sweep_spec_rebuild(
     state.exclude = ["city"]
     state.kind_overrides = {"city": "ordinal", "visits": "nominal"}  # city's is moot once it is excluded
     state.bins = {"age": 3, "weight": 4}
+    state.ranges = {"weight": (30.0, 130.0), "city": (0.0, 1.0)}  # city's is moot: not numeric
     seen: list[tuple[core.SweepSpec, core.Encoded]] = []
     monkeypatch.setattr(sweep_view, "stored", lambda spec, encoded: seen.append((spec, encoded)))
     app.switch_page("views/sweep.py").run()
@@ -58,12 +59,15 @@ def test_the_page_s_table_is_what_a_scenario_and_a_sweep_spec_rebuild(
     spec, page_table = seen[-1]
     assert "visit_date" in page_table.columns and "city" not in page_table.columns
     assert page_table.schema.kind("visits") == "nominal" and page_table.bins["age"] == 3
+    assert page_table.ranges == {"weight": (30.0, 130.0)}
+    np.testing.assert_allclose(page_table.levels["weight"], [42.5, 67.5, 92.5, 117.5])  # 4 bins of 30-130
     # the downloaded spec, run from the file, rebuilds the page's table exactly
     again = replace(core.SweepSpec.from_json(spec.to_json()), dataset=str(path))
     rebuilt = core.prepare_data(again)
     split = core.split_encoded(page_table, spec.fit_fraction, np.random.default_rng(spec.seed))
     pd.testing.assert_frame_equal(rebuilt.fit.codes, split[0].codes)
     assert rebuilt.fit.schema == page_table.schema and rebuilt.fit.bins == page_table.bins
+    assert rebuilt.fit.ranges == page_table.ranges
     # the release encodes the same table (and does not fail on the excluded column's kind)
     monkeypatch.setattr(release_view, "CONFIG_OPTIONS", dict(FAST))
     release_view.store().clear()
@@ -75,3 +79,21 @@ def test_the_page_s_table_is_what_a_scenario_and_a_sweep_spec_rebuild(
     assert done.encoded.fingerprint == page_table.fingerprint
     assert "visit_date" in done.released.columns and "city" not in done.released.columns
     assert done.scenario.include == (("visit_date", "month"),)
+    assert done.scenario.ranges == (("weight", 30.0, 130.0),)
+    assert done.audit["scope"]["public_ranges"] == {"weight": [30.0, 130.0]}
+
+
+def test_the_schema_editor_declares_a_range_only_with_both_ends_in_order() -> None:
+    from ui.data import public_ranges
+
+    edited = pd.DataFrame(
+        {
+            "attribute": ["age", "weight", "height", "city", "visits"],
+            "kind": ["numeric", "numeric", "numeric", "nominal", "numeric"],
+            "public min": pd.array([0.0, None, 200.0, None, None], dtype="Float64"),
+            "public max": pd.array([120.0, 90.0, 100.0, None, None], dtype="Float64"),
+        }
+    )
+    ranges, problems = public_ranges(edited, {"city": (0.0, 1.0), "weight": (1.0, 2.0)})
+    assert ranges == {"age": (0.0, 120.0), "city": (0.0, 1.0)}  # city keeps its range for the numeric kind
+    assert len(problems) == 2 and "'weight' needs both ends" in problems[0] and "'height'" in problems[1]

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
+import mdp_core as core
 from ui.dependency import (
     PAD_PIXELS,
     PLOT_HEIGHT,
@@ -254,6 +255,22 @@ def test_data_page_tables_blank_bins_name_columns_and_separate_thousands(app: Ap
         assert _column_config(app, column)["type_config"]["format"] == "%,d", column
     pairs = _table(app, "nmi")
     assert list(pairs.columns) == ["attribute 1", "attribute 2", "nmi"]
+
+
+def test_a_declared_public_range_is_shown_used_and_its_clipped_values_counted(app: AppTest) -> None:
+    app.switch_page("views/data.py").run()
+    state = app.session_state["mdp_app_state"]
+    state.ranges = {"chol": (150.0, 350.0), "sex": (0.0, 1.0)}  # as the schema editor writes them
+    app.run()
+    assert not app.exception
+    attributes = _table(app, "attribute", "public min", "public max", "levels").set_index("attribute")
+    assert tuple(attributes.loc["chol", ["public min", "public max"]]) == (150.0, 350.0)
+    assert attributes.loc["chol", "levels"] == 8  # every bin of the range, empty ones too
+    assert attributes.loc["sex", ["public min", "public max"]].isna().all()  # not numeric: blank
+    df = core.load_dataset("heart")
+    beyond = int(((df["chol"] < 150) | (df["chol"] > 350)).sum())
+    assert any(f"'chol' ({beyond} beyond 150..350)" in i.value for i in app.info)
+    assert _column_config(app, "public min")["help"].startswith("A range known without looking")
 
 
 # --- uploads with real-file guard rails (issue 11 "Real files") -------------------------------------------

@@ -54,6 +54,7 @@ def test_round_trip(tmp_path: Path) -> None:
         method="ALC+DPN",
         include=(("visit_date", "month"), ("code", None)),
         release_rows="held_out",
+        ranges=(("dose", 0.0, 60.5),),
     )
     path = tmp_path / "s.json"
     text = save_scenarios([a, b], path)
@@ -117,6 +118,8 @@ def test_bad_files_are_refused_with_a_message(raw: bytes, message: str) -> None:
             "utility_target: utility target value must be a number, got None",
         ),
         ({"bins": {"dose": 1}}, "bins must map columns to integers >= 2"),
+        ({"ranges": {"dose": [60, 0]}}, r"ranges must map columns to \[lo, hi\] with finite numbers lo < hi"),
+        ({"ranges": {"dose": 5}}, r"ranges must map columns to \[lo, hi\]"),
         ({"target_eps": -0.5}, "target_eps must be a positive"),
         ({"name": "  "}, "name must be a non-empty string"),
         (
@@ -310,3 +313,19 @@ def test_a_utility_target_is_a_number_from_the_start() -> None:
     target = UtilityTarget("relative", np.float32(0.5))  # type: ignore[arg-type]
     assert type(target.value) is float and target.value == 0.5
     assert target.describe() == "accuracy ≥ 50% of non-private"
+
+
+def test_a_public_range_makes_the_released_numbers_independent_of_every_record() -> None:
+    """The release of every record with dose's range declared: one record's extreme dose moves no level
+    (it is released at the top bin's centre), and the audit's scope lists the range."""
+    df = make_table()
+    base = scenario(ranges=(("dose", 0.0, 60.0),))
+    out = evaluate_scenario(base, df, repetitions=2)
+    np.testing.assert_allclose(out.encoded.levels["dose"], [7.5, 22.5, 37.5, 52.5])  # 4 bins of [0, 60]
+    assert set(out.released["dose"]) <= {7.5, 22.5, 37.5, 52.5}
+    assert out.audit["scope"]["public_ranges"] == {"dose": [0.0, 60.0]}
+    extreme = df.copy()
+    extreme.loc[0, "dose"] = 95.0
+    changed = evaluate_scenario(replace(base, fingerprint=""), extreme, repetitions=2)
+    np.testing.assert_array_equal(changed.encoded.levels["dose"], out.encoded.levels["dose"])
+    assert changed.encoded.codes["dose"].iloc[0] == 3 and changed.encoded.clipped == (("dose", 1),)

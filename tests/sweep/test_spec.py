@@ -66,6 +66,8 @@ def test_configurations_are_the_product_in_task_index_order() -> None:
             r"column_bins must map column names to integers >= 2, got \{'age': 1\}",
         ),
         ({"kind_overrides": {"age": "float"}}, DataError, "kind_overrides must map column names to kinds"),
+        ({"column_ranges": {"age": [9, 1]}}, DataError, r"column_ranges must map column names to \[lo, hi\]"),
+        ({"column_ranges": {"age": [0, "x"]}}, DataError, "with finite lo < hi"),
         (
             {"include": {"day": "week"}},
             DataError,
@@ -153,6 +155,7 @@ def test_json_round_trip(
         exclude=["city"],
         kind_overrides={"age": "ordinal"},
         column_bins={"age": 3},
+        column_ranges={"age": [0, 120.5]},
         code="0123456789ab",
     )
     again = SweepSpec.from_json(spec.to_json())
