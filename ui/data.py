@@ -218,6 +218,9 @@ def encoding_choices(schema: core.Schema) -> dict[str, Any]:
         "ranges": tuple(
             sorted((c, lo, hi) for c, (lo, hi) in state.ranges.items() if _is_numeric(schema, c))
         ),
+        "categories": tuple(
+            sorted((c, labels) for c, labels in state.categories.items() if _is_levelled(schema, c))
+        ),
     }
 
 
@@ -225,6 +228,17 @@ def _is_numeric(schema: core.Schema, column: str) -> bool:
     return column in schema.columns and schema.kind(column) == "numeric"
 
 
+def _is_levelled(schema: core.Schema, column: str) -> bool:
+    return column in schema.columns and schema.kind(column) != "numeric"
+
+
+#: The Data page's help on an attribute's public categories.
+PUBLIC_CATEGORIES_HELP = (
+    "The categories known without looking at the records (every code of a form, in order for an ordinal "
+    "attribute), separated by commas: they are then the released values whatever the records, with one "
+    "more, 'other', for any value not listed and for a missing one. Without them, the released values are "
+    "the categories that occur, and one record with a rare category adds it (not private)."
+)
 #: The Data page's help on a numeric attribute's public range.
 PUBLIC_RANGE_HELP = (
     "A range known without looking at the records (age 0-120, a score's scale): the bins then cut it, "
@@ -261,6 +275,31 @@ def public_ranges(
     return ranges, problems
 
 
+def public_categories(
+    edited: pd.DataFrame, current: dict[str, tuple[str, ...]]
+) -> tuple[dict[str, tuple[str, ...]], list[str]]:
+    """The public categories the schema editor's rows declare (comma-separated labels), and a sentence per
+    row that cannot be used. A numeric row keeps the list it had (it comes back with its kind)."""
+    lists: dict[str, tuple[str, ...]] = {}
+    problems = []
+    for attribute, kind, text in edited[["attribute", "kind", "public categories"]].itertuples(index=False):
+        if kind == "numeric":
+            if attribute in current:
+                lists[attribute] = current[attribute]
+            continue
+        if pd.isna(text) or not str(text).strip():
+            continue
+        labels = tuple(label.strip() for label in str(text).split(","))
+        if any(not label for label in labels) or len(set(labels)) != len(labels):
+            problems.append(
+                f"The public categories of {attribute!r} need distinct labels separated by commas: "
+                "they are not used until then."
+            )
+            continue
+        lists[attribute] = labels
+    return lists, problems
+
+
 def current_encoded() -> core.Encoded | None:
     """The discretised current table, or None when nothing usable is loaded."""
     state = get_state()
@@ -269,8 +308,9 @@ def current_encoded() -> core.Encoded | None:
         return None
     bins = {c: state.bins.get(c, state.default_bins) for c in schema.columns}
     ranges = tuple(sorted((c, span) for c, span in state.ranges.items() if _is_numeric(schema, c)))
+    lists = tuple(sorted((c, labels) for c, labels in state.categories.items() if _is_levelled(schema, c)))
     try:
-        encoded = _encode(state.dataset_key, state.frame, schema, tuple(sorted(bins.items())), ranges)
+        encoded = _encode(state.dataset_key, state.frame, schema, tuple(sorted(bins.items())), ranges, lists)
     except core.DataError as exc:
         state.encode_error = f"The table cannot be encoded: {exc}"
         return None
@@ -285,9 +325,10 @@ def _encode(
     schema: core.Schema,
     bins: tuple[tuple[str, int], ...],
     ranges: tuple[tuple[str, tuple[float, float]], ...] = (),
+    categories: tuple[tuple[str, tuple[str, ...]], ...] = (),
 ) -> core.Encoded:
     # cache_resource: the Encoded table is shared read-only, no copy per rerun.
-    return core.discretize(_frame, schema, bins=dict(bins), ranges=dict(ranges))
+    return core.discretize(_frame, schema, bins=dict(bins), ranges=dict(ranges), categories=dict(categories))
 
 
 @st.cache_data(max_entries=16, hash_funcs=HASH_FUNCS)

@@ -53,8 +53,9 @@ class AppState:
         The loaded file's field separator and decimal mark: a privatised CSV is written the same way.
     bins : dict
         Per-column bin counts for numeric attributes (default ``default_bins``).
-    ranges : dict
-        Declared public ranges (lo, hi) of numeric attributes (Data page; :func:`mdp_core.discretize`).
+    ranges, categories : dict
+        Declared public ranges (lo, hi) of numeric attributes and public categories (labels) of the others
+        (Data page; :mod:`mdp_core.data.public`).
     dephdp_config : DepHDPConfig or None
         Settings the DepHDP page's widgets start from (a loaded file or a suggested fix); None: defaults.
     dephdp_generation : int
@@ -72,6 +73,7 @@ class AppState:
     kind_overrides: dict[str, str] = field(default_factory=dict)
     bins: dict[str, int] = field(default_factory=dict)
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    categories: dict[str, tuple[str, ...]] = field(default_factory=dict)
     default_bins: int = 8
     dephdp_config: DepHDPConfig | None = None
     dephdp_generation: int = 0
@@ -102,7 +104,7 @@ class AppState:
         self.source_rows = source_rows
         self.csv_separator, self.csv_decimal = convention
         self.error = None
-        self.kind_overrides, self.bins, self.ranges = {}, {}, {}
+        self.kind_overrides, self.bins, self.ranges, self.categories = {}, {}, {}, {}
         self.include, self.exclude = {}, []
         self.encode_error = None
         self.target = target if target in [str(c) for c in frame.columns] else None

@@ -193,6 +193,7 @@ def encoding_fields(schema: core.Schema) -> dict[str, Any]:
         "kind_overrides": choices["kind_overrides"],
         "column_bins": choices["bins"],
         "column_ranges": tuple((c, (lo, hi)) for c, lo, hi in choices["ranges"]),
+        "column_categories": choices["categories"],
         "bins": get_state().default_bins,
     }
 

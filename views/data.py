@@ -111,13 +111,18 @@ editor = pd.DataFrame(
         ),
         "public min": pd.array([spans[c][0] for c in schema.columns], dtype="Float64"),
         "public max": pd.array([spans[c][1] for c in schema.columns], dtype="Float64"),
+        "public categories": [
+            ", ".join(state.categories.get(c, ())) if schema.kind(c) != "numeric" else None
+            for c in schema.columns
+        ],
         "levels": [encoded.domain_sizes[c] for c in schema.columns],
         "missing": [int(frame[c].isna().sum()) for c in schema.columns],
     }
 )
 st.caption(
-    "Override a kind or the bin count of a numeric attribute, or declare its public range; distances "
-    "follow the kind (nominal/binary: mismatch, ordinal: rank gap, numeric: gap between bin centres)."
+    "Override a kind or the bin count of a numeric attribute, or declare a public range or public "
+    "categories; distances follow the kind (nominal/binary: mismatch, ordinal: rank gap, numeric: gap "
+    "between bin centres)."
 )
 edited = st.data_editor(
     editor,
@@ -139,6 +144,9 @@ edited = st.data_editor(
         ),
         "public min": st.column_config.NumberColumn("public min", help=view.PUBLIC_RANGE_HELP),
         "public max": st.column_config.NumberColumn("public max", help=view.PUBLIC_RANGE_HELP),
+        "public categories": st.column_config.TextColumn(
+            "public categories", help=view.PUBLIC_CATEGORIES_HELP
+        ),
         "levels": st.column_config.NumberColumn(
             "levels",
             format="%,d",
@@ -158,10 +166,12 @@ for r in edited.itertuples():
     elif r.attribute in state.bins:  # blank while not numeric: the count comes back with the kind
         new_bins[r.attribute] = state.bins[r.attribute]
 new_ranges, range_problems = view.public_ranges(edited, state.ranges)
-for problem in range_problems:
+new_lists, list_problems = view.public_categories(edited, state.categories)
+for problem in (*range_problems, *list_problems):
     st.warning(problem)
-if new_overrides != state.kind_overrides or new_bins != state.bins or new_ranges != state.ranges:
-    state.kind_overrides, state.bins, state.ranges = new_overrides, new_bins, new_ranges
+new_choices = (new_overrides, new_bins, new_ranges, new_lists)
+if new_choices != (state.kind_overrides, state.bins, state.ranges, state.categories):
+    state.kind_overrides, state.bins, state.ranges, state.categories = new_choices
     st.rerun()
 messages = list(encoded.warnings)
 if encoded.dropped_rows:  # the first message says how many rows are left out and why

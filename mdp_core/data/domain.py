@@ -5,8 +5,7 @@ released at. :func:`encode_held_out` computes the schema and the domain (bin cen
 from the fitting rows alone, keeps their codes exactly as :func:`~mdp_core.data.encoding.discretize` gave
 them, and codes every other row by a rule that depends only on that domain and the row itself:
 
-* numeric with a declared public range: its bin of that range, as
-  :func:`~mdp_core.data.encoding.discretize` cuts it;
+* a declared public range or public categories (:mod:`mdp_core.data.public`): as for the fitting rows;
 * numeric: the fitting rows' bin (the same equal-width edges over their range), and a value beyond that
   range the outermost bin; a bin no fitting row falls in, or a value that is not one of the levels of an
   unbinned column, the nearest level;
@@ -33,6 +32,7 @@ from mdp_core.errors import DataError
 
 from .encoding import Encoded
 from .guards import date_labels, detect_date
+from .public import categorised_column, ranged_column
 
 __all__ = ["HeldOutEncoding", "encode_held_out"]
 
@@ -145,10 +145,12 @@ def _nearest_levels(
         x = values.to_numpy(dtype=float)
         span = domain.ranges.get(col)
         if span is not None:  # a declared public range: discretize's own bins, whatever the rows
-            edges = np.linspace(span[0], span[1], domain.bins[col] + 1)
-            code = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, domain.bins[col] - 1)
-            return code.astype(np.int64), int(np.count_nonzero((x < span[0]) | (x > span[1])))
+            coded, _, _, moved = ranged_column(x, domain.bins[col], span)
+            return coded, moved
         return _nearest_bins(x, fitting.to_numpy(dtype=float), levels, domain.bins[col])
+    if col in domain.categories:  # declared: the same rule as for the fitting rows
+        coded, _, _, moved = categorised_column(values, kind, domain.categories[col])
+        return coded, moved
     has_missing = bool(fitting.isna().any())  # then the domain's last level stands for a missing value
     known = list(levels[:-1] if has_missing else levels)
     index = {v: i for i, v in enumerate(known)}
@@ -170,8 +172,10 @@ def _nearest_bins(x: np.ndarray, seen: np.ndarray, levels: np.ndarray, bins: int
     bins as :func:`~mdp_core.data.encoding.discretize` cuts them, or their distinct values), and how many
     lie outside: beyond the range when binned, else not a level."""
     uniq = np.unique(seen)
-    if uniq.size <= bins:  # every distinct fitting value is a level
-        code = np.searchsorted((levels[:-1] + levels[1:]) / 2, x, side="right")
+    if uniq.size <= bins:  # every distinct fitting value is a level: its own, else the nearest
+        own = np.minimum(np.searchsorted(levels, x), len(levels) - 1)
+        nearest = np.searchsorted((levels[:-1] + levels[1:]) / 2, x, side="right")
+        code = np.where(levels[own] == x, own, nearest)
         return code.astype(np.int64), int(np.count_nonzero(levels[code] != x))
     edges = np.linspace(uniq[0], uniq[-1], bins + 1)  # discretize's edges and centres, bit for bit
     cell = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, bins - 1)

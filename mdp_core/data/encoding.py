@@ -20,6 +20,7 @@ from mdp_core.errors import DataError
 from mdp_core.metrics import nominal_distance, numeric_distance, ordinal_distance
 
 from .guards import DATE_GRANULARITIES, date_labels, detect_date, exclusion_reason
+from .public import categorised_column, checked_categories, checked_ranges, ranged_column
 
 __all__ = ["MISSING_LEVEL", "Encoded", "Kind", "Schema", "discretize", "infer_schema"]
 
@@ -218,11 +219,12 @@ class Encoded:
         Missing values per included attribute (only attributes with any), counted in the input table.
     input_rows : int
         Rows of the input table.
-    ranges : dict[str, tuple[float, float]]
-        Declared public ranges (lo, hi) of numeric attributes: their bins cut that range and are all kept,
-        so their levels depend on no record.
-    clipped : tuple of (str, int)
-        Values beyond their column's public range, set to its nearer end (only columns with any).
+    ranges, categories : dict
+        Declared public ranges (lo, hi) of numeric attributes and public categories of the others
+        (:mod:`mdp_core.data.public`): their levels depend on no record.
+    outside_public : tuple of (str, int)
+        Values outside their column's public domain (set to the range's nearer end, or released as
+        ``other``), only columns with any.
     """
 
     codes: pd.DataFrame
@@ -234,7 +236,8 @@ class Encoded:
     missing: tuple[tuple[str, int], ...] = ()
     input_rows: int = 0
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
-    clipped: tuple[tuple[str, int], ...] = ()
+    categories: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    outside_public: tuple[tuple[str, int], ...] = ()
     fingerprint: str = ""
     """Content hash of codes, schema and levels: a cheap cache key (``hash_funcs``) for the whole table."""
 
@@ -263,11 +266,9 @@ class Encoded:
                 f"is missing: {cols}. To keep them, exclude these columns or set their kind to ordinal or "
                 f"nominal (a '{MISSING_LEVEL}' level)."
             )
-        if self.clipped:
-            cols = ", ".join(
-                f"{c!r} ({n:,} beyond {self.ranges[c][0]:g}..{self.ranges[c][1]:g})" for c, n in self.clipped
-            )
-            out.append(f"Values beyond a declared public range are set to its nearer end: {cols}.")
+        if self.outside_public:
+            cols = ", ".join(f"{c!r} ({n:,} {_outside_what(self, c)})" for c, n in self.outside_public)
+            out.append(f"Values outside a declared public domain: {cols}.")
         if levelled:
             cols = ", ".join(f"{c!r} ({n:,})" for c, n in levelled)
             out.append(f"Missing values kept as a '{MISSING_LEVEL}' level: {cols}.")
@@ -285,6 +286,13 @@ class Encoded:
         return pd.DataFrame({c: self.levels[c][codes[c].to_numpy()] for c in codes.columns})
 
 
+def _outside_what(encoded: Encoded, column: str) -> str:
+    if column in encoded.ranges:
+        lo, hi = encoded.ranges[column]
+        return f"beyond {lo:g}..{hi:g}, set to the nearer end"
+    return f"not among its categories, released as '{encoded.levels[column][-1]}'"
+
+
 def _fingerprint(codes: pd.DataFrame, schema: Schema, levels: dict[str, np.ndarray]) -> str:
     digest = hashlib.sha1(np.ascontiguousarray(codes.to_numpy(dtype=np.int64)).tobytes())
     digest.update(repr((schema, [(c, [str(v) for v in levels[c]]) for c in codes.columns])).encode())
@@ -297,6 +305,7 @@ def discretize(
     *,
     bins: int | dict[str, int] = 8,
     ranges: Mapping[str, tuple[float, float]] | None = None,
+    categories: Mapping[str, Iterable[object]] | None = None,
 ) -> Encoded:
     """Encode every schema column as integer codes with its component distance matrix.
 
@@ -318,8 +327,10 @@ def discretize(
     ranges : mapping column -> (lo, hi), optional
         Public ranges of numeric columns (e.g. age 0-120, known without looking at the data): the bins cut
         [lo, hi] whatever the data, every bin is a level (none is dropped for being empty), and a value
-        beyond the range is set to its nearer end (counted in :attr:`Encoded.clipped`). Without one, a
-        column's bins cut its own [min, max], which depends on the records (DESIGN.md "Release scope").
+        beyond the range is set to its nearer end (counted in :attr:`Encoded.outside_public`). Without
+        one, a column's bins cut its own [min, max], which depends on the records.
+    categories : mapping column -> labels, optional
+        Public categories of nominal, binary or ordinal columns (:mod:`mdp_core.data.public`).
     """
     if not isinstance(schema, Schema):
         raise TypeError("schema must be a Schema (see infer_schema)")
@@ -335,7 +346,8 @@ def discretize(
     for c, b in per_col.items():
         if not isinstance(b, (int, np.integer)) or b < 2:
             raise DataError(f"bins for {c!r} must be an integer >= 2, got {b!r}")
-    spans = _checked_ranges(ranges or {}, schema)
+    spans = checked_ranges(ranges or {}, dict(schema.kinds))
+    lists = checked_categories(categories or {}, dict(schema.kinds))
     table = pd.DataFrame({c: _column_values(df, c, schema) for c in schema.columns}, index=df.index)
     numeric = [c for c, k in schema.kinds if k == "numeric"]
     for c in numeric:
@@ -355,13 +367,17 @@ def discretize(
     codes: dict[str, np.ndarray] = {}
     levels: dict[str, np.ndarray] = {}
     components: dict[str, np.ndarray] = {}
-    clipped = []
+    outside = []
     for col, kind in schema.kinds:
-        span = spans.get(col)
-        if span is not None:
-            beyond = int(((table[col] < span[0]) | (table[col] > span[1])).sum())
-            clipped += [(str(col), beyond)] if beyond else []
-        codes[col], levels[col], components[col] = _encode_column(table[col], kind, int(per_col[col]), span)
+        if col in spans:
+            x = table[col].to_numpy(dtype=float)
+            codes[col], levels[col], components[col], moved = ranged_column(x, int(per_col[col]), spans[col])
+        elif col in lists:
+            codes[col], levels[col], components[col], moved = categorised_column(table[col], kind, lists[col])
+        else:
+            codes[col], levels[col], components[col] = _encode_column(table[col], kind, int(per_col[col]))
+            moved = 0
+        outside += [(str(col), moved)] if moved else []
     return Encoded(
         codes=pd.DataFrame(codes, columns=list(schema.columns)).reset_index(drop=True),
         levels=levels,
@@ -372,7 +388,8 @@ def discretize(
         missing=missing,
         input_rows=len(df),
         ranges=spans,
-        clipped=tuple(clipped),
+        categories=lists,
+        outside_public=tuple(outside),
     )
 
 
@@ -387,35 +404,13 @@ def _column_values(df: pd.DataFrame, column: str, schema: Schema) -> pd.Series:
     return date_labels(df[column], fmt, granularity)
 
 
-def _checked_ranges(
-    ranges: Mapping[str, tuple[float, float]], schema: Schema
-) -> dict[str, tuple[float, float]]:
-    """Public ranges as (lo, hi) floats, each of a numeric schema column, finite, lo < hi."""
-    spans = {}
-    for col, span in ranges.items():
-        if col not in schema.columns or schema.kind(col) != "numeric":
-            raise DataError(f"a public range is for a numeric attribute; {col!r} is not one")
-        lo, hi = (float(v) for v in span)
-        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-            raise DataError(f"the public range of {col!r} must be two finite numbers lo < hi, got {span!r}")
-        spans[str(col)] = (lo, hi)
-    return spans
-
-
-def _encode_column(
-    values: pd.Series, kind: Kind, bins: int, span: tuple[float, float] | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _encode_column(values: pd.Series, kind: Kind, bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     if kind == "numeric":
         x = pd.to_numeric(values, errors="coerce")
         if x.isna().any():
             raise DataError(f"column {values.name!r} is not numeric; set its kind to nominal or ordinal")
         x = x.to_numpy(dtype=float)
-        if span is not None:  # public: every bin of the declared range, whatever the records
-            edges = np.linspace(span[0], span[1], bins + 1)
-            code = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, bins - 1)
-            centres = (edges[:-1] + edges[1:]) / 2
-            return code.astype(np.int64), centres, numeric_distance(centres)
         uniq = np.unique(x)
         if len(uniq) <= bins:
             centres, code = uniq, np.searchsorted(uniq, x)

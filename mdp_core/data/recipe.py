@@ -23,6 +23,7 @@ def encode_table(
     bins: Mapping[str, int] | Iterable[tuple[str, int]] = (),
     default_bins: int = 8,
     ranges: Mapping[str, tuple[float, float]] | Iterable[tuple[str, float, float]] = (),
+    categories: Mapping[str, Iterable[str]] | Iterable[tuple[str, Iterable[str]]] = (),
 ) -> Encoded:
     """The table encoded as a user's Data-page choices say: the one recipe the app, a release scenario and
     a sweep spec share, so that each reproduces the others' encoding.
@@ -44,6 +45,9 @@ def encode_table(
     ranges : mapping column -> (lo, hi), or (column, lo, hi) triples
         Declared public ranges of numeric columns (:func:`discretize`); those of columns that are not
         encoded as numeric are ignored (as on the Data page).
+    categories : mapping column -> labels, or (column, labels) pairs
+        Declared public categories of the other columns; those of numeric or not encoded columns are
+        ignored.
     """
     include = dict(include)
     exclude = [str(c) for c in exclude]
@@ -56,9 +60,11 @@ def encode_table(
     per_col = dict(bins)
     spans = dict(ranges) if isinstance(ranges, Mapping) else {c: (lo, hi) for c, lo, hi in ranges}
     numeric = {c for c, k in schema.kinds if k == "numeric"}
+    lists = dict(categories.items() if isinstance(categories, Mapping) else categories)
     return discretize(
         df,
         schema,
         bins={c: per_col.get(c, default_bins) for c in schema.columns},
         ranges={c: span for c, span in spans.items() if c in numeric},
+        categories={c: labels for c, labels in lists.items() if c in schema.columns and c not in numeric},
     )

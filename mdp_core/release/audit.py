@@ -232,7 +232,10 @@ def audit_record(
             sample_of=(len(df), source_rows) if source_rows is not None else None,
             outside=outside,
         )
-        | {"public_ranges": {c: list(span) for c, span in encoded.ranges.items()}},
+        | {
+            "public_ranges": {c: list(span) for c, span in encoded.ranges.items()},
+            "public_categories": {c: list(labels) for c, labels in encoded.categories.items()},
+        },
         "columns": [str(c) for c in df.columns],
         "columns_released": cols_released,
         "columns_excluded": [str(c) for c in df.columns if c not in cols_released],
@@ -265,10 +268,10 @@ def _verified(channel: str, violation: float) -> dict:
 #: Said in the scope of a release whose domain comes from the whole table (privacy audit, stop 62).
 DOMAIN_NOTE = (
     "The released values themselves (the bin centres of numeric columns without a declared public range, "
-    "which lie within half a bin of each column's minimum and maximum, and the set of categories) are "
-    "computed from every record of the table, released ones included, and are not private: one record with "
-    "an extreme or rare value can change them. The bound holds given those values; declare public ranges on "
-    "the Data page where that matters."
+    "which lie within half a bin of each column's minimum and maximum, and the categories of columns "
+    "without declared public ones) are computed from every record of the table, released ones included, "
+    "and are not private: one record with an extreme or rare value can change them. The bound holds given "
+    "those values; declare public ranges and categories on the Data page where that matters."
 )
 #: Said in the scope of a held-out release: its domain comes from the records that tuned the channels.
 HELD_OUT_DOMAIN_NOTE = (

@@ -67,8 +67,8 @@ class ScenarioOutcome:
 
 
 def encode_for(scenario: Scenario, df: pd.DataFrame) -> Encoded:
-    """The table encoded as the scenario's data settings say (excluded columns, kinds, bins, public ranges,
-    target)."""
+    """The table encoded as the scenario's data settings say (excluded columns, kinds, bins, public ranges
+    and categories, target)."""
 
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
@@ -86,6 +86,7 @@ def encode_for(scenario: Scenario, df: pd.DataFrame) -> Encoded:
         kinds=scenario.kind_overrides,
         bins=scenario.bins,
         ranges=scenario.ranges,
+        categories=scenario.categories,
     )
 
 

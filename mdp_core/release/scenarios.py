@@ -97,6 +97,8 @@ class Scenario:
         Data page settings (together: :func:`mdp_core.encode_table`).
     ranges : tuple of (column, lo, hi)
         Declared public ranges of numeric columns (Data page; :func:`mdp_core.discretize`).
+    categories : tuple of (column, labels)
+        Declared public categories of the other columns (Data page; :mod:`mdp_core.data.public`).
     include_target : bool
         Release the target through its own channel.
     target_eps : float or None
@@ -126,6 +128,7 @@ class Scenario:
     release_rows: str = "all"
     include: tuple[tuple[str, str | None], ...] = ()
     ranges: tuple[tuple[str, float, float], ...] = ()
+    categories: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def __post_init__(self) -> None:
 
@@ -173,6 +176,7 @@ def scenario_to_dict(s: Scenario) -> dict:
         "kind_overrides": dict(s.kind_overrides),
         "bins": dict(s.bins),
         "ranges": {c: [lo, hi] for c, lo, hi in s.ranges},
+        "categories": {c: list(labels) for c, labels in s.categories},
         "include_target": s.include_target,
         "target_eps": s.target_eps,
         "utility_target": {"kind": s.utility_target.kind, "value": s.utility_target.value},
@@ -194,6 +198,7 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "kind_overrides": dict,
     "bins": dict,
     "ranges": dict,
+    "categories": dict,
     "include_target": bool,
     "target_eps": (int, float, type(None)),
     "utility_target": dict,
@@ -256,6 +261,9 @@ def scenario_from_dict(data: object) -> Scenario:
     ranges = data.get("ranges", {})
     if not all(_is_span(v) for v in ranges.values()):
         raise DataError("ranges must map columns to [lo, hi] with finite numbers lo < hi")
+    categories = data.get("categories", {})
+    if not all(isinstance(v, list) and v and all(isinstance(x, str) for x in v) for v in categories.values()):
+        raise DataError("categories must map columns to non-empty lists of labels")
     pages = data.get("pages", {})
     if not all(isinstance(v, dict) for v in pages.values()):
         raise DataError("pages must map page names to JSON objects")
@@ -273,6 +281,7 @@ def scenario_from_dict(data: object) -> Scenario:
         kind_overrides=tuple(sorted((str(k), str(v)) for k, v in data.get("kind_overrides", {}).items())),
         bins=tuple(sorted((str(k), int(v)) for k, v in bins.items())),
         ranges=tuple(sorted((str(k), float(v[0]), float(v[1])) for k, v in ranges.items())),
+        categories=tuple(sorted((str(k), tuple(v)) for k, v in categories.items())),
         include_target=bool(data.get("include_target", True)),
         target_eps=None if data.get("target_eps") is None else float(data["target_eps"]),
         utility_target=utility_target,

@@ -82,7 +82,14 @@ def prepare_data(spec: SweepSpec, encoded: Encoded | None = None) -> SweepData:
     if encoded is None:
         # an embedded sample is loaded and discretised once per process (adult: ~1 CPU s, 3 s under load);
         # a file path is read again (it may have changed on disk)
-        choices = (spec.include, spec.exclude, spec.kind_overrides, spec.column_bins, spec.column_ranges)
+        choices = (
+            spec.include,
+            spec.exclude,
+            spec.kind_overrides,
+            spec.column_bins,
+            spec.column_ranges,
+            spec.column_categories,
+        )
         key: Hashable = (
             "sample",
             spec.dataset,
@@ -122,6 +129,7 @@ def _prepare(spec: SweepSpec, encoded: Encoded | None) -> SweepData:
             bins=spec.column_bins,
             default_bins=spec.bins,
             ranges=dict(spec.column_ranges),
+            categories=dict(spec.column_categories),
         )
     fit, test = split_encoded(encoded, spec.fit_fraction, np.random.default_rng(spec.seed))
     labels = prediction_labels(fit, test.codes) if encoded.schema.target is not None else None

@@ -146,6 +146,10 @@ def _is_span(value: object) -> bool:
     return math.isfinite(value[0]) and math.isfinite(value[1]) and value[0] < value[1]
 
 
+def _is_label_list(value: object) -> bool:
+    return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, str) for v in value)
+
+
 def _names(value: object, name: str, allowed: Sequence[str]) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
@@ -195,11 +199,11 @@ class SweepSpec:
     options : tuple of (str, value)
         Further :class:`mdp_core.DepHDPConfig` fields (e.g. ``grid_points``, ``opt_max_domain``), as given
         in JSON (a mapping); stored as sorted pairs so the spec stays hashable.
-    include, exclude, kind_overrides, column_bins, column_ranges
+    include, exclude, kind_overrides, column_bins, column_ranges, column_categories
         The Data page's choices (:func:`mdp_core.encode_table`): columns re-included (column -> kind, a
         date's ``"month"``/``"year"``, or None), columns left out, kind overrides, per-column bin counts
-        (others get ``bins``), declared public ranges ``[lo, hi]`` of numeric columns; mappings in JSON,
-        sorted pairs here.
+        (others get ``bins``), declared public ranges ``[lo, hi]`` of numeric columns and public
+        categories of the others; mappings in JSON, sorted pairs here.
     code : str or None
         The :data:`CODE_VERSION` of the code the spec was written for (the app records its own), None if
         unknown. Not an input of the sweep: ``python -m mdp_core.sweep`` warns when it runs other code,
@@ -225,6 +229,7 @@ class SweepSpec:
     kind_overrides: tuple[tuple[str, str], ...] = ()
     column_bins: tuple[tuple[str, int], ...] = ()
     column_ranges: tuple[tuple[str, tuple[float, float]], ...] = ()
+    column_categories: tuple[tuple[str, tuple[str, ...]], ...] = ()
     code: str | None = None
 
     def __post_init__(self) -> None:
@@ -281,6 +286,10 @@ class SweepSpec:
         set_(self, "column_bins", _pairs(self.column_bins, "column_bins", _is_bin_count, "integers >= 2"))
         spans = _pairs(self.column_ranges, "column_ranges", _is_span, "[lo, hi] with finite lo < hi")
         set_(self, "column_ranges", tuple((c, (float(lo), float(hi))) for c, (lo, hi) in spans))
+        lists = _pairs(
+            self.column_categories, "column_categories", _is_label_list, "non-empty lists of labels"
+        )
+        set_(self, "column_categories", tuple((c, tuple(labels)) for c, labels in lists))
         if self.code is not None and (not isinstance(self.code, str) or not self.code.strip()):
             raise TypeError(f"code must be a code version (a non-empty string) or None, got {self.code!r}")
         n = self.n_configurations
@@ -364,6 +373,7 @@ class SweepSpec:
             "kind_overrides": dict(self.kind_overrides),
             "column_bins": dict(self.column_bins),
             "column_ranges": {c: list(span) for c, span in self.column_ranges},
+            "column_categories": {c: list(labels) for c, labels in self.column_categories},
             "code": self.code,
         }
 

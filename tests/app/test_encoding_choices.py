@@ -52,6 +52,7 @@ def test_the_page_s_table_is_what_a_scenario_and_a_sweep_spec_rebuild(
     state.kind_overrides = {"city": "ordinal", "visits": "nominal"}  # city's is moot once it is excluded
     state.bins = {"age": 3, "weight": 4}
     state.ranges = {"weight": (30.0, 130.0), "city": (0.0, 1.0)}  # city's is moot: not numeric
+    state.categories = {"visits": ("0", "1", "2", "3", "4", "5"), "weight": ("x",)}  # weight's is moot
     seen: list[tuple[core.SweepSpec, core.Encoded]] = []
     monkeypatch.setattr(sweep_view, "stored", lambda spec, encoded: seen.append((spec, encoded)))
     app.switch_page("views/sweep.py").run()
@@ -60,6 +61,8 @@ def test_the_page_s_table_is_what_a_scenario_and_a_sweep_spec_rebuild(
     assert "visit_date" in page_table.columns and "city" not in page_table.columns
     assert page_table.schema.kind("visits") == "nominal" and page_table.bins["age"] == 3
     assert page_table.ranges == {"weight": (30.0, 130.0)}
+    assert page_table.categories == {"visits": ("0", "1", "2", "3", "4", "5")}
+    assert list(page_table.levels["visits"]) == ["0", "1", "2", "3", "4", "5", "other"]
     np.testing.assert_allclose(page_table.levels["weight"], [42.5, 67.5, 92.5, 117.5])  # 4 bins of 30-130
     # the downloaded spec, run from the file, rebuilds the page's table exactly
     again = replace(core.SweepSpec.from_json(spec.to_json()), dataset=str(path))
@@ -67,7 +70,7 @@ def test_the_page_s_table_is_what_a_scenario_and_a_sweep_spec_rebuild(
     split = core.split_encoded(page_table, spec.fit_fraction, np.random.default_rng(spec.seed))
     pd.testing.assert_frame_equal(rebuilt.fit.codes, split[0].codes)
     assert rebuilt.fit.schema == page_table.schema and rebuilt.fit.bins == page_table.bins
-    assert rebuilt.fit.ranges == page_table.ranges
+    assert rebuilt.fit.ranges == page_table.ranges and rebuilt.fit.categories == page_table.categories
     # the release encodes the same table (and does not fail on the excluded column's kind)
     monkeypatch.setattr(release_view, "CONFIG_OPTIONS", dict(FAST))
     release_view.store().clear()
@@ -81,6 +84,8 @@ def test_the_page_s_table_is_what_a_scenario_and_a_sweep_spec_rebuild(
     assert done.scenario.include == (("visit_date", "month"),)
     assert done.scenario.ranges == (("weight", 30.0, 130.0),)
     assert done.audit["scope"]["public_ranges"] == {"weight": [30.0, 130.0]}
+    assert done.audit["scope"]["public_categories"] == {"visits": ["0", "1", "2", "3", "4", "5"]}
+    assert set(done.released["visits"]) <= {0, 1, 2, 3, 4, 5, "other"}
 
 
 def test_the_schema_editor_declares_a_range_only_with_both_ends_in_order() -> None:
@@ -97,3 +102,18 @@ def test_the_schema_editor_declares_a_range_only_with_both_ends_in_order() -> No
     ranges, problems = public_ranges(edited, {"city": (0.0, 1.0), "weight": (1.0, 2.0)})
     assert ranges == {"age": (0.0, 120.0), "city": (0.0, 1.0)}  # city keeps its range for the numeric kind
     assert len(problems) == 2 and "'weight' needs both ends" in problems[0] and "'height'" in problems[1]
+
+
+def test_the_schema_editor_declares_distinct_comma_separated_categories() -> None:
+    from ui.data import public_categories
+
+    edited = pd.DataFrame(
+        {
+            "attribute": ["city", "grade", "sex", "age"],
+            "kind": ["nominal", "ordinal", "binary", "numeric"],
+            "public categories": ["Lyon, Paris , Nice", "low,,high", None, None],
+        }
+    )
+    lists, problems = public_categories(edited, {"age": ("1",), "sex": ("m", "f")})
+    assert lists == {"city": ("Lyon", "Paris", "Nice"), "age": ("1",)}  # sex cleared; age kept for its kind
+    assert len(problems) == 1 and "'grade' need distinct labels" in problems[0]

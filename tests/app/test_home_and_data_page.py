@@ -257,10 +257,11 @@ def test_data_page_tables_blank_bins_name_columns_and_separate_thousands(app: Ap
     assert list(pairs.columns) == ["attribute 1", "attribute 2", "nmi"]
 
 
-def test_a_declared_public_range_is_shown_used_and_its_clipped_values_counted(app: AppTest) -> None:
+def test_declared_public_domains_are_shown_used_and_what_falls_outside_is_counted(app: AppTest) -> None:
     app.switch_page("views/data.py").run()
     state = app.session_state["mdp_app_state"]
     state.ranges = {"chol": (150.0, 350.0), "sex": (0.0, 1.0)}  # as the schema editor writes them
+    state.categories = {"cp": ("0", "1", "2"), "chol": ("1",)}  # chol's is moot: numeric
     app.run()
     assert not app.exception
     attributes = _table(app, "attribute", "public min", "public max", "levels").set_index("attribute")
@@ -269,8 +270,13 @@ def test_a_declared_public_range_is_shown_used_and_its_clipped_values_counted(ap
     assert attributes.loc["sex", ["public min", "public max"]].isna().all()  # not numeric: blank
     df = core.load_dataset("heart")
     beyond = int(((df["chol"] < 150) | (df["chol"] > 350)).sum())
-    assert any(f"'chol' ({beyond} beyond 150..350)" in i.value for i in app.info)
+    assert any(f"'chol' ({beyond} beyond 150..350, set to the nearer end)" in i.value for i in app.info)
     assert _column_config(app, "public min")["help"].startswith("A range known without looking")
+    assert attributes.loc["cp", "levels"] == 4  # the three declared and 'other'
+    table = _table(app, "attribute", "public categories").set_index("attribute")["public categories"]
+    assert table["cp"] == "0, 1, 2" and pd.isna(table["chol"])
+    other = int((~df["cp"].astype(str).isin(["0", "1", "2"])).sum())  # independent: by the labels' text
+    assert any(f"'cp' ({other} not among its categories, released as 'other')" in i.value for i in app.info)
 
 
 # --- uploads with real-file guard rails (issue 11 "Real files") -------------------------------------------

@@ -55,6 +55,7 @@ def test_round_trip(tmp_path: Path) -> None:
         include=(("visit_date", "month"), ("code", None)),
         release_rows="held_out",
         ranges=(("dose", 0.0, 60.5),),
+        categories=(("a", ("x", "y")),),
     )
     path = tmp_path / "s.json"
     text = save_scenarios([a, b], path)
@@ -120,6 +121,7 @@ def test_bad_files_are_refused_with_a_message(raw: bytes, message: str) -> None:
         ({"bins": {"dose": 1}}, "bins must map columns to integers >= 2"),
         ({"ranges": {"dose": [60, 0]}}, r"ranges must map columns to \[lo, hi\] with finite numbers lo < hi"),
         ({"ranges": {"dose": 5}}, r"ranges must map columns to \[lo, hi\]"),
+        ({"categories": {"a": []}}, "categories must map columns to non-empty lists of labels"),
         ({"target_eps": -0.5}, "target_eps must be a positive"),
         ({"name": "  "}, "name must be a non-empty string"),
         (
@@ -328,4 +330,4 @@ def test_a_public_range_makes_the_released_numbers_independent_of_every_record()
     extreme.loc[0, "dose"] = 95.0
     changed = evaluate_scenario(replace(base, fingerprint=""), extreme, repetitions=2)
     np.testing.assert_array_equal(changed.encoded.levels["dose"], out.encoded.levels["dose"])
-    assert changed.encoded.codes["dose"].iloc[0] == 3 and changed.encoded.clipped == (("dose", 1),)
+    assert changed.encoded.codes["dose"].iloc[0] == 3 and changed.encoded.outside_public == (("dose", 1),)

@@ -69,6 +69,11 @@ def test_configurations_are_the_product_in_task_index_order() -> None:
         ({"column_ranges": {"age": [9, 1]}}, DataError, r"column_ranges must map column names to \[lo, hi\]"),
         ({"column_ranges": {"age": [0, "x"]}}, DataError, "with finite lo < hi"),
         (
+            {"column_categories": {"city": []}},
+            DataError,
+            "column_categories must map column names to non-empty",
+        ),
+        (
             {"include": {"day": "week"}},
             DataError,
             "include must map column names to a kind, a date part or null",
@@ -156,6 +161,7 @@ def test_json_round_trip(
         kind_overrides={"age": "ordinal"},
         column_bins={"age": 3},
         column_ranges={"age": [0, 120.5]},
+        column_categories={"city": ["Lyon", "Nice"]},
         code="0123456789ab",
     )
     again = SweepSpec.from_json(spec.to_json())

@@ -1,0 +1,104 @@
+"""Public domains: levels declared without looking at the records (DESIGN.md "Release scope").
+
+Without them the released values of a column come from its records: the bins of a numeric column cut its
+own minimum and maximum, and a nominal or ordinal column's levels are the categories that occur, so one
+record with an extreme value or a rare category changes what every record can be released as. A declared
+domain depends on no record:
+
+* a numeric column's **public range** (lo, hi): equal-width bins of [lo, hi], every bin a level (empty ones
+  too), a value beyond the range set to its nearer end;
+* a nominal, binary or ordinal column's **public categories**: the declared labels, in the declared order
+  (an ordinal column's ranks), plus one :data:`OTHER_LEVEL` that takes every value not declared and every
+  missing value.
+
+Values set to the nearer end or released as ``other`` are counted per column (``Encoded.outside_public``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from mdp_core.errors import DataError
+from mdp_core.metrics import nominal_distance, numeric_distance, ordinal_distance
+
+__all__ = [
+    "OTHER_LEVEL",
+    "categorised_column",
+    "checked_categories",
+    "checked_ranges",
+    "ranged_column",
+]
+
+#: The level that takes a value outside a column's public categories (and a missing value).
+OTHER_LEVEL = "other"
+
+Column = tuple[np.ndarray, np.ndarray, np.ndarray, int]
+
+
+def checked_ranges(
+    ranges: Mapping[str, tuple[float, float]], kinds: Mapping[str, str]
+) -> dict[str, tuple[float, float]]:
+    """Public ranges as (lo, hi) floats, each of a numeric column of ``kinds``, finite, lo < hi."""
+    spans = {}
+    for col, span in ranges.items():
+        if kinds.get(col) != "numeric":
+            raise DataError(f"a public range is for a numeric attribute; {col!r} is not one")
+        lo, hi = (float(v) for v in span)
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise DataError(f"the public range of {col!r} must be two finite numbers lo < hi, got {span!r}")
+        spans[str(col)] = (lo, hi)
+    return spans
+
+
+def checked_categories(
+    categories: Mapping[str, Iterable[object]], kinds: Mapping[str, str]
+) -> dict[str, tuple[str, ...]]:
+    """Public categories as distinct, non-empty label texts, each list of a column that is not numeric."""
+    lists = {}
+    for col, labels in categories.items():
+        if kinds.get(col) not in ("nominal", "binary", "ordinal"):
+            raise DataError(
+                f"public categories are for a nominal, binary or ordinal attribute; {col!r} is not one"
+            )
+        texts = tuple(str(v).strip() for v in labels)
+        if not texts or any(not t for t in texts) or len(set(texts)) != len(texts):
+            raise DataError(
+                f"the public categories of {col!r} must be distinct non-empty labels, got {labels!r}"
+            )
+        lists[str(col)] = texts
+    return lists
+
+
+def ranged_column(x: np.ndarray, bins: int, span: tuple[float, float]) -> Column:
+    """Codes, levels (bin centres), component distances and the count of values beyond the range."""
+    edges = np.linspace(span[0], span[1], bins + 1)
+    code = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, bins - 1)
+    centres = (edges[:-1] + edges[1:]) / 2
+    beyond = int(np.count_nonzero((x < span[0]) | (x > span[1])))
+    return code.astype(np.int64), centres, numeric_distance(centres), beyond
+
+
+def categorised_column(values: pd.Series, kind: str, declared: tuple[str, ...]) -> Column:
+    """Codes, levels (the declared labels and :data:`OTHER_LEVEL`), component distances (an ordinal
+    column ranks the labels in the declared order, ``other`` last) and the count of values released as
+    ``other`` (those not declared and missing ones). A value matches a label by its text."""
+    other = OTHER_LEVEL if OTHER_LEVEL not in declared else f"({OTHER_LEVEL})"
+    labels = [*declared, other]
+    index = {label: i for i, label in enumerate(declared)}
+    code = np.array([index.get(_text(v), len(declared)) for v in values.tolist()], dtype=np.int64)
+    moved = int(np.count_nonzero(code == len(declared)))
+    dist = ordinal_distance(len(labels)) if kind == "ordinal" else nominal_distance(len(labels))
+    return code, np.asarray(labels, dtype=object), dist, moved
+
+
+def _text(value: object) -> str:
+    """A value's label text: a whole float as an integer (a column of whole numbers with a gap is read as
+    floats, 2.0, where the declared label is "2"); a missing value as "" (no label matches it)."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return ""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value).strip()
