@@ -231,6 +231,7 @@ def audit_record(
             rows_tuning=rows_tuning,
             sample_of=(len(df), source_rows) if source_rows is not None else None,
             outside=outside,
+            undeclared=[c for c in cols_released if c not in (*encoded.ranges, *encoded.categories)],
         )
         | {
             "public_ranges": {c: list(span) for c, span in encoded.ranges.items()},
@@ -292,6 +293,18 @@ PUBLISH_NOTE = (
 )
 
 
+def _domain_note(undeclared: Sequence[str] | None) -> str:
+    """:data:`DOMAIN_NOTE`, naming the columns it is about; none left: every released value is public."""
+    if undeclared is None:
+        return DOMAIN_NOTE
+    if not undeclared:
+        return (
+            "The released values themselves are declared public (ranges and categories on the Data page): "
+            "no record shapes them."
+        )
+    return f"{DOMAIN_NOTE} Columns without a declared domain: {', '.join(undeclared)}."
+
+
 def release_scope(
     release_rows: str,
     *,
@@ -299,10 +312,12 @@ def release_scope(
     rows_tuning: int | None,
     sample_of: tuple[int, int] | None = None,
     outside: Sequence[tuple[str, int]] = (),
+    undeclared: Sequence[str] | None = None,
 ) -> dict:
     """Which records a release holds and what its bound covers, in plain words (the audit's ``scope``;
     ``sample_of``: (rows of the table, rows of the file) when the table is a uniform sample of a file;
-    ``outside``: held-out values per column coded by the nearest-level rule).
+    ``outside``: held-out values per column coded by the nearest-level rule; ``undeclared``: the released
+    columns without a declared public domain, None when unknown).
 
     A channel tuned on a record is not fixed independently of it: the choice of groups, budgets and
     remapping is computed from the raw values and is not itself private. So the channels are chosen without
@@ -319,7 +334,7 @@ def release_scope(
         statement = (
             f"{rows_released:,} records are released, each randomised on its own through a verified channel. "
             "If the channels were tuned on other data, they were chosen without any released record; for "
-            f"records they were tuned on, the tuning itself is not private. {DOMAIN_NOTE}"
+            f"records they were tuned on, the tuning itself is not private. {_domain_note(undeclared)}"
         )
     elif release_rows == "all":
         statement = (
@@ -328,7 +343,7 @@ def release_scope(
             "same records, and that tuning is not private: for those records the bound covers the "
             "randomisation, not what the choice of channels reveals about them. For channels chosen "
             "without the released records, release only the held-out records, or tune on a public table. "
-            f"{DOMAIN_NOTE}"
+            f"{_domain_note(undeclared)}"
         )
     else:
         statement = (

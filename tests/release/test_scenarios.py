@@ -331,3 +331,24 @@ def test_a_public_range_makes_the_released_numbers_independent_of_every_record()
     changed = evaluate_scenario(replace(base, fingerprint=""), extreme, repetitions=2)
     np.testing.assert_array_equal(changed.encoded.levels["dose"], out.encoded.levels["dose"])
     assert changed.encoded.codes["dose"].iloc[0] == 3 and changed.encoded.outside_public == (("dose", 1),)
+
+
+def test_the_scope_names_the_columns_whose_released_values_are_not_declared() -> None:
+    df = make_table()
+    some = evaluate_scenario(scenario(ranges=(("dose", 0.0, 60.0),)), df, repetitions=2)
+    statement = some.audit["scope"]["statement"]
+    assert f"{DOMAIN_NOTE} Columns without a declared domain: a, a2, colour, target." in statement
+    declared = (
+        ("a", ("0", "1", "2", "3")),
+        ("a2", tuple(str(v) for v in range(8))),
+        ("colour", ("red", "green", "blue")),
+    )
+    every = scenario(ranges=(("dose", 0.0, 60.0),), categories=(*declared, ("target", ("0", "1"))))
+    out = evaluate_scenario(every, df, repetitions=2)
+    assert (
+        "declared public (ranges and categories on the Data page): no record shapes them"
+        in out.audit["scope"]["statement"]
+    )
+    assert DOMAIN_NOTE not in out.audit["scope"]["statement"]
+    assert all(v["verified"] for v in out.audit["verification"])
+    assert set(out.released["colour"]) <= {"red", "green", "blue", "other"}
