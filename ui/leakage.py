@@ -318,8 +318,12 @@ def _level_axis(labels: list[str], title: str, *, max_ticks: int = 12, **extra: 
 
 
 def conditional_figure(cond: np.ndarray, encoded: core.Encoded, target: str, other: str) -> go.Figure:
-    """Heatmap of P(other | target): rows = target levels, readable tick labels at any number of levels."""
-    xl, yl = level_labels(encoded.levels[other]), level_labels(encoded.levels[target])
+    """Heatmap of P(other | target): rows = target levels, readable tick labels at any number of levels.
+    ``cond`` is :func:`mdp_core.conditional`'s: rows of the target levels some record takes, columns of the
+    other attribute's levels up to the highest one taken (empty bins of a public range have none)."""
+    taken = np.unique(encoded.codes[target].to_numpy())
+    xl = level_labels(encoded.levels[other])[: cond.shape[1]]
+    yl = [level_labels(encoded.levels[target])[k] for k in taken]
     text = (
         np.array([[f"{target} = {y}<br>{other} = {x}" for x in xl] for y in yl])
         if cond.size <= 40_000

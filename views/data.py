@@ -150,8 +150,9 @@ edited = st.data_editor(
         "levels": st.column_config.NumberColumn(
             "levels",
             format="%,d",
-            help="Values the attribute takes after binning, the size of its domain for the mechanisms: a "
-            "numeric attribute can have fewer levels than bins (a bin no record falls in is dropped)",
+            help="Values the attribute can be released as, the size of its domain for the mechanisms: a "
+            "numeric attribute can have fewer levels than bins (a bin no record falls in is dropped), "
+            "except with a public range, whose bins are all kept; public categories add 'other'",
         ),
         "missing": st.column_config.NumberColumn("missing", format="%,d"),
     },
@@ -193,13 +194,13 @@ max_domain = st.number_input("Largest joint domain", 2, 10**9, 300, key="data_ma
 groups = core.dependency_groups(nmi, tau, domain_sizes=encoded.domain_sizes, max_domain=max_domain)
 graph = core.dependency_graph(nmi, tau)
 
-sparse = core.sparse_pairs(nmi, encoded.domain_sizes, len(encoded.codes), min_per_cell=MIN_ROWS_PER_CELL)
+# levels some record takes (the empty bins of a public range make no contingency cells)
+taken = {c: int(encoded.codes[c].nunique()) for c in encoded.columns}
+sparse = core.sparse_pairs(nmi, taken, len(encoded.codes), min_per_cell=MIN_ROWS_PER_CELL)
 if len(sparse):
     numeric = [c for c in schema.columns if schema.kind(c) == "numeric"]
     st.warning(
-        sparse_pairs_warning(
-            sparse, encoded.domain_sizes, numeric, len(encoded.codes), min_per_cell=MIN_ROWS_PER_CELL
-        )
+        sparse_pairs_warning(sparse, taken, numeric, len(encoded.codes), min_per_cell=MIN_ROWS_PER_CELL)
     )
 
 left, right = st.columns(2)

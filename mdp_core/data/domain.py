@@ -49,8 +49,9 @@ class HeldOutEncoding:
     fit, held_out : ndarray of int
         Positions in ``encoded.codes`` of the fitting rows and of the other rows (ascending).
     outside : tuple of (str, int)
-        Per column (only columns with any), held-out values that are not one of the fitting rows' levels
-        and were coded by the nearest-level rule (module docstring).
+        Per column without a declared public domain (only columns with any), held-out values that are not
+        one of the fitting rows' levels and were coded by the nearest-level rule (module docstring); those
+        outside a declared domain are counted, with the fitting rows', in ``encoded.outside_public``.
     """
 
     encoded: Encoded
@@ -107,11 +108,13 @@ def encode_held_out(
     codes = np.empty((int(complete.sum()), len(schema.columns)), dtype=np.int64)
     at_fit = fit_kept[complete]
     codes[at_fit] = domain.codes.to_numpy(dtype=np.int64)
-    outside = []
+    outside, public = [], dict(domain.outside_public)
     for j, (col, kind) in enumerate(schema.kinds):
         level, moved = _nearest_levels(values.loc[other, col], values.loc[fit_kept, col], domain, col, kind)
         codes[~at_fit, j] = level
-        if moved:
+        if moved and (col in domain.ranges or col in domain.categories):  # outside the declared domain
+            public[col] = public.get(col, 0) + moved
+        elif moved:
             outside.append((str(col), moved))
     encoded = replace(
         domain,
@@ -119,6 +122,7 @@ def encode_held_out(
         dropped_rows=int((~complete).sum()),
         missing=tuple((str(c), int(n)) for c, n in values.isna().sum().items() if n > 0),
         input_rows=len(df),
+        outside_public=tuple((c, public[c]) for c in schema.columns if c in public),
         fingerprint="",
     )
     return HeldOutEncoding(encoded, np.flatnonzero(at_fit), np.flatnonzero(~at_fit), tuple(outside))

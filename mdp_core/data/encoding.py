@@ -20,7 +20,7 @@ from mdp_core.errors import DataError
 from mdp_core.metrics import nominal_distance, numeric_distance, ordinal_distance
 
 from .guards import DATE_GRANULARITIES, date_labels, detect_date, exclusion_reason
-from .public import categorised_column, checked_categories, checked_ranges, ranged_column
+from .public import categorised_column, checked_categories, checked_ranges, crowded_ranges, ranged_column
 
 __all__ = ["MISSING_LEVEL", "Encoded", "Kind", "Schema", "discretize", "infer_schema"]
 
@@ -266,6 +266,7 @@ class Encoded:
                 f"is missing: {cols}. To keep them, exclude these columns or set their kind to ordinal or "
                 f"nominal (a '{MISSING_LEVEL}' level)."
             )
+        out += crowded_ranges(self.ranges, self.codes, self.bins)
         if self.outside_public:
             cols = ", ".join(f"{c!r} ({n:,} {_outside_what(self, c)})" for c, n in self.outside_public)
             out.append(f"Values outside a declared public domain: {cols}.")

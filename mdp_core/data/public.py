@@ -29,6 +29,7 @@ __all__ = [
     "categorised_column",
     "checked_categories",
     "checked_ranges",
+    "crowded_ranges",
     "ranged_column",
 ]
 
@@ -47,7 +48,7 @@ def checked_ranges(
         if kinds.get(col) != "numeric":
             raise DataError(f"a public range is for a numeric attribute; {col!r} is not one")
         lo, hi = (float(v) for v in span)
-        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi and np.isfinite(hi - lo)):
             raise DataError(f"the public range of {col!r} must be two finite numbers lo < hi, got {span!r}")
         spans[str(col)] = (lo, hi)
     return spans
@@ -102,3 +103,21 @@ def _text(value: object) -> str:
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         return str(int(value))
     return str(value).strip()
+
+
+def crowded_ranges(
+    ranges: Mapping[str, tuple[float, float]], codes: pd.DataFrame, bins: Mapping[str, int]
+) -> list[str]:
+    """A sentence when the records of a column with a public range fill a quarter of its bins or fewer (a
+    range far wider than the data, or most values beyond it): the release then says little about them."""
+    crowded = []
+    for col in ranges:
+        taken = int(codes[col].nunique())
+        if taken <= max(1, bins[col] // 4):
+            crowded.append(f"{col!r} ({taken} of {bins[col]})")
+    if not crowded:
+        return []
+    return [
+        "The records fill few bins of a declared public range, so its released values say little about them: "
+        f"{', '.join(crowded)}. A narrower range, or more bins, keeps more."
+    ]

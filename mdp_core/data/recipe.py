@@ -8,7 +8,7 @@ import pandas as pd
 
 from mdp_core.errors import DataError
 
-from .encoding import Encoded, discretize, infer_schema
+from .encoding import Encoded, Schema, discretize, infer_schema
 
 __all__ = ["encode_table"]
 
@@ -24,6 +24,7 @@ def encode_table(
     default_bins: int = 8,
     ranges: Mapping[str, tuple[float, float]] | Iterable[tuple[str, float, float]] = (),
     categories: Mapping[str, Iterable[str]] | Iterable[tuple[str, Iterable[str]]] = (),
+    strict: bool = False,
 ) -> Encoded:
     """The table encoded as a user's Data-page choices say: the one recipe the app, a release scenario and
     a sweep spec share, so that each reproduces the others' encoding.
@@ -48,6 +49,9 @@ def encode_table(
     categories : mapping column -> labels, or (column, labels) pairs
         Declared public categories of the other columns; those of numeric or not encoded columns are
         ignored.
+    strict : bool
+        Refuse instead a range or categories declared for a column that is not in the table, not encoded,
+        or of the other kind (a scenario or a sweep spec: a typo must not drop a protection silently).
     """
     include = dict(include)
     exclude = [str(c) for c in exclude]
@@ -61,6 +65,8 @@ def encode_table(
     spans = dict(ranges) if isinstance(ranges, Mapping) else {c: (lo, hi) for c, lo, hi in ranges}
     numeric = {c for c, k in schema.kinds if k == "numeric"}
     lists = dict(categories.items() if isinstance(categories, Mapping) else categories)
+    if strict:
+        _check_declared(schema, spans, lists)
     return discretize(
         df,
         schema,
@@ -68,3 +74,20 @@ def encode_table(
         ranges={c: span for c, span in spans.items() if c in numeric},
         categories={c: labels for c, labels in lists.items() if c in schema.columns and c not in numeric},
     )
+
+
+def _check_declared(schema: Schema, ranges: Mapping[str, object], categories: Mapping[str, object]) -> None:
+    for col in ranges:
+        if col not in schema.columns or schema.kind(col) != "numeric":
+            what = f"encoded as {schema.kind(col)}" if col in schema.columns else "not an encoded column"
+            raise DataError(
+                f"a public range is declared for {col!r}, which is {what}: set its kind to numeric, or "
+                "declare public categories for it"
+            )
+    for col in categories:
+        if col not in schema.columns or schema.kind(col) == "numeric":
+            what = "numeric" if col in schema.columns else "not an encoded column"
+            raise DataError(
+                f"public categories are declared for {col!r}, which is {what}: declare a public range "
+                "for a numeric column"
+            )

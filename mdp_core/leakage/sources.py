@@ -43,7 +43,8 @@ def source_conditionals(
     Returns
     -------
     ndarray, shape (N, a, b)
-        Row-stochastic per source; a target level absent from a source has a NaN row.
+        Row-stochastic per source; a target level absent from a source has a NaN row, and one no record
+        of the table takes has none (as in :func:`conditional`).
     """
     _check_codes(codes, target, other, *([groups] if groups is not None else []))
     if target == other:
@@ -69,7 +70,7 @@ def source_conditionals(
         totals = counts.sum(axis=1, keepdims=True)
         with np.errstate(invalid="ignore", divide="ignore"):
             out[s] = np.where(totals > 0, counts / np.where(totals > 0, totals, 1.0), np.nan)
-    return out
+    return out[:, np.bincount(t, minlength=shape[0]) > 0]  # as conditional(): no row for an empty level
 
 
 def uncertainty_from_sources(

@@ -232,6 +232,7 @@ def audit_record(
             sample_of=(len(df), source_rows) if source_rows is not None else None,
             outside=outside,
             undeclared=[c for c in cols_released if c not in (*encoded.ranges, *encoded.categories)],
+            outside_public=encoded.outside_public,
         )
         | {
             "public_ranges": {c: list(span) for c, span in encoded.ranges.items()},
@@ -313,11 +314,13 @@ def release_scope(
     sample_of: tuple[int, int] | None = None,
     outside: Sequence[tuple[str, int]] = (),
     undeclared: Sequence[str] | None = None,
+    outside_public: Sequence[tuple[str, int]] = (),
 ) -> dict:
     """Which records a release holds and what its bound covers, in plain words (the audit's ``scope``;
     ``sample_of``: (rows of the table, rows of the file) when the table is a uniform sample of a file;
     ``outside``: held-out values per column coded by the nearest-level rule; ``undeclared``: the released
-    columns without a declared public domain, None when unknown).
+    columns without a declared public domain, None when unknown; ``outside_public``: values per column
+    outside their declared public domain, :attr:`mdp_core.Encoded.outside_public`).
 
     A channel tuned on a record is not fixed independently of it: the choice of groups, budgets and
     remapping is computed from the raw values and is not itself private. So the channels are chosen without
@@ -355,6 +358,12 @@ def release_scope(
         if outside:
             moved = ", ".join(f"{c} ({n:,})" for c, n in outside)
             statement += f" Values released as the nearest level, per column: {moved}."
+    if outside_public:
+        moved = ", ".join(f"{c} ({n:,})" for c, n in outside_public)
+        statement += (
+            " Values outside their declared public domain (a number set to its range's nearer end, a "
+            f"category released as 'other'), per column: {moved}."
+        )
     statement = f"{statement} {PUBLISH_NOTE}"
     if sample_of is not None:
         statement = (
@@ -366,6 +375,7 @@ def release_scope(
         "rows_tuning": rows_tuning,
         "rows_in_source": None if sample_of is None else sample_of[1],
         "outside_domain": {str(c): int(n) for c, n in outside},
+        "outside_public_domain": {str(c): int(n) for c, n in outside_public},
         "statement": statement,
     }
 

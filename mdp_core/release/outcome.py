@@ -87,6 +87,7 @@ def encode_for(scenario: Scenario, df: pd.DataFrame) -> Encoded:
         bins=scenario.bins,
         ranges=scenario.ranges,
         categories=scenario.categories,
+        strict=True,
     )
 
 

@@ -91,14 +91,19 @@ def _check_result(encoded: Encoded, result: DepHDPResult) -> None:
 
 
 def _decode_column(encoded: Encoded, df: pd.DataFrame, col: str, codes: np.ndarray) -> pd.Series:
+    """Released labels as loaded: numbers rounded to the column's decimals, labels in its type. A declared
+    public domain sets them itself, so that no record does: its bin centres as they are, its labels."""
     levels = encoded.levels[col]
     original = df[col] if col in df.columns else None
     if encoded.schema.kind(col) == "numeric":
-        decimals = column_decimals(original) if original is not None else 3
+        if col in encoded.ranges:  # the decimals that write the range's bin centres
+            decimals = column_decimals(pd.Series(levels))
+        else:
+            decimals = column_decimals(original) if original is not None else 3
         values = _rounded_levels(levels, decimals)[codes]
         return pd.Series(values, name=col)
     values = np.asarray(levels, dtype=object)[codes]
-    if original is not None:
+    if original is not None and col not in encoded.categories:
         try:  # labels as loaded (ints stay ints); a "missing" level keeps the column textual
             return pd.Series(values.astype(original.dtype), name=col)
         except (TypeError, ValueError):

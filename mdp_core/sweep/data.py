@@ -130,6 +130,7 @@ def _prepare(spec: SweepSpec, encoded: Encoded | None) -> SweepData:
             default_bins=spec.bins,
             ranges=dict(spec.column_ranges),
             categories=dict(spec.column_categories),
+            strict=True,
         )
     fit, test = split_encoded(encoded, spec.fit_fraction, np.random.default_rng(spec.seed))
     labels = prediction_labels(fit, test.codes) if encoded.schema.target is not None else None

@@ -359,3 +359,15 @@ def _leakage_with_identifier(app: AppTest, name: str, rows: str) -> None:
 
 def _never(*args: object, **kwargs: object) -> None:
     raise AssertionError("computed the leakage of a pair the guard should have stopped")
+
+
+def test_the_conditional_heatmap_labels_only_the_levels_it_has_rows_for() -> None:
+    """Audit: with an empty bin of a public range, conditional() has no row for it, but the heatmap labelled
+    every level, so each row after the gap carried the previous bin's label."""
+    df = pd.DataFrame({"age": [10.0, 10.0, 100.0, 110.0], "sex": ["f", "m", "f", "m"]})
+    schema = core.Schema(kinds=(("age", "numeric"), ("sex", "binary")))
+    encoded = core.discretize(df, schema, bins=4, ranges={"age": (0, 120)})  # bins at 15 45 75 105: two empty
+    cond = core.conditional(encoded.codes, "age", "sex")
+    heat = leak.conditional_figure(cond, encoded, "age", "sex").data[0]
+    assert cond.shape == (2, 2) and len(heat.text) == 2
+    assert [row[0].split("<br>")[0] for row in heat.text] == ["age = 15", "age = 105"]

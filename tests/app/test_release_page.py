@@ -114,6 +114,13 @@ def test_an_answer_found_on_another_encoding_is_not_shown(app: AppTest, small_en
     state.bins = {}
     app.run()
     assert [e.value for e in (*app.success, *app.warning)]  # the first encoding's answer is still stored
+    for declared in ({"ranges": {"chol": (100.0, 600.0)}}, {"categories": {"cp": ("1", "2", "3", "4")}}):
+        for name, value in declared.items():  # a declared public domain is another encoding too
+            setattr(state, name, value)
+        app.run()
+        assert "rel_which" in [b.key for b in app.button], declared
+        state.ranges, state.categories = {}, {}
+        app.run()
 
 
 def test_a_strict_release_holds_only_the_held_out_records(app: AppTest, small_engine: None) -> None:

@@ -60,6 +60,7 @@ def test_no_record_moves_the_levels_of_a_column_with_a_public_range(ages: list[f
         ({"age": (5, 5)}, r"two finite numbers lo < hi, got \(5, 5\)"),
         ({"age": (0, float("inf"))}, "two finite numbers lo < hi"),
         ({"height": (0, 1)}, "'height' is not one"),
+        ({"age": (-1e308, 1e308)}, "two finite numbers lo < hi"),  # its width overflows
     ],
 )
 def test_a_bad_public_range_is_refused(ranges: dict, message: str) -> None:
@@ -80,7 +81,8 @@ def test_a_held_out_row_is_binned_on_the_public_range() -> None:
     )
     held = split.encoded.decode(split.encoded.codes.iloc[split.held_out])["age"]
     assert list(held) == [45.0, 105.0, 15.0]  # 52, 130 (beyond: the top bin), -4 (the bottom one)
-    assert dict(split.outside)["age"] == 2
+    assert "age" not in dict(split.outside)  # counted with the declared domain's, not as "nearest"
+    assert split.encoded.outside_public == (("age", 2),)
 
 
 def test_public_categories_are_the_levels_in_their_order_with_other_last() -> None:
@@ -137,4 +139,13 @@ def test_a_held_out_row_takes_the_public_categories_rule() -> None:
         "other",
         "c",
     ]
-    assert split.outside == (("city", 2),)
+    assert split.outside == () and split.encoded.outside_public == (("city", 2),)
+
+
+def test_a_range_the_records_barely_fill_is_said() -> None:
+    enc = core.discretize(table(), SCHEMA, bins=8, ranges={"age": (1000, 2000)})  # every value below it
+    assert enc.codes["age"].nunique() == 1
+    assert any("'age' (1 of 8)" in w and "A narrower range, or more bins" in w for w in enc.warnings)
+    assert not any(
+        "fill few bins" in w for w in core.discretize(table(), SCHEMA, ranges={"age": (-5, 131)}).warnings
+    )

@@ -419,3 +419,16 @@ def test_pairwise_and_calibration_reject_bad_input(codes: pd.DataFrame) -> None:
         total_leakage(model, [1.0, 2.0])
     with pytest.raises(TypeError, match="PairwiseLeakage"):
         calibrate_budgets("model", 1.0)  # type: ignore[arg-type]
+
+
+def test_sources_leave_out_a_target_level_no_record_takes_as_conditional_does() -> None:
+    """Audit: with an empty bin of a public range as the target, the page's "across groups" and bootstrap
+    modes failed ("every target level must appear in at least one source")."""
+    codes = pd.DataFrame({"t": [0, 2, 2, 0, 2, 0], "o": [0, 1, 1, 1, 0, 0], "g": [0, 0, 0, 1, 1, 1]})
+    sources = source_conditionals(codes, "t", "o", groups="g")
+    assert sources.shape == (2, 2, 2)  # level 1 of t has no record: no row, as in conditional()
+    nominal, delta = uncertainty_from_sources(sources)
+    assert nominal.shape == conditional(codes, "t", "o").shape == delta.shape
+    np.testing.assert_allclose(sources[0], [[1.0, 0.0], [0.0, 1.0]])  # group 0: t=0 -> o=0, t=2 -> o=1
+    boot = source_conditionals(codes, "t", "o", n_boot=5, rng=np.random.default_rng(0))
+    assert boot.shape[1:] == (2, 2)

@@ -327,10 +327,28 @@ def test_a_public_range_makes_the_released_numbers_independent_of_every_record()
     assert set(out.released["dose"]) <= {7.5, 22.5, 37.5, 52.5}
     assert out.audit["scope"]["public_ranges"] == {"dose": [0.0, 60.0]}
     extreme = df.copy()
-    extreme.loc[0, "dose"] = 95.0
+    extreme.loc[0, "dose"] = 95.1234567
     changed = evaluate_scenario(replace(base, fingerprint=""), extreme, repetitions=2)
     np.testing.assert_array_equal(changed.encoded.levels["dose"], out.encoded.levels["dose"])
     assert changed.encoded.codes["dose"].iloc[0] == 3 and changed.encoded.outside_public == (("dose", 1),)
+    assert "per column: dose (1)." in changed.audit["scope"]["statement"]
+    # audit: the released numbers were rounded to the records' decimals, so one record's extra decimal
+    # rewrote every released dose; centres that the records' three decimals cannot write show it
+    odd = scenario(ranges=(("dose", 0.0, 60.001),))
+    runs = [evaluate_scenario(replace(odd, fingerprint=""), t, repetitions=2) for t in (df, extreme)]
+    assert set(runs[0].released["dose"]) | set(runs[1].released["dose"]) <= {
+        7.500125,
+        22.500375,
+        37.500625,
+        52.500875,
+    }
+    typo = scenario(ranges=(("Dose", 0.0, 60.0),))
+    with pytest.raises(
+        core.DataError, match="a public range is declared for 'Dose', which is not an encoded"
+    ):
+        evaluate_scenario(typo, df, repetitions=2)  # refused, not ignored
+    with pytest.raises(core.DataError, match="declared for 'colour', which is encoded as nominal"):
+        evaluate_scenario(scenario(ranges=(("colour", 0.0, 1.0),)), df, repetitions=2)
 
 
 def test_the_scope_names_the_columns_whose_released_values_are_not_declared() -> None:
