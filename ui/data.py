@@ -236,8 +236,10 @@ def _is_levelled(schema: core.Schema, column: str) -> bool:
 PUBLIC_CATEGORIES_HELP = (
     "The categories known without looking at the records (every code of a form, in order for an ordinal "
     "attribute), separated by commas: they are then the released values whatever the records, with one "
-    "more, 'other', for any value not listed and for a missing one. Without them, the released values are "
-    "the categories that occur, and one record with a rare category adds it (not private)."
+    "more, 'other', for any value not listed and for a missing one (ranked after the last for an ordinal "
+    "attribute; a binary attribute becomes three-valued). Numbers match by value (2, 2.0 and 02 are one). "
+    "Without them, the released values are the categories that occur, and one record with a rare category "
+    "adds it (not private)."
 )
 #: The Data page's help on a numeric attribute's public range.
 PUBLIC_RANGE_HELP = (

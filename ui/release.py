@@ -105,7 +105,8 @@ RECORDS_HELP = (
     "on) releases only records whose channels were chosen without them, at the cost of the other 62.5 %; "
     "their released values (bin centres, categories) then come from the tuning records alone, and a value "
     "outside them is released as the nearest one. Releasing every record takes those values from every "
-    "record, the released ones included: that domain is not private (the audit record's scope says so)."
+    "record, the released ones included, unless they are declared public on the Data page (ranges and "
+    "categories): the audit record's scope names the columns whose values are not."
 )
 RELEASE_CHOICE_HELP = (
     "DepHDP picks, per group, the channel with the least loss for the task: the LP optimum or EM with "

@@ -258,7 +258,9 @@ class Encoded:
         """What the encoding did to missing values, in words (empty when nothing was missing)."""
         out = []
         numeric = [(c, n) for c, n in self.missing if self.schema.kind(c) == "numeric"]
-        levelled = [(c, n) for c, n in self.missing if self.schema.kind(c) != "numeric"]
+        levelled = [  # a column with public categories sends a missing value to 'other', counted there
+            (c, n) for c, n in self.missing if self.schema.kind(c) != "numeric" and c not in self.categories
+        ]
         if self.dropped_rows:
             cols = ", ".join(f"{c!r} ({n:,} missing)" for c, n in numeric)
             out.append(

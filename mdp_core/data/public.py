@@ -9,7 +9,7 @@ domain depends on no record:
   too), a value beyond the range set to its nearer end;
 * a nominal, binary or ordinal column's **public categories**: the declared labels, in the declared order
   (an ordinal column's ranks), plus one :data:`OTHER_LEVEL` that takes every value not declared and every
-  missing value.
+  missing value (ranked after the last label, as an undeclared column's ``missing`` level is).
 
 Values set to the nearer end or released as ``other`` are counted per column (``Encoded.outside_public``).
 """
@@ -65,9 +65,11 @@ def checked_categories(
                 f"public categories are for a nominal, binary or ordinal attribute; {col!r} is not one"
             )
         texts = tuple(str(v).strip() for v in labels)
-        if not texts or any(not t for t in texts) or len(set(texts)) != len(texts):
+        keys = [_text(v) for v in labels]
+        if not texts or any(not t for t in keys) or len(set(keys)) != len(keys):
             raise DataError(
-                f"the public categories of {col!r} must be distinct non-empty labels, got {labels!r}"
+                f"the public categories of {col!r} must be distinct non-empty labels (numbers compared by "
+                f"value: 01 and 1 are one label), got {labels!r}"
             )
         lists[str(col)] = texts
     return lists
@@ -86,9 +88,11 @@ def categorised_column(values: pd.Series, kind: str, declared: tuple[str, ...]) 
     """Codes, levels (the declared labels and :data:`OTHER_LEVEL`), component distances (an ordinal
     column ranks the labels in the declared order, ``other`` last) and the count of values released as
     ``other`` (those not declared and missing ones). A value matches a label by its text."""
-    other = OTHER_LEVEL if OTHER_LEVEL not in declared else f"({OTHER_LEVEL})"
+    other = OTHER_LEVEL
+    while other in declared:  # a declared "other" keeps its name; the extra level takes another
+        other = f"({other})"
     labels = [*declared, other]
-    index = {label: i for i, label in enumerate(declared)}
+    index = {_text(label): i for i, label in enumerate(declared)}
     code = np.array([index.get(_text(v), len(declared)) for v in values.tolist()], dtype=np.int64)
     moved = int(np.count_nonzero(code == len(declared)))
     dist = ordinal_distance(len(labels)) if kind == "ordinal" else nominal_distance(len(labels))
@@ -96,13 +100,21 @@ def categorised_column(values: pd.Series, kind: str, declared: tuple[str, ...]) 
 
 
 def _text(value: object) -> str:
-    """A value's label text: a whole float as an integer (a column of whole numbers with a gap is read as
-    floats, 2.0, where the declared label is "2"); a missing value as "" (no label matches it)."""
-    if value is None or (isinstance(value, float) and np.isnan(value)):
+    """The key a value or a label is matched by: its text, stripped, with numbers compared by value (how a
+    file is read, 2, 2.0 or "02", must not decide whether a value matches the label "2"); a missing value
+    is "" (no label matches it)."""
+    if value is None or (not isinstance(value, (str, bytes)) and pd.isna(value)):
         return ""
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return str(int(value))
-    return str(value).strip()
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    text = str(value).strip()
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if not np.isfinite(number):
+        return text
+    return str(int(number)) if number.is_integer() else repr(number)
 
 
 def crowded_ranges(

@@ -277,11 +277,12 @@ DOMAIN_NOTE = (
 )
 #: Said in the scope of a held-out release: its domain comes from the records that tuned the channels.
 HELD_OUT_DOMAIN_NOTE = (
-    "The released values themselves (bin centres, categories) and the column kinds are computed from the "
-    "records that tuned the channels only, so no released record shapes them; a released value that is not "
-    "among them is released as the nearest of them (a number beyond their range as the outermost bin centre, "
-    "an unseen category as the most frequent one, an unseen ordered level as the nearest), and the bound "
-    "holds for the value so coded. Not covered: how the file was read (number formats and column types are "
+    "The released values themselves (bin centres, categories) and the column kinds are declared public or "
+    "computed from the records that tuned the channels only, so no released record shapes them; a released "
+    "value that is not among them is released as the nearest of them (a number beyond their range as the "
+    "outermost bin centre, an unseen category as the most frequent one, or as 'other' where categories are "
+    "declared, an unseen ordered level as the nearest), and the bound holds for the value so coded. Not "
+    "covered: how the file was read (number formats and column types are "
     "decided from every row), how many held-out records have a missing number (they are left out), and an "
     'ε chosen by "Which ε?", which measures utility on the held-out records.'
 )
@@ -301,7 +302,8 @@ def _domain_note(undeclared: Sequence[str] | None) -> str:
     if not undeclared:
         return (
             "The released values themselves are declared public (ranges and categories on the Data page): "
-            "no record shapes them."
+            "no record shapes them, once the file is read. How it is read is decided from every row: number "
+            "formats, date formats, and the kinds of columns whose kind was not set on the Data page."
         )
     return f"{DOMAIN_NOTE} Columns without a declared domain: {', '.join(undeclared)}."
 
@@ -361,8 +363,8 @@ def release_scope(
     if outside_public:
         moved = ", ".join(f"{c} ({n:,})" for c, n in outside_public)
         statement += (
-            " Values outside their declared public domain (a number set to its range's nearer end, a "
-            f"category released as 'other'), per column: {moved}."
+            " Values of the table outside their declared public domain (a number set to its range's nearer "
+            f"end, a category released as 'other'), per column: {moved}."
         )
     statement = f"{statement} {PUBLISH_NOTE}"
     if sample_of is not None:

@@ -149,3 +149,33 @@ def test_a_range_the_records_barely_fill_is_said() -> None:
     assert not any(
         "fill few bins" in w for w in core.discretize(table(), SCHEMA, ranges={"age": (-5, 131)}).warnings
     )
+
+
+def test_values_and_labels_match_by_number_whatever_the_file_reading_made_of_them() -> None:
+    """Audit: a column of 01, 02 read as integers sent every record to 'other' (one record "zz" kept it as
+    text and matched), and labels 1.0, 2.0 matched no value."""
+    schema = core.Schema(kinds=(("x", "nominal"),))
+    as_read = [
+        pd.DataFrame({"x": [1, 2, 1]}),
+        pd.DataFrame({"x": ["01", "02", "01"]}),
+        pd.DataFrame({"x": [1.0, 2.0, 1.0]}),
+    ]
+    for df in as_read:
+        enc = core.discretize(df, schema, categories={"x": ["01", "02"]})
+        assert list(enc.codes["x"]) == [0, 1, 0] and enc.outside_public == ()
+    enc = core.discretize(pd.DataFrame({"x": [1, 2, 2.5, 3]}), schema, categories={"x": [1.0, 2.0, 2.5]})
+    assert list(enc.codes["x"]) == [0, 1, 2, 3] and list(enc.levels["x"]) == ["1.0", "2.0", "2.5", "other"]
+    with pytest.raises(DataError, match="01 and 1 are one label"):
+        core.discretize(as_read[0], schema, categories={"x": ["01", "1"]})
+    odd = core.discretize(as_read[0], schema, categories={"x": ["other", "(other)"]})
+    assert list(odd.levels["x"]) == ["other", "(other)", "((other))"]  # one name per level
+
+
+def test_a_declared_column_s_missing_values_are_said_once_as_other() -> None:
+    """Audit: a declared column's missing values were also reported as a 'missing' level it does not have."""
+    df = pd.DataFrame({"grade": [1.0, 2.0, np.nan, 3.0], "city": ["a", None, "b", "a"]})
+    schema = core.Schema(kinds=(("grade", "ordinal"), ("city", "nominal")))
+    enc = core.discretize(df, schema, categories={"grade": ["1", "2", "3"]})
+    assert any("'grade' (1 not among its categories, released as 'other')" in w for w in enc.warnings)
+    kept = [w for w in enc.warnings if w.startswith("Missing values kept")]
+    assert kept == ["Missing values kept as a 'missing' level: 'city' (1)."]

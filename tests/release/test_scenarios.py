@@ -368,5 +368,6 @@ def test_the_scope_names_the_columns_whose_released_values_are_not_declared() ->
         in out.audit["scope"]["statement"]
     )
     assert DOMAIN_NOTE not in out.audit["scope"]["statement"]
+    assert "How it is read is decided from every row" in out.audit["scope"]["statement"]  # audit: it is
     assert all(v["verified"] for v in out.audit["verification"])
     assert set(out.released["colour"]) <= {"red", "green", "blue", "other"}
