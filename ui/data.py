@@ -302,6 +302,19 @@ def public_categories(
     return lists, problems
 
 
+def declared_kinds(
+    edited: pd.DataFrame, ranges: dict[str, tuple[float, float]], lists: dict[str, tuple[str, ...]]
+) -> dict[str, str]:
+    """The kinds of the rows whose domain is declared, to record as overrides: a kind inferred from the
+    records (an integer column with up to 12 values reads as ordinal) would let one record change the kind,
+    and with it the distances, of a column declared public (privacy audit, stop 63)."""
+    return {
+        attribute: kind
+        for attribute, kind in edited[["attribute", "kind"]].itertuples(index=False)
+        if (kind == "numeric" and attribute in ranges) or (kind != "numeric" and attribute in lists)
+    }
+
+
 def current_encoded() -> core.Encoded | None:
     """The discretised current table, or None when nothing usable is loaded."""
     state = get_state()

@@ -170,6 +170,7 @@ new_ranges, range_problems = view.public_ranges(edited, state.ranges)
 new_lists, list_problems = view.public_categories(edited, state.categories)
 for problem in (*range_problems, *list_problems):
     st.warning(problem)
+new_overrides |= view.declared_kinds(edited, new_ranges, new_lists)  # no record may change a declared kind
 new_choices = (new_overrides, new_bins, new_ranges, new_lists)
 if new_choices != (state.kind_overrides, state.bins, state.ranges, state.categories):
     state.kind_overrides, state.bins, state.ranges, state.categories = new_choices

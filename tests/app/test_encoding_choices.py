@@ -117,3 +117,17 @@ def test_the_schema_editor_declares_distinct_comma_separated_categories() -> Non
     lists, problems = public_categories(edited, {"age": ("1",), "sex": ("m", "f")})
     assert lists == {"city": ("Lyon", "Paris", "Nice"), "age": ("1",)}  # sex cleared; age kept for its kind
     assert len(problems) == 1 and "'grade' need distinct labels" in problems[0]
+
+
+def test_a_declared_domain_pins_its_column_s_kind() -> None:
+    """Privacy audit: one record could change an inferred kind (a value 'x' in integer grades made them
+    nominal), and with it the distances of a column declared public."""
+    from ui.data import declared_kinds
+
+    edited = pd.DataFrame(
+        {"attribute": ["age", "grade", "city", "w"], "kind": ["numeric", "ordinal", "nominal", "numeric"]}
+    )
+    pinned = declared_kinds(
+        edited, {"age": (0.0, 1.0), "grade": (0.0, 9.0)}, {"grade": ("1", "2"), "w": ("x",)}
+    )
+    assert pinned == {"age": "numeric", "grade": "ordinal"}  # a range kept for another kind pins nothing
