@@ -179,3 +179,12 @@ def test_a_declared_column_s_missing_values_are_said_once_as_other() -> None:
     assert any("'grade' (1 not among its categories, released as 'other')" in w for w in enc.warnings)
     kept = [w for w in enc.warnings if w.startswith("Missing values kept")]
     assert kept == ["Missing values kept as a 'missing' level: 'city' (1)."]
+
+
+def test_each_value_matches_by_its_own_text_in_a_mixed_column() -> None:
+    from mdp_core.data.public import categorised_column
+
+    values = pd.Series([True, 1, 1.0, "1", " 1 ", np.nan, pd.NA, None, "True", 2.5, "2.50"], dtype=object)
+    code, levels, _, moved = categorised_column(values, "nominal", ("1", "True", "2.5"))
+    assert list(code) == [1, 0, 0, 0, 0, 3, 3, 3, 1, 2, 2]  # True is not 1; every missing value is 'other'
+    assert list(levels) == ["1", "True", "2.5", "other"] and moved == 3
