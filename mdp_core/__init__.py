@@ -196,6 +196,7 @@ from mdp_core.release import (
     save_scenarios,
     sweep_options,
     target_channel,
+    tuning_table,
     which_eps,
 )
 from mdp_core.sweep import (
@@ -399,6 +400,7 @@ __all__ = [
     "task_utility",
     "total_correlation_change",
     "total_leakage",
+    "tuning_table",
     "uncertainty_from_sources",
     "uniform_split",
     "vector_shape_grid",

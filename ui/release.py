@@ -108,6 +108,11 @@ RECORDS_HELP = (
     "record, the released ones included, unless they are declared public on the Data page (ranges and "
     "categories): the audit record's scope names the columns whose values are not."
 )
+#: Said under a held-out release's "Which ε?" answer.
+TUNING_ONLY = (
+    " Swept on the records that tune the channels only: the held-out records this release publishes are not "
+    "looked at."
+)
 RELEASE_CHOICE_HELP = (
     "DepHDP picks, per group, the channel with the least loss for the task: the LP optimum or EM with "
     "Bayesian remapping. Both may release one value for a column the task barely uses, whatever the true "
@@ -364,6 +369,7 @@ def decision_key(state: AppState, scenario: rel.Scenario) -> tuple:
         scenario.seed,
         scenario.utility_target,
         scenario.method,
+        scenario.release_rows,
         rel.sweep_options(c),
     )
 
@@ -371,6 +377,8 @@ def decision_key(state: AppState, scenario: rel.Scenario) -> tuple:
 def request_decision(state: AppState, encoded: core.Encoded, scenario: rel.Scenario) -> Future[rel.Decision]:
     """The "which eps" answer (a sweep of DepHDP and the four baselines) for this scenario, computed on the
     builder's long-job threads and kept under :func:`decision_key` (the page polls it and can stop it)."""
+    if scenario.release_rows == "held_out":  # the tuning records alone: no released record shapes the eps
+        encoded = rel.tuning_table(scenario, _loaded(state))
     return builder().request(
         decision_key(state, scenario), lambda progress: _which(encoded, scenario, progress), slow=True
     )

@@ -123,6 +123,8 @@ scenario = view.current_scenario(
     floor=floor,
 )
 
+# a held-out release's "Which ε?" sweeps the tuning records only (the radio below says which it is)
+scenario = replace(scenario, release_rows=st.session_state.get("rel_rows", "all"))
 which_key = view.decision_key(state, scenario)
 answer = view.store().get(which_key)
 if answer is None:
@@ -146,7 +148,8 @@ else:
     st.plotly_chart(rel.frontier_figure(answer), key="rel_frontier")
     answered = c.met and not answer.uninformative  # else the sentence above says what the ε is (not)
     how = f"{c.reason.replace('eps = ', 'ε = ')}. " if answered else ""
-    st.caption(f"{how}Answered in {answer.seconds:.1f} s (cached for this session's settings).")
+    tuning = view.TUNING_ONLY if scenario.release_rows == "held_out" else ""
+    st.caption(f"{how}Answered in {answer.seconds:.1f} s (cached for this session's settings).{tuning}")
 
 # ------------------------------------------------------------------------------------------ release
 st.subheader("Release the whole table")

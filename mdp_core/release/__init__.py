@@ -13,6 +13,7 @@ from .outcome import (
     information_kept,
     leakage_per_attribute,
     majority_clause,
+    tuning_table,
 )
 from .posterior import budget_sentence, odds_factor, posterior_bound, posterior_table
 from .privatise import ReleaseCheck, privatise, release_report, target_channel
@@ -63,5 +64,6 @@ __all__ = [
     "save_scenarios",
     "sweep_options",
     "target_channel",
+    "tuning_table",
     "which_eps",
 ]

@@ -87,7 +87,7 @@ def _scenario(args: argparse.Namespace, df: pd.DataFrame, name: str, target: str
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from mdp_core.release import UtilityTarget, build_report, encode_for, sweep_options, which_eps
+    from mdp_core.release import UtilityTarget, build_report, sweep_options, tuning_table, which_eps
 
     t0 = time.perf_counter()
     try:
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             scenario = replace(scenario, release_rows=args.rows.replace("-", "_"))
         decision = None
         if args.which_eps is not None:
-            enc = encode_for(scenario, df)
+            enc = tuning_table(scenario, df)  # a held-out release: its tuning records alone
             decision = which_eps(
                 name,
                 UtilityTarget("relative", args.which_eps),

@@ -281,10 +281,10 @@ HELD_OUT_DOMAIN_NOTE = (
     "computed from the records that tuned the channels only, so no released record shapes them; a released "
     "value that is not among them is released as the nearest of them (a number beyond their range as the "
     "outermost bin centre, an unseen category as the most frequent one, or as 'other' where categories are "
-    "declared, an unseen ordered level as the nearest), and the bound holds for the value so coded. Not "
-    "covered: how the file was read (number formats and column types are "
-    "decided from every row), how many held-out records have a missing number (they are left out), and an "
-    'ε chosen by "Which ε?", which measures utility on the held-out records.'
+    'declared, an unseen ordered level as the nearest), and the bound holds for the value so coded. "Which '
+    'ε?" looks at the tuning records only too. Not covered: how the file was read (number formats and '
+    "column types are decided from every row), how many held-out records have a missing number (they are "
+    "left out), and an ε chosen by looking at the released records in any other way."
 )
 #: Said in every release's scope: what must stay with the data holder (privacy audit, stop 63).
 PUBLISH_NOTE = (

@@ -44,6 +44,7 @@ __all__ = [
     "information_kept",
     "leakage_per_attribute",
     "majority_clause",
+    "tuning_table",
 ]
 
 FIT_FRACTION = 0.625
@@ -89,6 +90,16 @@ def encode_for(scenario: Scenario, df: pd.DataFrame) -> Encoded:
         categories=scenario.categories,
         strict=True,
     )
+
+
+def tuning_table(scenario: Scenario, df: pd.DataFrame) -> Encoded:
+    """The table the scenario's choices (and "Which eps?") may look at: every record, or for a held-out
+    release only the records that tune its channels, encoded by themselves, so that no released record
+    shapes the eps either."""
+    if scenario.release_rows != "held_out":
+        return encode_for(scenario, df)
+    fit_in_df, _ = split_rows(len(df), FIT_FRACTION, np.random.default_rng(scenario.seed))
+    return encode_for(scenario, df.iloc[fit_in_df])
 
 
 def leakage_per_attribute(encoded: Encoded, result: DepHDPResult) -> pd.DataFrame:

@@ -123,6 +123,28 @@ def test_an_answer_found_on_another_encoding_is_not_shown(app: AppTest, small_en
         app.run()
 
 
+def test_which_eps_of_a_strict_release_looks_at_the_tuning_records_only(
+    app: AppTest, small_engine: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Privacy audit (stop 63): "Which ε?" measured utility on the held-out records, the very records a
+    strict release publishes; now it sweeps the tuning records, encoded by themselves."""
+    seen: list[core.Encoded] = []
+    which = view.rel.which_eps
+    monkeypatch.setattr(view.rel, "which_eps", lambda *a, **k: seen.append(k["encoded"]) or which(*a, **k))
+    app.switch_page("views/release.py").run()
+    app.radio(key="rel_rows").set_value("held_out").run()
+    app.button(key="rel_which").click().run(timeout=600)
+    _until_landed(app, "rel_which_stop")
+    assert not app.exception and len(seen) == 1
+    df = core.load_dataset("heart")
+    fit, _ = core.split_rows(len(df), 0.625, np.random.default_rng(0))
+    assert len(seen[0].codes) == len(fit) == 189  # the tuning records alone
+    assert seen[0].fingerprint == core.encode_table(df.iloc[fit], target="target").fingerprint
+    assert any(view.TUNING_ONLY.strip() in c.value for c in app.caption)
+    app.radio(key="rel_rows").set_value("all").run()
+    assert "rel_which" in [b.key for b in app.button]  # the answer for every record is another one
+
+
 def test_a_strict_release_holds_only_the_held_out_records(app: AppTest, small_engine: None) -> None:
     app.switch_page("views/release.py").run()
     assert "release only the held-out records" in app.caption[0].value

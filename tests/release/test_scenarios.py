@@ -371,3 +371,12 @@ def test_the_scope_names_the_columns_whose_released_values_are_not_declared() ->
     assert "How it is read is decided from every row" in out.audit["scope"]["statement"]  # audit: it is
     assert all(v["verified"] for v in out.audit["verification"])
     assert set(out.released["colour"]) <= {"red", "green", "blue", "other"}
+
+
+def test_the_tuning_table_of_a_held_out_release_is_its_tuning_records_encoded_alone() -> None:
+    df = make_table()
+    strict = scenario(release_rows="held_out")
+    fit, _ = core.split_rows(len(df), FIT_FRACTION, np.random.default_rng(strict.seed))
+    table = core.tuning_table(strict, df)
+    assert table.fingerprint == core.encode_for(strict, df.iloc[fit]).fingerprint and len(table.codes) == 75
+    assert core.tuning_table(scenario(), df).fingerprint == core.encode_for(scenario(), df).fingerprint
