@@ -160,6 +160,8 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any], n
             f"above the requested {res.config.min_group_eps:g}).</p>"
         )
     if decision is not None:
+        strict = o.scenario.release_rows == "held_out"
+        tuning = ", on the records that tune the channels only" if strict else ""
         out += [
             "<h2>Which ε?</h2>",
             # green only for an answer; a target met by the majority label, or not met, is a flag
@@ -167,7 +169,7 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any], n
             f"{_esc(decision.sentence)}</div>",
             f"<p class='muted'>{_esc(_unstopped(decision.choice.reason).replace('eps = ', 'ε = '))}. "
             "Sweep: DepHDP and four baselines, "
-            f"{decision.frontier['n'].max()} repetitions per point, {decision.seconds:.1f} s.</p>",
+            f"{decision.frontier['n'].max()} repetitions per point, {decision.seconds:.1f} s{tuning}.</p>",
             _figure_html("frontier", figs["frontier"]),
         ]
     schema = pd.DataFrame(

@@ -150,6 +150,10 @@ def test_cli_which_eps_sweeps_the_scenarios_own_settings(
     assert "stopped by the test" in capsys.readouterr().err
     assert seen["options"] == (("calibration_pairs", 200), ("grid_points", 8), ("max_contexts", 20),
                                ("min_group_eps", 0.1), ("opt_max_domain", 8))  # fmt: skip
+    assert len(seen["encoded"].codes) == len(df)  # type: ignore[attr-defined]
+    args = ["report", str(spec), "--data", str(data), "--out", str(out), "--which-eps", "0.5"]
+    assert main([*args, "--rows", "held-out"]) == 2
+    assert len(seen["encoded"].codes) == 75  # type: ignore[attr-defined]  # the tuning records alone
 
 
 def test_the_report_states_the_budget_floor_and_what_which_eps_left_out() -> None:
@@ -167,6 +171,11 @@ def test_the_report_states_the_budget_floor_and_what_which_eps_left_out() -> Non
     page = build_report(floored, decision=replace(fake_decision(), skipped=(0.5,)))
     assert f"every group got at least ε = {floored.result.floor:.3g} (the first grid budget" in page
     assert "were left out (ε = 0.5)" in page
+    assert "on the records that tune the channels only" not in page
+    strict = evaluate_scenario(replace(base, release_rows="held_out"), df, repetitions=2)
+    assert "s, on the records that tune the channels only.</p>" in build_report(
+        strict, decision=fake_decision()
+    )
 
 
 def _visible(page: str) -> str:
