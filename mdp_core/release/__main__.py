@@ -64,6 +64,13 @@ def _parser() -> argparse.ArgumentParser:
         "on 62.5 %% of them, and that tuning is not private) or only the held-out ones, whose channels were "
         "chosen without them, as were the values they are released at (bin centres, categories)",
     )
+    rep.add_argument(
+        "--release-seed",
+        type=int,
+        help="seed of the release's random draws, for a reproducible release (default: the scenario's, "
+        "else fresh entropy recorded nowhere; a recorded seed lets anyone with the audit record redo the "
+        "draws)",
+    )
     rep.add_argument("--repetitions", type=int, default=10, help="utility repetitions (default 10)")
     rep.add_argument("--serial", action="store_true", help="run the which-eps sweep in-process")
     return ap
@@ -100,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
             scenario = replace(scenario, method=args.method)
         if args.rows is not None:
             scenario = replace(scenario, release_rows=args.rows.replace("-", "_"))
+        if args.release_seed is not None:
+            scenario = replace(scenario, release_seed=args.release_seed)
         decision = None
         if args.which_eps is not None:
             enc = tuning_table(scenario, df)  # a held-out release: its tuning records alone

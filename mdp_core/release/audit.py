@@ -120,6 +120,7 @@ def audit_record(
     result: DepHDPResult,
     *,
     seed: int,
+    release_seed: int | None = None,
     dataset: str = "",
     privatised: pd.DataFrame | None = None,
     include_target: bool = True,
@@ -141,7 +142,9 @@ def audit_record(
     result : DepHDPResult
         The configured mechanism.
     seed : int
-        Seed of the release's random generator.
+        Seed of the split, the tuning and the utility measurement.
+    release_seed : int or None
+        Seed of the release's own random draws; None: fresh entropy, recorded nowhere.
     dataset : str
         Name shown in the record (sample name or file name).
     privatised : DataFrame, optional
@@ -233,6 +236,7 @@ def audit_record(
             outside=outside,
             undeclared=[c for c in cols_released if c not in (*encoded.ranges, *encoded.categories)],
             outside_public=encoded.outside_public,
+            seeded=release_seed is not None,
         )
         | {
             "public_ranges": {c: list(span) for c, span in encoded.ranges.items()},
@@ -251,6 +255,7 @@ def audit_record(
         "verification": verification,
         "config": _config_dict(config),
         "seed": int(seed),
+        "release_seed": None if release_seed is None else int(release_seed),
         "versions": package_versions(),
         "timestamp": ts.isoformat(timespec="seconds"),
     }
@@ -289,9 +294,17 @@ HELD_OUT_DOMAIN_NOTE = (
 #: Said in every release's scope: what must stay with the data holder (privacy audit, stop 63).
 PUBLISH_NOTE = (
     "Publish the released table only: the audit record and the report are for the data holder. They carry "
-    "the seed (with it anyone can redo the random draws and narrow down each record's true value), the "
-    "table's fingerprint (it confirms a guessed table) and statistics of the true values (utility, leakage, "
-    "counts)."
+    "the table's fingerprint (it confirms a guessed table) and statistics of the true values (utility, "
+    "leakage, counts)."
+)
+#: Said of a release drawn with a recorded seed (``release_seed``).
+SEEDED_NOTE = (
+    "The release's random draws came from the recorded release seed: with it anyone can redo them and "
+    "narrow down each record's true value, so keep the record private."
+)
+#: Said of a release drawn from fresh entropy (the default).
+UNSEEDED_NOTE = (
+    "The release's random draws came from fresh operating-system entropy and are recorded nowhere."
 )
 
 
@@ -317,6 +330,7 @@ def release_scope(
     outside: Sequence[tuple[str, int]] = (),
     undeclared: Sequence[str] | None = None,
     outside_public: Sequence[tuple[str, int]] = (),
+    seeded: bool = True,
 ) -> dict:
     """Which records a release holds and what its bound covers, in plain words (the audit's ``scope``;
     ``sample_of``: (rows of the table, rows of the file) when the table is a uniform sample of a file;
@@ -366,7 +380,7 @@ def release_scope(
             " Values of the table outside their declared public domain (a number set to its range's nearer "
             f"end, a category released as 'other'), per column: {moved}."
         )
-    statement = f"{statement} {PUBLISH_NOTE}"
+    statement = f"{statement} {PUBLISH_NOTE} {SEEDED_NOTE if seeded else UNSEEDED_NOTE}"
     if sample_of is not None:
         statement = (
             f"The table is a uniform random sample of {sample_of[0]:,} of the file's {sample_of[1]:,} rows: "

@@ -239,7 +239,7 @@ def evaluate_scenario(
     utility = _utility(result, fit, test, repetitions, scenario.seed)
     report(progress, 0.92, "releasing the held-out records" if strict else "releasing the whole table")
     include, target_eps = scenario.include_target, scenario.target_eps
-    rng = np.random.default_rng([scenario.seed, 2])
+    rng = np.random.default_rng(scenario.release_seed)  # None: fresh entropy, recorded nowhere
     released = privatise(
         df, result, encoded=encoded, rng=rng, include_target=include, target_eps=target_eps,
         rows=test_rows if strict else None, domain_rows=fit_in_df,
@@ -253,6 +253,7 @@ def evaluate_scenario(
         encoded,
         result,
         seed=scenario.seed,
+        release_seed=scenario.release_seed,
         dataset=scenario.dataset,
         privatised=released,
         include_target=include,

@@ -82,7 +82,10 @@ class Scenario:
     target : str or None
         Target column.
     seed : int
-        Seed of splits and releases.
+        Seed of the split, the tuning and the utility measurement.
+    release_seed : int or None
+        Seed of the release's own random draws; None (default): fresh operating-system entropy, recorded
+        nowhere, so that no audit record or report lets anyone redo the draws (privacy audit, stop 63).
     config : DepHDPConfig
         Every DepHDP knob (the page's settings).
     method : str
@@ -129,6 +132,7 @@ class Scenario:
     include: tuple[tuple[str, str | None], ...] = ()
     ranges: tuple[tuple[str, float, float], ...] = ()
     categories: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    release_seed: int | None = None
 
     def __post_init__(self) -> None:
 
@@ -140,6 +144,12 @@ class Scenario:
             raise DataError(f"method must be one of {list(RELEASE_METHODS)}, got {self.method!r}")
         if self.release_rows not in RELEASE_ROWS:
             raise DataError(f"release_rows must be one of {list(RELEASE_ROWS)}, got {self.release_rows!r}")
+        if self.release_seed is not None and (
+            not isinstance(self.release_seed, int)
+            or isinstance(self.release_seed, bool)
+            or self.release_seed < 0
+        ):
+            raise DataError(f"release_seed must be None or an integer >= 0, got {self.release_seed!r}")
         if self.target_eps is not None and not (math.isfinite(self.target_eps) and self.target_eps > 0):
             raise DataError(f"target_eps must be a positive finite number, got {self.target_eps!r}")
         pages = []
@@ -171,6 +181,7 @@ def scenario_to_dict(s: Scenario) -> dict:
         "fingerprint": s.fingerprint,
         "target": s.target,
         "seed": s.seed,
+        "release_seed": s.release_seed,
         "exclude": list(s.exclude),
         "include": dict(s.include),
         "kind_overrides": dict(s.kind_overrides),
@@ -193,6 +204,7 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "fingerprint": str,
     "target": (str, type(None)),
     "seed": int,
+    "release_seed": (int, type(None)),
     "exclude": list,
     "include": dict,
     "kind_overrides": dict,
@@ -274,6 +286,7 @@ def scenario_from_dict(data: object) -> Scenario:
         fingerprint=data.get("fingerprint", ""),
         target=data.get("target"),
         seed=int(data.get("seed", 0)),
+        release_seed=data.get("release_seed"),
         exclude=tuple(str(c) for c in data.get("exclude", [])),
         include=tuple(
             sorted((str(k), None if v is None else str(v)) for k, v in data.get("include", {}).items())

@@ -123,6 +123,8 @@ def test_cli_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str
     page = out.read_text()
     assert "<b>Records released.</b> Only the 45 held-out records are released; the 75 that tuned" in page
     assert '"rows_released": 45' in page
+    assert main([*args, "--release-seed", "3"]) == 0 and '"release_seed": 3' in out.read_text()
+    assert "recorded release seed" in out.read_text()
 
 
 def test_cli_which_eps_sweeps_the_scenarios_own_settings(

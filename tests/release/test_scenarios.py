@@ -24,7 +24,7 @@ from mdp_core.release import (
     majority_clause,
     save_scenarios,
 )
-from mdp_core.release.audit import DOMAIN_NOTE, HELD_OUT_DOMAIN_NOTE, PUBLISH_NOTE
+from mdp_core.release.audit import DOMAIN_NOTE, HELD_OUT_DOMAIN_NOTE, PUBLISH_NOTE, SEEDED_NOTE, UNSEEDED_NOTE
 from mdp_core.release.outcome import FIT_FRACTION
 
 
@@ -231,7 +231,8 @@ def test_a_strict_release_holds_exactly_the_records_the_tuning_never_saw(
     assert HELD_OUT_DOMAIN_NOTE in out.audit["scope"]["statement"]
     assert DOMAIN_NOTE in every.audit["scope"]["statement"]
     for statement in (out.audit["scope"]["statement"], every.audit["scope"]["statement"]):
-        assert statement.endswith(PUBLISH_NOTE)  # the seed and the fingerprint stay with the data holder
+        assert PUBLISH_NOTE in statement  # the fingerprint and the statistics stay with the data holder
+        assert statement.endswith(UNSEEDED_NOTE)
 
 
 def test_a_held_out_records_value_shapes_no_released_value_of_the_strict_release() -> None:
@@ -241,7 +242,7 @@ def test_a_held_out_records_value_shapes_no_released_value_of_the_strict_release
     record as it was, the victim's dose is released at the outermost centre, and the scope counts it. The
     release of every record still depends on it, as its scope says."""
     df = make_table()  # no missing value: encoded positions are the table's rows
-    base = scenario(release_rows="held_out")
+    base = scenario(release_rows="held_out", release_seed=5)  # the same draws in both releases
     out = evaluate_scenario(base, df, repetitions=2)
     _, held_out = core.split_rows(len(df), FIT_FRACTION, np.random.default_rng(base.seed))
     assert len(out.released) == len(held_out)  # released in the held-out rows' order
@@ -380,3 +381,25 @@ def test_the_tuning_table_of_a_held_out_release_is_its_tuning_records_encoded_al
     table = core.tuning_table(strict, df)
     assert table.fingerprint == core.encode_for(strict, df.iloc[fit]).fingerprint and len(table.codes) == 75
     assert core.tuning_table(scenario(), df).fingerprint == core.encode_for(scenario(), df).fingerprint
+
+
+def test_a_release_draws_fresh_entropy_unless_a_release_seed_is_given() -> None:
+    """Privacy audit (stop 63): the audit record's seed let anyone redo the release's random draws (on heart a
+    group's candidates narrowed from 6 to 4.0 on average). By default the draws now come from fresh entropy,
+    recorded nowhere; a release seed reproduces them, and the scope then says to keep the record private."""
+    df = make_table()
+    fresh = [evaluate_scenario(scenario(method="ALC+DPN"), df, repetitions=2) for _ in range(2)]
+    assert not fresh[0].released.equals(fresh[1].released)  # 120 records: equal draws have p ~ 0
+    assert fresh[0].audit["release_seed"] is None and fresh[0].audit["scope"]["statement"].endswith(
+        UNSEEDED_NOTE
+    )
+    seeded = [
+        evaluate_scenario(scenario(method="ALC+DPN", release_seed=7), df, repetitions=2) for _ in range(2)
+    ]
+    pd.testing.assert_frame_equal(seeded[0].released, seeded[1].released)
+    assert seeded[0].audit["release_seed"] == 7 and seeded[0].audit["scope"]["statement"].endswith(
+        SEEDED_NOTE
+    )
+    assert load_scenarios(save_scenarios([scenario(release_seed=7)]).encode())[0].release_seed == 7
+    with pytest.raises(core.DataError, match="release_seed must be None or an integer >= 0, got -1"):
+        scenario(release_seed=-1)
