@@ -217,7 +217,7 @@ else:
         "application/json",
         key="rel_download_audit",
     )
-    d2.caption("For you, not for publication: it holds the seed and the table's fingerprint.")
+    d2.caption("For you, not for publication: it holds the table's fingerprint and statistics of its values.")
     d3.download_button(
         "Report (HTML)",
         view.report_html(state, scenario, done, answer),
