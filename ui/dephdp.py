@@ -56,6 +56,7 @@ __all__ = [
     "largest_floor",
     "majority_of",
     "page_notes",
+    "privatized_codes",
     "privatized_csv",
     "privatized_test",
     "profiles_key",
@@ -270,35 +271,38 @@ def config_from_json(raw: bytes) -> DepHDPConfig:
         raise core.DataError(f"bad value type: {exc}") from exc
 
 
-def privatized_test(result: DepHDPResult, test: core.Encoded, seed: int) -> pd.DataFrame:
-    """The test split privatised once by the composed DepHDP mechanism, decoded to labels / bin centres
-    (released attributes only; the target is not released)."""
-    key = ("dep.privatised", test.fingerprint, result.config, int(seed))  # result: a function of config
-    return store().get_or_compute(
-        key, lambda: test.decode(result.privatize(test.codes, np.random.default_rng(seed)))
-    )
+def privatized_codes(result: DepHDPResult, test: core.Encoded) -> pd.DataFrame:
+    """The test split privatised once by the composed DepHDP mechanism (codes), one draw per split and
+    configuration from fresh entropy: a draw from the page's seed could be redone by anyone holding the
+    configuration JSON, which records the seed (privacy audit, stop 63)."""
+    key = ("dep.privatised", test.fingerprint, result.config)  # result: a function of config
+    return store().get_or_compute(key, lambda: result.privatize(test.codes, np.random.default_rng()))
 
 
-def privatized_csv(result: DepHDPResult, test: core.Encoded, seed: int) -> bytes:
+def privatized_test(result: DepHDPResult, test: core.Encoded) -> pd.DataFrame:
+    """:func:`privatized_codes` decoded to labels / bin centres (released attributes only; the target is
+    not released)."""
+    return test.decode(privatized_codes(result, test))
+
+
+def privatized_csv(result: DepHDPResult, test: core.Encoded) -> bytes:
     """:func:`privatized_test` as CSV bytes."""
-    return privatized_test(result, test, seed).to_csv(index=False).encode()
+    return privatized_test(result, test).to_csv(index=False).encode()
 
 
-def release_utility(
-    result: DepHDPResult, fit: core.Encoded, test: core.Encoded, seed: int
-) -> core.TaskUtility:
-    """Utility of the privatised test split (:func:`privatized_test`'s draw) in the task's own units."""
+def release_utility(result: DepHDPResult, fit: core.Encoded, test: core.Encoded) -> core.TaskUtility:
+    """Utility of the privatised test split (:func:`privatized_codes`'s draw) in the task's own units."""
 
     def compute() -> core.TaskUtility:
         attrs = list(result.task.attributes)
         x = test.codes[attrs].to_numpy().astype(np.int64)
-        y = result.privatize(test.codes, np.random.default_rng(seed)).to_numpy().astype(np.int64)
+        y = privatized_codes(result, test).to_numpy().astype(np.int64)
         labels = None
         if result.task.name == "prediction" and fit.schema.target is not None:
             labels = core.prediction_labels(fit, test.codes)
         return core.task_utility(result.task, x, y, encoded=test, labels=labels, p=result.config.p)
 
-    return store().get_or_compute(("dep.utility", test.fingerprint, result.config, int(seed)), compute)
+    return store().get_or_compute(("dep.utility", test.fingerprint, result.config), compute)
 
 
 def majority_of(result: DepHDPResult, fit: core.Encoded, test: core.Encoded) -> float | None:

@@ -111,7 +111,7 @@ RECORDS_HELP = (
 #: Said under a held-out release's "Which ε?" answer.
 TUNING_ONLY = (
     " Swept on the records that tune the channels only: the held-out records this release publishes are not "
-    "looked at."
+    "looked at (apart from the Data page's choice of columns, made on the whole table)."
 )
 RELEASE_CHOICE_HELP = (
     "DepHDP picks, per group, the channel with the least loss for the task: the LP optimum or EM with "

@@ -133,7 +133,7 @@ st.caption(view.grouping_caption(result, fit, encoded))
 for note in view.page_notes(result):
     st.caption(note)
 
-released = view.privatized_test(result, test, state.seed)
+released = view.privatized_test(result, test)
 problem = view.degeneracy(result, released)
 if message := view.degeneracy_message(problem):
     st.error(message)
@@ -167,7 +167,7 @@ gap = f"{result.rel_err:.1%}" if math.isfinite(result.rel_err) else "—"  # a b
 m3.metric("Gap to the lower bound", gap, help=view.HELP["gap"])
 m4.metric("ALC+RMP surrogate loss", f"{result.baselines['ALC+RMP'].value:.4f}", help=view.HELP["alc_rmp"])
 st.caption(view.composition_text(result), help=view.HELP["composition"])
-released = view.release_utility(result, fit, test, state.seed)
+released = view.release_utility(result, fit, test)
 u_label, u_value, u_caption = view.utility_text(released, view.majority_of(result, fit, test))
 st.metric(u_label, u_value, help="Measured on the privatised test split offered for download below.")
 st.caption(
@@ -209,7 +209,7 @@ if caveat:
     d2.caption(f"**{caveat}**")
 d2.download_button(
     csv_label,
-    view.privatized_csv(result, test, state.seed),
+    view.privatized_csv(result, test),
     csv_name,
     "text/csv",
     key="dep_download_csv",

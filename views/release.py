@@ -76,6 +76,15 @@ right.dataframe(view.posterior_frame(eps), hide_index=True, key="rel_posterior")
 
 # ------------------------------------------------------------------------------------------ which eps
 st.subheader("Which ε?")
+# first: which records are released decides which records "Which ε?" may look at, too
+rows = st.radio(
+    "Records released",
+    list(view.RECORDS_CHOICES),
+    format_func=view.RECORDS_CHOICES.get,
+    horizontal=True,
+    key="rel_rows",
+    help=view.RECORDS_HELP,
+)
 t1, t2 = st.columns(2)
 target_input = view.target_input(task)
 if target_input.relative_offered:
@@ -123,8 +132,7 @@ scenario = view.current_scenario(
     floor=floor,
 )
 
-# a held-out release's "Which ε?" sweeps the tuning records only (the radio below says which it is)
-scenario = replace(scenario, release_rows=st.session_state.get("rel_rows", "all"))
+scenario = replace(scenario, release_rows=rows)  # held-out: "Which ε?" sweeps the tuning records only
 which_key = view.decision_key(state, scenario)
 answer = view.store().get(which_key)
 if answer is None:
@@ -153,15 +161,6 @@ else:
 
 # ------------------------------------------------------------------------------------------ release
 st.subheader("Release the whole table")
-rows = st.radio(
-    "Records released",
-    list(view.RECORDS_CHOICES),
-    format_func=view.RECORDS_CHOICES.get,
-    horizontal=True,
-    key="rel_rows",
-    help=view.RECORDS_HELP,
-)
-scenario = replace(scenario, release_rows=rows)
 scenario = replace(scenario, name=view.settings_title(scenario))
 release_key = view.outcome_key(state, scenario)
 done = view.store().get(release_key)

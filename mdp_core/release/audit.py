@@ -59,6 +59,7 @@ AUDIT_FIELDS: tuple[str, ...] = (
     "verification",
     "config",
     "seed",
+    "release_seed",
     "versions",
     "timestamp",
 )
@@ -288,8 +289,9 @@ HELD_OUT_DOMAIN_NOTE = (
     "outermost bin centre, an unseen category as the most frequent one, or as 'other' where categories are "
     'declared, an unseen ordered level as the nearest), and the bound holds for the value so coded. "Which '
     'ε?" looks at the tuning records only too. Not covered: how the file was read (number formats and '
-    "column types are decided from every row), how many held-out records have a missing number (they are "
-    "left out), and an ε chosen by looking at the released records in any other way."
+    "column types are decided from every row), which columns are released (the Data page's exclusions, "
+    "the guard rails' included, are decided on the whole table), how many held-out records have a missing "
+    "number (they are left out), and an ε chosen by looking at the released records in any other way."
 )
 #: Said in every release's scope: what must stay with the data holder (privacy audit, stop 63).
 PUBLISH_NOTE = (
@@ -297,14 +299,18 @@ PUBLISH_NOTE = (
     "the table's fingerprint (it confirms a guessed table) and statistics of the true values (utility, "
     "leakage, counts)."
 )
+#: Said in every release's scope: the released rows' order (privacy audit, stop 63).
+ORDER_NOTE = "The records are released in a random order: the file's own order can give values away."
 #: Said of a release drawn with a recorded seed (``release_seed``).
 SEEDED_NOTE = (
-    "The release's random draws came from the recorded release seed: with it anyone can redo them and "
-    "narrow down each record's true value, so keep the record private."
+    "The release's random draws came from the recorded release seed: with it (and the channels) anyone can "
+    "redo them and narrow down each record's true value, so keep the record and the scenario file private."
 )
 #: Said of a release drawn from fresh entropy (the default).
 UNSEEDED_NOTE = (
-    "The release's random draws came from fresh operating-system entropy and are recorded nowhere."
+    "The release's random draws came from fresh operating-system entropy and are recorded nowhere; "
+    "preparing it again draws another release: publish one only (two releases of the same records "
+    "together cost twice the budget)."
 )
 
 
@@ -380,7 +386,7 @@ def release_scope(
             " Values of the table outside their declared public domain (a number set to its range's nearer "
             f"end, a category released as 'other'), per column: {moved}."
         )
-    statement = f"{statement} {PUBLISH_NOTE} {SEEDED_NOTE if seeded else UNSEEDED_NOTE}"
+    statement = f"{statement} {ORDER_NOTE} {PUBLISH_NOTE} {SEEDED_NOTE if seeded else UNSEEDED_NOTE}"
     if sample_of is not None:
         statement = (
             f"The table is a uniform random sample of {sample_of[0]:,} of the file's {sample_of[1]:,} rows: "

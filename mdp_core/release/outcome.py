@@ -244,6 +244,9 @@ def evaluate_scenario(
         df, result, encoded=encoded, rng=rng, include_target=include, target_eps=target_eps,
         rows=test_rows if strict else None, domain_rows=fit_in_df,
     )  # fmt: skip
+    # in a random order: the file's own order can give values away (a table sorted by a column; privacy
+    # audit, stop 63: wine's type recovered for 96.6 % of records from the row order at eps 0.17)
+    released = released.sample(frac=1.0, random_state=rng, ignore_index=True)
     check = release_report(df, released, result=result, rows_tuning=len(fit_rows) if strict else 0)
     described = fit if strict else encoded  # a held-out release's statistics describe the tuning records
     leakage = leakage_per_attribute(described, result)

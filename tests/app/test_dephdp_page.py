@@ -326,7 +326,7 @@ def test_release_utility_in_the_tasks_own_units(app: AppTest) -> None:
     fit, test = core.split_encoded(enc, 0.625, np.random.default_rng(0))
     res = core.run_dephdp(fit, DepHDPConfig(**FAST))
     attrs = list(res.task.attributes)
-    y = res.privatize(test.codes, np.random.default_rng(0)).to_numpy()  # the downloadable draw (seed 0)
+    y = view.privatized_codes(res, test).to_numpy()  # the downloadable draw (fresh entropy, kept per split)
     labels = core.prediction_labels(fit, test.codes)
     u = core.task_utility(res.task, test.codes[attrs].to_numpy(), y, labels=labels)
     assert _metrics(app)["Release: accuracy"] == f"{u.value:.3f}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,9 +23,17 @@ from mdp_core.release import (
     evaluate_scenario,
     load_scenarios,
     majority_clause,
+    privatise,
     save_scenarios,
 )
-from mdp_core.release.audit import DOMAIN_NOTE, HELD_OUT_DOMAIN_NOTE, PUBLISH_NOTE, SEEDED_NOTE, UNSEEDED_NOTE
+from mdp_core.release.audit import (
+    DOMAIN_NOTE,
+    HELD_OUT_DOMAIN_NOTE,
+    ORDER_NOTE,
+    PUBLISH_NOTE,
+    SEEDED_NOTE,
+    UNSEEDED_NOTE,
+)
 from mdp_core.release.outcome import FIT_FRACTION
 
 
@@ -251,7 +260,8 @@ def test_a_held_out_records_value_shapes_no_released_value_of_the_strict_release
     changed = evaluate_scenario(replace(base, fingerprint=""), extreme, repetitions=2)
     for col in out.encoded.columns:
         np.testing.assert_array_equal(changed.encoded.levels[col], out.encoded.levels[col])
-    pd.testing.assert_frame_equal(changed.released.iloc[1:], out.released.iloc[1:])
+    rows = [Counter(map(tuple, o.released.astype(str).to_numpy())) for o in (out, changed)]
+    assert sum((rows[0] - rows[1]).values()) <= 1  # every released row but the victim's, in any order
     assert changed.encoded.codes["dose"].iloc[held_out[0]] == len(out.encoded.levels["dose"]) - 1
     fitting = df["dose"].drop(index=held_out)
     was_inside = fitting.min() <= df.loc[held_out[0], "dose"] <= fitting.max()
@@ -403,3 +413,15 @@ def test_a_release_draws_fresh_entropy_unless_a_release_seed_is_given() -> None:
     assert load_scenarios(save_scenarios([scenario(release_seed=7)]).encode())[0].release_seed == 7
     with pytest.raises(core.DataError, match="release_seed must be None or an integer >= 0, got -1"):
         scenario(release_seed=-1)
+
+
+def test_the_records_are_released_in_a_random_order() -> None:
+    """Privacy audit (stop 63): the release kept the file's row order, so a file sorted by a column gave
+    that column away whatever its channel (wine's type for 96.6 % of records at eps 0.17)."""
+    df = make_table()
+    out = evaluate_scenario(scenario(method="ALC+DPN", release_seed=3), df, repetitions=2)
+    in_order = privatise(df, out.result, encoded=out.encoded, rng=np.random.default_rng(3))
+    assert not in_order.equals(out.released)  # the same draws ...
+    rows = [Counter(map(tuple, f.astype(str).to_numpy())) for f in (in_order, out.released)]
+    assert rows[0] == rows[1]  # ... and the same rows, shuffled
+    assert ORDER_NOTE in out.audit["scope"]["statement"]
