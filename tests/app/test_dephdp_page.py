@@ -610,3 +610,24 @@ def test_a_running_job_before_its_first_report_is_not_called_queued() -> None:
     finally:
         release.set()
     assert job.result(5) == 1
+
+
+def test_the_privatised_test_split_is_shown_in_a_random_order_of_one_fresh_draw() -> None:
+    """Privacy audit (stop 63): the download was drawn from the page's seed, which the configuration JSON
+    records, and kept the file's row order, which can give values away."""
+    from collections import Counter
+
+    df = core.load_dataset("heart")
+    enc = core.discretize(df, core.infer_schema(df, target="target"), bins=8)
+    fit, test = core.split_encoded(enc, 0.625, np.random.default_rng(0))
+    res = core.run_dephdp(fit, DepHDPConfig(**FAST))
+    view.store().clear()
+    shown = view.privatized_test(res, test)
+    in_order = test.decode(view.privatized_codes(res, test))
+    assert Counter(map(tuple, shown.astype(str).to_numpy())) == Counter(
+        map(tuple, in_order.astype(str).to_numpy())
+    )
+    assert not shown.equals(in_order) and view.privatized_test(res, test) is shown  # shuffled once, kept
+    codes = view.privatized_codes(res, test)
+    view.store().clear()
+    assert not view.privatized_codes(res, test).equals(codes)  # a new draw, not the seed's again
