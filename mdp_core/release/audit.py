@@ -122,6 +122,8 @@ def audit_record(
     *,
     seed: int,
     release_seed: int | None = None,
+    fresh_entropy: bool = False,
+    shuffled: bool | None = None,
     dataset: str = "",
     privatised: pd.DataFrame | None = None,
     include_target: bool = True,
@@ -145,7 +147,13 @@ def audit_record(
     seed : int
         Seed of the split, the tuning and the utility measurement.
     release_seed : int or None
-        Seed of the release's own random draws; None: fresh entropy, recorded nowhere.
+        Seed of the release's own random draws, if one was given.
+    fresh_entropy : bool
+        The draws came from fresh entropy, recorded nowhere (said in ``scope``; without a release seed and
+        without this, the scope says nothing of the draws).
+    shuffled : bool, optional
+        Whether ``privatised`` is in a random order (:func:`mdp_core.release.evaluate_scenario` shuffles
+        it; :func:`~mdp_core.release.privatise` keeps the table's order); said in ``scope`` when known.
     dataset : str
         Name shown in the record (sample name or file name).
     privatised : DataFrame, optional
@@ -237,7 +245,8 @@ def audit_record(
             outside=outside,
             undeclared=[c for c in cols_released if c not in (*encoded.ranges, *encoded.categories)],
             outside_public=encoded.outside_public,
-            seeded=release_seed is not None,
+            seeded=True if release_seed is not None else (False if fresh_entropy else None),
+            shuffled=shuffled,
         )
         | {
             "public_ranges": {c: list(span) for c, span in encoded.ranges.items()},
@@ -301,6 +310,8 @@ PUBLISH_NOTE = (
 )
 #: Said in every release's scope: the released rows' order (privacy audit, stop 63).
 ORDER_NOTE = "The records are released in a random order: the file's own order can give values away."
+#: Said of a release in the table's own order.
+KEPT_ORDER_NOTE = "The records are in the table's own order, which can give values away: shuffle them first."
 #: Said of a release drawn with a recorded seed (``release_seed``).
 SEEDED_NOTE = (
     "The release's random draws came from the recorded release seed: with it (and the channels) anyone can "
@@ -336,13 +347,16 @@ def release_scope(
     outside: Sequence[tuple[str, int]] = (),
     undeclared: Sequence[str] | None = None,
     outside_public: Sequence[tuple[str, int]] = (),
-    seeded: bool = True,
+    seeded: bool | None = None,
+    shuffled: bool | None = None,
 ) -> dict:
     """Which records a release holds and what its bound covers, in plain words (the audit's ``scope``;
     ``sample_of``: (rows of the table, rows of the file) when the table is a uniform sample of a file;
     ``outside``: held-out values per column coded by the nearest-level rule; ``undeclared``: the released
     columns without a declared public domain, None when unknown; ``outside_public``: values per column
-    outside their declared public domain, :attr:`mdp_core.Encoded.outside_public`).
+    outside their declared public domain, :attr:`mdp_core.Encoded.outside_public`; ``seeded``: whether the
+    release's draws came from a recorded release seed, ``shuffled``: whether its rows are in a random order,
+    None when unknown).
 
     A channel tuned on a record is not fixed independently of it: the choice of groups, budgets and
     remapping is computed from the raw values and is not itself private. So the channels are chosen without
@@ -386,7 +400,9 @@ def release_scope(
             " Values of the table outside their declared public domain (a number set to its range's nearer "
             f"end, a category released as 'other'), per column: {moved}."
         )
-    statement = f"{statement} {ORDER_NOTE} {PUBLISH_NOTE} {SEEDED_NOTE if seeded else UNSEEDED_NOTE}"
+    draws = "" if seeded is None else f" {SEEDED_NOTE if seeded else UNSEEDED_NOTE}"
+    order = {True: f" {ORDER_NOTE}", False: f" {KEPT_ORDER_NOTE}", None: ""}[shuffled]
+    statement = f"{statement}{order} {PUBLISH_NOTE}{draws}"
     if sample_of is not None:
         statement = (
             f"The table is a uniform random sample of {sample_of[0]:,} of the file's {sample_of[1]:,} rows: "

@@ -257,6 +257,8 @@ def evaluate_scenario(
         result,
         seed=scenario.seed,
         release_seed=scenario.release_seed,
+        fresh_entropy=scenario.release_seed is None,
+        shuffled=True,
         dataset=scenario.dataset,
         privatised=released,
         include_target=include,

@@ -89,3 +89,16 @@ def test_bad_input(case: Case) -> None:
         audit_record([1, 2], case.encoded, case.result, seed=0)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="result must be a DepHDPResult"):
         audit_record(case.df, case.encoded, object(), seed=0)  # type: ignore[arg-type]
+
+
+def test_the_scope_says_the_order_and_the_draws_only_when_it_knows_them(case: Case) -> None:
+    from mdp_core.release.audit import KEPT_ORDER_NOTE, ORDER_NOTE, SEEDED_NOTE, UNSEEDED_NOTE
+
+    out = privatise(case.df, case.result, encoded=case.encoded, rng=np.random.default_rng(0))  # table order
+    plain = audit_record(case.df, case.encoded, case.result, seed=0, privatised=out)["scope"]["statement"]
+    assert not any(note in plain for note in (ORDER_NOTE, KEPT_ORDER_NOTE, SEEDED_NOTE, UNSEEDED_NOTE))
+    said = audit_record(
+        case.df, case.encoded, case.result, seed=0, privatised=out, shuffled=False, release_seed=4
+    )
+    assert KEPT_ORDER_NOTE in said["scope"]["statement"] and said["scope"]["statement"].endswith(SEEDED_NOTE)
+    assert said["release_seed"] == 4
