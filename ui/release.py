@@ -41,10 +41,12 @@ __all__ = [
     "RELEASE_CHOICES",
     "RELEASE_CHOICE_HELP",
     "SWEEP_CLIENT",
+    "TUNING_ONLY",
     "WHICH_EPS",
     "WHICH_REPETITIONS",
     "NameChoice",
     "TargetInput",
+    "choice_radio",
     "compare_styled",
     "comparison_key",
     "csv_convention",
@@ -236,6 +238,12 @@ def target_input(task: str) -> TargetInput:
         f"The {task} task is judged by the {name} ({unit}): lower is better, and there is no non-private "
         "value to take a share of, so the target is an upper limit.",
     )
+
+
+def choice_radio(where: Any, label: str, choices: dict[str, str], key: str, help_text: str) -> str:
+    """A horizontal radio over ``choices`` (value -> label) in ``where`` (``st`` or a column)."""
+    options = list(choices)
+    return where.radio(label, options, format_func=choices.get, horizontal=True, key=key, help=help_text)
 
 
 def scenario_title(

@@ -49,14 +49,7 @@ p_text = c3.select_slider(
 )
 p = math.inf if p_text == "inf" else float(p_text)
 r1, r2 = st.columns([2, 1])
-method = r1.radio(
-    "Release by",
-    list(view.RELEASE_CHOICES),
-    format_func=view.RELEASE_CHOICES.get,
-    horizontal=True,
-    key="rel_method",
-    help=view.RELEASE_CHOICE_HELP,
-)
+method = view.choice_radio(r1, "Release by", view.RELEASE_CHOICES, "rel_method", view.RELEASE_CHOICE_HELP)
 floor = view.floor_value(
     r2.select_slider(
         "Budget floor per group", view.FLOOR_LABELS, value="none", key="rel_floor", help=view.FLOOR_HELP
@@ -77,14 +70,7 @@ right.dataframe(view.posterior_frame(eps), hide_index=True, key="rel_posterior")
 # ------------------------------------------------------------------------------------------ which eps
 st.subheader("Which ε?")
 # first: which records are released decides which records "Which ε?" may look at, too
-rows = st.radio(
-    "Records released",
-    list(view.RECORDS_CHOICES),
-    format_func=view.RECORDS_CHOICES.get,
-    horizontal=True,
-    key="rel_rows",
-    help=view.RECORDS_HELP,
-)
+rows = view.choice_radio(st, "Records released", view.RECORDS_CHOICES, "rel_rows", view.RECORDS_HELP)
 t1, t2 = st.columns(2)
 target_input = view.target_input(task)
 if target_input.relative_offered:
