@@ -96,7 +96,7 @@ def categorised_column(values: pd.Series, kind: str, declared: tuple[str, ...]) 
     # each distinct text's key once (texts, not values: True and 1 are equal values but other labels)
     inverse, texts = pd.factorize(values.astype(str), use_na_sentinel=False)
     code = np.array([index.get(_text(t), len(declared)) for t in texts], dtype=np.int64)[inverse]
-    code[values.isna().to_numpy()] = len(declared)  # a missing value is 'other
+    code[values.isna().to_numpy()] = len(declared)  # a missing value is 'other'
     moved = int(np.count_nonzero(code == len(declared)))
     dist = ordinal_distance(len(labels)) if kind == "ordinal" else nominal_distance(len(labels))
     return code, np.asarray(labels, dtype=object), dist, moved

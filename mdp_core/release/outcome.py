@@ -98,8 +98,13 @@ def tuning_table(scenario: Scenario, df: pd.DataFrame) -> Encoded:
     shapes the eps either."""
     if scenario.release_rows != "held_out":
         return encode_for(scenario, df)
-    fit_in_df, _ = split_rows(len(df), FIT_FRACTION, np.random.default_rng(scenario.seed))
-    return encode_for(scenario, df.iloc[fit_in_df])
+    return encode_for(scenario, df.iloc[_tuning_rows(scenario, df)])
+
+
+def _tuning_rows(scenario: Scenario, df: pd.DataFrame) -> np.ndarray:
+    """Positions in ``df`` of the records that tune a held-out release (over the file's rows, so that no
+    other record's missing value moves them)."""
+    return split_rows(len(df), FIT_FRACTION, np.random.default_rng(scenario.seed))[0]
 
 
 def leakage_per_attribute(encoded: Encoded, result: DepHDPResult) -> pd.DataFrame:
@@ -224,7 +229,7 @@ def evaluate_scenario(
     outside: tuple[tuple[str, int], ...] = ()
     fit_in_df = None
     if strict:  # the domain from the tuning records alone: no released record shapes its released values
-        fit_in_df, _ = split_rows(len(df), FIT_FRACTION, np.random.default_rng(scenario.seed))
+        fit_in_df = _tuning_rows(scenario, df)
         split = encode_held_out(df, fit_in_df, lambda part: encode_for(scenario, part))
         encoded, fit_rows, test_rows, outside = split.encoded, split.fit, split.held_out, split.outside
     else:
