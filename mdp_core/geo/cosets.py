@@ -256,8 +256,8 @@ def auto_lower_bound(
       optimum (:func:`_optimum_or_cosets`).
 
     Cosets are sized for the machine as it is now (:func:`~mdp_core._cores.machine_slowdown`, ~0.1 s): with
-    five busy processes beside it (3.4x slower), the district at depth 2 in 20 s got 4 x 4 cosets, 0.3614
-    km, where the quiet machine's 3 x 3 gave 0.3354 (0.3656 when quiet)."""
+    five busy processes beside it (probe 7.3-7.9x), the district at depth 2 in 20 s got 5 x 5 cosets, 0.3620
+    km, where the quiet machine's 3 x 3 gave 0.3559-0.3597 (0.3656 when quiet)."""
     eps = check_lp_inputs(problem, eps, time_limit)  # before the size rule reads the time limit
     n = len(problem.targets_km)
     if n <= BLOCK_TARGETS and n <= aggregate_threshold(float(time_limit)):  # one block: the exact optimum's
