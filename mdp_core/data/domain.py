@@ -32,7 +32,7 @@ from mdp_core.errors import DataError
 
 from .encoding import Encoded
 from .guards import date_labels, detect_date
-from .public import categorised_column, ranged_column
+from .public import categorised_column, cut_bins, ranged_column
 
 __all__ = ["HeldOutEncoding", "encode_held_out"]
 
@@ -176,18 +176,16 @@ def _nearest_bins(x: np.ndarray, seen: np.ndarray, levels: np.ndarray, bins: int
     bins as :func:`~mdp_core.data.encoding.discretize` cuts them, or their distinct values), and how many
     lie outside: beyond the range when binned, else not a level."""
     uniq = np.unique(seen)
-    if uniq.size <= bins:  # every distinct fitting value is a level: its own, else the nearest
-        own = np.minimum(np.searchsorted(levels, x), len(levels) - 1)
-        nearest = np.searchsorted((levels[:-1] + levels[1:]) / 2, x, side="right")
-        code = np.where(levels[own] == x, own, nearest)
-        return code.astype(np.int64), int(np.count_nonzero(levels[code] != x))
-    edges = np.linspace(uniq[0], uniq[-1], bins + 1)  # discretize's edges and centres, bit for bit
-    cell = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, bins - 1)
-    centre = ((edges[:-1] + edges[1:]) / 2)[cell]
-    own = np.minimum(np.searchsorted(levels, centre), len(levels) - 1)
-    nearest = np.searchsorted((levels[:-1] + levels[1:]) / 2, x, side="right")  # for a bin left empty
-    code = np.where(levels[own] == centre, own, nearest)
-    return code.astype(np.int64), int(np.count_nonzero((x < uniq[0]) | (x > uniq[-1])))
+    binned = uniq.size > bins
+    key = x  # an unbinned column's levels are its fitting values
+    if binned:
+        cell, centres = cut_bins(x, uniq[0], uniq[-1], bins)
+        key = centres[cell]  # discretize's bin of each value, bit for bit
+    own = np.minimum(np.searchsorted(levels, key), len(levels) - 1)  # its own level (bin) ...
+    nearest = np.searchsorted((levels[:-1] + levels[1:]) / 2, x, side="right")  # ... else the nearest
+    code = np.where(levels[own] == key, own, nearest)
+    outside = (x < uniq[0]) | (x > uniq[-1]) if binned else levels[code] != x
+    return code.astype(np.int64), int(np.count_nonzero(outside))
 
 
 def _nearest_rank(value: object, known: list, index: dict) -> int:

@@ -19,8 +19,8 @@ import pandas as pd
 from mdp_core.errors import DataError
 from mdp_core.metrics import nominal_distance, numeric_distance, ordinal_distance
 
+from . import public
 from .guards import DATE_GRANULARITIES, date_labels, detect_date, exclusion_reason
-from .public import categorised_column, checked_categories, checked_ranges, crowded_ranges, ranged_column
 
 __all__ = ["MISSING_LEVEL", "Encoded", "Kind", "Schema", "discretize", "infer_schema"]
 
@@ -268,7 +268,7 @@ class Encoded:
                 f"is missing: {cols}. To keep them, exclude these columns or set their kind to ordinal or "
                 f"nominal (a '{MISSING_LEVEL}' level)."
             )
-        out += crowded_ranges(self.ranges, self.codes, self.bins)
+        out += public.crowded_ranges(self.ranges, self.codes, self.bins)
         if self.outside_public:
             cols = ", ".join(f"{c!r} ({n:,} {_outside_what(self, c)})" for c, n in self.outside_public)
             out.append(f"Values outside a declared public domain: {cols}.")
@@ -349,8 +349,8 @@ def discretize(
     for c, b in per_col.items():
         if not isinstance(b, (int, np.integer)) or b < 2:
             raise DataError(f"bins for {c!r} must be an integer >= 2, got {b!r}")
-    spans = checked_ranges(ranges or {}, dict(schema.kinds))
-    lists = checked_categories(categories or {}, dict(schema.kinds))
+    spans = public.checked_ranges(ranges or {}, dict(schema.kinds))
+    lists = public.checked_categories(categories or {}, dict(schema.kinds))
     table = pd.DataFrame({c: _column_values(df, c, schema) for c in schema.columns}, index=df.index)
     numeric = [c for c, k in schema.kinds if k == "numeric"]
     for c in numeric:
@@ -373,13 +373,12 @@ def discretize(
     outside = []
     for col, kind in schema.kinds:
         if col in spans:
-            x = table[col].to_numpy(dtype=float)
-            codes[col], levels[col], components[col], moved = ranged_column(x, int(per_col[col]), spans[col])
+            column = public.ranged_column(table[col].to_numpy(dtype=float), int(per_col[col]), spans[col])
         elif col in lists:
-            codes[col], levels[col], components[col], moved = categorised_column(table[col], kind, lists[col])
+            column = public.categorised_column(table[col], kind, lists[col])
         else:
-            codes[col], levels[col], components[col] = _encode_column(table[col], kind, int(per_col[col]))
-            moved = 0
+            column = (*_encode_column(table[col], kind, int(per_col[col])), 0)
+        codes[col], levels[col], components[col], moved = column
         outside += [(str(col), moved)] if moved else []
     return Encoded(
         codes=pd.DataFrame(codes, columns=list(schema.columns)).reset_index(drop=True),
@@ -418,9 +417,7 @@ def _encode_column(values: pd.Series, kind: Kind, bins: int) -> tuple[np.ndarray
         if len(uniq) <= bins:
             centres, code = uniq, np.searchsorted(uniq, x)
         else:
-            edges = np.linspace(uniq[0], uniq[-1], bins + 1)
-            code = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, bins - 1)
-            centres = (edges[:-1] + edges[1:]) / 2
+            code, centres = public.cut_bins(x, uniq[0], uniq[-1], bins)
             used = np.unique(code)  # drop empty bins so every level occurs
             centres, code = centres[used], np.searchsorted(used, code)
         return code.astype(np.int64), centres, numeric_distance(centres)

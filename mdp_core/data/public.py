@@ -30,6 +30,7 @@ __all__ = [
     "checked_categories",
     "checked_ranges",
     "crowded_ranges",
+    "cut_bins",
     "ranged_column",
 ]
 
@@ -75,13 +76,20 @@ def checked_categories(
     return lists
 
 
+def cut_bins(x: np.ndarray, lo: float, hi: float, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """The bin of each value among ``bins`` equal-width bins of [lo, hi] (values beyond go to the outer
+    bins, the right edge to the last) and every bin's centre: the one cut the encoding, a public range and
+    a held-out row share, so that equal values land in equal bins."""
+    edges = np.linspace(lo, hi, bins + 1)
+    cell = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, bins - 1)
+    return cell.astype(np.int64), (edges[:-1] + edges[1:]) / 2
+
+
 def ranged_column(x: np.ndarray, bins: int, span: tuple[float, float]) -> Column:
     """Codes, levels (bin centres), component distances and the count of values beyond the range."""
-    edges = np.linspace(span[0], span[1], bins + 1)
-    code = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, bins - 1)
-    centres = (edges[:-1] + edges[1:]) / 2
+    code, centres = cut_bins(x, span[0], span[1], bins)
     beyond = int(np.count_nonzero((x < span[0]) | (x > span[1])))
-    return code.astype(np.int64), centres, numeric_distance(centres), beyond
+    return code, centres, numeric_distance(centres), beyond
 
 
 def categorised_column(values: pd.Series, kind: str, declared: tuple[str, ...]) -> Column:
