@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 import mdp_core as core
+from mdp_core.data.public import checked_categories, checked_ranges
 from ui.state import AppState, get_state
 
 __all__ = [
@@ -267,9 +269,9 @@ def public_ranges(
             continue
         if pd.isna(lo) and pd.isna(hi):
             continue
-        if pd.isna(lo) or pd.isna(hi) or not float(lo) < float(hi):
+        if pd.isna(lo) or pd.isna(hi) or not _accepted(checked_ranges, attribute, kind, (lo, hi)):
             problems.append(
-                f"The public range of {attribute!r} needs both ends, the minimum below the maximum: "
+                f"The public range of {attribute!r} needs both ends, finite, the minimum below the maximum: "
                 "it is not used until then."
             )
             continue
@@ -292,7 +294,7 @@ def public_categories(
         if pd.isna(text) or not str(text).strip():
             continue
         labels = tuple(label.strip() for label in str(text).split(","))
-        if any(not label for label in labels) or len(set(labels)) != len(labels):
+        if not _accepted(checked_categories, attribute, kind, labels):
             problems.append(
                 f"The public categories of {attribute!r} need distinct labels separated by commas: "
                 "they are not used until then."
@@ -300,6 +302,15 @@ def public_categories(
             continue
         lists[attribute] = labels
     return lists, problems
+
+
+def _accepted(check: Callable[..., object], attribute: str, kind: str, declared: object) -> bool:
+    """Whether the core's own check takes this declaration (as :func:`mdp_core.discretize` will)."""
+    try:
+        check({attribute: declared}, {attribute: kind})
+    except core.DataError:
+        return False
+    return True
 
 
 def declared_kinds(
