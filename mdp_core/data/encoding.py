@@ -19,8 +19,16 @@ import pandas as pd
 from mdp_core.errors import DataError
 from mdp_core.metrics import nominal_distance, numeric_distance, ordinal_distance
 
-from . import public
 from .guards import DATE_GRANULARITIES, date_labels, detect_date, exclusion_reason
+from .public import (
+    categorised_column,
+    checked_categories,
+    checked_ranges,
+    crowded_ranges,
+    cut_bins,
+    outside_sentence,
+    ranged_column,
+)
 
 __all__ = ["MISSING_LEVEL", "Encoded", "Kind", "Schema", "discretize", "infer_schema"]
 
@@ -268,10 +276,8 @@ class Encoded:
                 f"is missing: {cols}. To keep them, exclude these columns or set their kind to ordinal or "
                 f"nominal (a '{MISSING_LEVEL}' level)."
             )
-        out += public.crowded_ranges(self.ranges, self.codes, self.bins)
-        if self.outside_public:
-            cols = ", ".join(f"{c!r} ({n:,} {_outside_what(self, c)})" for c, n in self.outside_public)
-            out.append(f"Values outside a declared public domain: {cols}.")
+        out += crowded_ranges(self.ranges, self.codes, self.bins)
+        out += outside_sentence(self.outside_public, self.ranges, self.levels)
         if levelled:
             cols = ", ".join(f"{c!r} ({n:,})" for c, n in levelled)
             out.append(f"Missing values kept as a '{MISSING_LEVEL}' level: {cols}.")
@@ -287,13 +293,6 @@ class Encoded:
     def decode(self, codes: pd.DataFrame) -> pd.DataFrame:
         """Map integer codes back to labels / bin centres."""
         return pd.DataFrame({c: self.levels[c][codes[c].to_numpy()] for c in codes.columns})
-
-
-def _outside_what(encoded: Encoded, column: str) -> str:
-    if column in encoded.ranges:
-        lo, hi = encoded.ranges[column]
-        return f"beyond {lo:g}..{hi:g}, set to the nearer end"
-    return f"not among its categories, released as '{encoded.levels[column][-1]}'"
 
 
 def _fingerprint(codes: pd.DataFrame, schema: Schema, levels: dict[str, np.ndarray]) -> str:
@@ -349,8 +348,8 @@ def discretize(
     for c, b in per_col.items():
         if not isinstance(b, (int, np.integer)) or b < 2:
             raise DataError(f"bins for {c!r} must be an integer >= 2, got {b!r}")
-    spans = public.checked_ranges(ranges or {}, dict(schema.kinds))
-    lists = public.checked_categories(categories or {}, dict(schema.kinds))
+    spans = checked_ranges(ranges or {}, dict(schema.kinds))
+    lists = checked_categories(categories or {}, dict(schema.kinds))
     table = pd.DataFrame({c: _column_values(df, c, schema) for c in schema.columns}, index=df.index)
     numeric = [c for c, k in schema.kinds if k == "numeric"]
     for c in numeric:
@@ -373,9 +372,9 @@ def discretize(
     outside = []
     for col, kind in schema.kinds:
         if col in spans:
-            column = public.ranged_column(table[col].to_numpy(dtype=float), int(per_col[col]), spans[col])
+            column = ranged_column(table[col].to_numpy(dtype=float), int(per_col[col]), spans[col])
         elif col in lists:
-            column = public.categorised_column(table[col], kind, lists[col])
+            column = categorised_column(table[col], kind, lists[col])
         else:
             column = (*_encode_column(table[col], kind, int(per_col[col])), 0)
         codes[col], levels[col], components[col], moved = column
@@ -417,7 +416,7 @@ def _encode_column(values: pd.Series, kind: Kind, bins: int) -> tuple[np.ndarray
         if len(uniq) <= bins:
             centres, code = uniq, np.searchsorted(uniq, x)
         else:
-            code, centres = public.cut_bins(x, uniq[0], uniq[-1], bins)
+            code, centres = cut_bins(x, uniq[0], uniq[-1], bins)
             used = np.unique(code)  # drop empty bins so every level occurs
             centres, code = centres[used], np.searchsorted(used, code)
         return code.astype(np.int64), centres, numeric_distance(centres)

@@ -16,6 +16,7 @@ Values set to the nearer end or released as ``other`` are counted per column (``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -31,6 +32,9 @@ __all__ = [
     "checked_ranges",
     "crowded_ranges",
     "cut_bins",
+    "is_label_list",
+    "is_span",
+    "outside_sentence",
     "ranged_column",
 ]
 
@@ -38,6 +42,21 @@ __all__ = [
 OTHER_LEVEL = "other"
 
 Column = tuple[np.ndarray, np.ndarray, np.ndarray, int]
+
+
+def is_span(value: object) -> bool:
+    """Whether ``value`` reads as a public range: [lo, hi], two finite numbers (not booleans), lo < hi (the
+    shape a scenario file or a sweep spec must give; :func:`checked_ranges` checks it against the table)."""
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        return False
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        return False
+    return math.isfinite(value[0]) and math.isfinite(value[1]) and value[0] < value[1]
+
+
+def is_label_list(value: object) -> bool:
+    """Whether ``value`` reads as public categories: a non-empty list of label texts."""
+    return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, str) for v in value)
 
 
 def checked_ranges(
@@ -144,3 +163,20 @@ def crowded_ranges(
         "The records fill few bins of a declared public range, so its released values say little about them: "
         f"{', '.join(crowded)}. A narrower range, or more bins, keeps more."
     ]
+
+
+def outside_sentence(
+    outside: Iterable[tuple[str, int]],
+    ranges: Mapping[str, tuple[float, float]],
+    levels: Mapping[str, np.ndarray],
+) -> list[str]:
+    """A sentence counting, per column, the values outside its declared domain and what became of them."""
+
+    def what(column: str) -> str:
+        if column in ranges:
+            lo, hi = ranges[column]
+            return f"beyond {lo:g}..{hi:g}, set to the nearer end"
+        return f"not among its categories, released as '{levels[column][-1]}'"
+
+    cols = ", ".join(f"{c!r} ({n:,} {what(c)})" for c, n in outside)
+    return [f"Values outside a declared public domain: {cols}."] if cols else []

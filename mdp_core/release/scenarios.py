@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mdp_core.data.public import is_label_list, is_span
 from mdp_core.dephdp import BASELINES, DepHDPConfig
 from mdp_core.errors import DataError
 
@@ -227,12 +228,6 @@ def _type_name(t: object) -> str:
     return " or ".join("null" if n == "NoneType" else n for n in names)
 
 
-def _is_span(v: object) -> bool:
-    """A JSON [lo, hi] of finite numbers with lo < hi."""
-    numbers = isinstance(v, list) and len(v) == 2 and all(type(x) in (int, float) for x in v)
-    return numbers and math.isfinite(v[0]) and math.isfinite(v[1]) and v[0] < v[1]  # type: ignore[index]
-
-
 def scenario_from_dict(data: object) -> Scenario:
     """Validate and build one scenario; raises DataError naming the bad field."""
 
@@ -271,10 +266,10 @@ def scenario_from_dict(data: object) -> Scenario:
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 2 for v in bins.values()):
         raise DataError("bins must map columns to integers >= 2")
     ranges = data.get("ranges", {})
-    if not all(_is_span(v) for v in ranges.values()):
+    if not all(is_span(v) for v in ranges.values()):
         raise DataError("ranges must map columns to [lo, hi] with finite numbers lo < hi")
     categories = data.get("categories", {})
-    if not all(isinstance(v, list) and v and all(isinstance(x, str) for x in v) for v in categories.values()):
+    if not all(is_label_list(v) for v in categories.values()):
         raise DataError("categories must map columns to non-empty lists of labels")
     pages = data.get("pages", {})
     if not all(isinstance(v, dict) for v in pages.values()):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from mdp_core.data.encoding import KINDS
+from mdp_core.data.public import is_label_list, is_span
 from mdp_core.dephdp import METHODS_EVALUATED, TASKS, DepHDPConfig
 from mdp_core.errors import DataError
 
@@ -136,18 +137,6 @@ def _is_inclusion(value: object) -> bool:
 
 def _is_bin_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 2
-
-
-def _is_span(value: object) -> bool:
-    if not isinstance(value, (list, tuple)) or len(value) != 2:
-        return False
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-        return False
-    return math.isfinite(value[0]) and math.isfinite(value[1]) and value[0] < value[1]
-
-
-def _is_label_list(value: object) -> bool:
-    return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, str) for v in value)
 
 
 def _names(value: object, name: str, allowed: Sequence[str]) -> tuple[str, ...]:
@@ -284,10 +273,10 @@ class SweepSpec:
             self, "kind_overrides", _pairs(self.kind_overrides, "kind_overrides", KINDS.__contains__, "kinds")
         )
         set_(self, "column_bins", _pairs(self.column_bins, "column_bins", _is_bin_count, "integers >= 2"))
-        spans = _pairs(self.column_ranges, "column_ranges", _is_span, "[lo, hi] with finite lo < hi")
+        spans = _pairs(self.column_ranges, "column_ranges", is_span, "[lo, hi] with finite lo < hi")
         set_(self, "column_ranges", tuple((c, (float(lo), float(hi))) for c, (lo, hi) in spans))
         lists = _pairs(
-            self.column_categories, "column_categories", _is_label_list, "non-empty lists of labels"
+            self.column_categories, "column_categories", is_label_list, "non-empty lists of labels"
         )
         set_(self, "column_categories", tuple((c, tuple(labels)) for c, labels in lists))
         if self.code is not None and (not isinstance(self.code, str) or not self.code.strip()):
