@@ -333,10 +333,16 @@ def current_encoded() -> core.Encoded | None:
     if schema is None or state.frame is None:
         return None
     bins = {c: state.bins.get(c, state.default_bins) for c in schema.columns}
-    ranges = tuple(sorted((c, span) for c, span in state.ranges.items() if _is_numeric(schema, c)))
-    lists = tuple(sorted((c, labels) for c, labels in state.categories.items() if _is_levelled(schema, c)))
+    declared = encoding_choices(schema)  # the public domains a scenario or a sweep spec records too
     try:
-        encoded = _encode(state.dataset_key, state.frame, schema, tuple(sorted(bins.items())), ranges, lists)
+        encoded = _encode(
+            state.dataset_key,
+            state.frame,
+            schema,
+            tuple(sorted(bins.items())),
+            declared["ranges"],
+            declared["categories"],
+        )
     except core.DataError as exc:
         state.encode_error = f"The table cannot be encoded: {exc}"
         return None
@@ -350,11 +356,12 @@ def _encode(
     _frame: pd.DataFrame,
     schema: core.Schema,
     bins: tuple[tuple[str, int], ...],
-    ranges: tuple[tuple[str, tuple[float, float]], ...] = (),
+    ranges: tuple[tuple[str, float, float], ...] = (),
     categories: tuple[tuple[str, tuple[str, ...]], ...] = (),
 ) -> core.Encoded:
     # cache_resource: the Encoded table is shared read-only, no copy per rerun.
-    return core.discretize(_frame, schema, bins=dict(bins), ranges=dict(ranges), categories=dict(categories))
+    spans = {c: (lo, hi) for c, lo, hi in ranges}
+    return core.discretize(_frame, schema, bins=dict(bins), ranges=spans, categories=dict(categories))
 
 
 @st.cache_data(max_entries=16, hash_funcs=HASH_FUNCS)
