@@ -385,11 +385,14 @@ def decision_key(state: AppState, scenario: rel.Scenario) -> tuple:
 def request_decision(state: AppState, encoded: core.Encoded, scenario: rel.Scenario) -> Future[rel.Decision]:
     """The "which eps" answer (a sweep of DepHDP and the four baselines) for this scenario, computed on the
     builder's long-job threads and kept under :func:`decision_key` (the page polls it and can stop it)."""
-    if scenario.release_rows == "held_out":  # the tuning records alone: no released record shapes the eps
-        encoded = rel.tuning_table(scenario, _loaded(state))
-    return builder().request(
-        decision_key(state, scenario), lambda progress: _which(encoded, scenario, progress), slow=True
-    )
+    frame = _loaded(state) if scenario.release_rows == "held_out" else None
+
+    def answer(progress: core.Progress) -> rel.Decision:
+        # a held-out release: the tuning records alone, encoded on the job's thread, not the page's
+        table = encoded if frame is None else rel.tuning_table(scenario, frame)
+        return _which(table, scenario, progress)
+
+    return builder().request(decision_key(state, scenario), answer, slow=True)
 
 
 def _which(encoded: core.Encoded, scenario: rel.Scenario, progress: core.Progress) -> rel.Decision:
