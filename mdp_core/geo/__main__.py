@@ -4,8 +4,9 @@ Builds the tree extension and the baselines (EM, EM + remap, LP-A), verifies the
 to FILE.npz and prints, as its last line, one JSON object with keys targets, outputs, seconds, utility_km,
 violation_ratio, verified_all_pairs (per method: checked on every pair of targets, or on large maps the
 nearest neighbours and ``--samples`` random pairs), lower_bound (certified, km) and gap (utility / bound - 1
-per method), and a few extras (``best_private``: the verified eps-mDP method of least utility), when
-``--json`` is given; a short table otherwise. ``--reference`` adds the bilinear lattice mechanism (any depth)
+per method the check found private: none for LP-A, which the bound says nothing of), and a few extras
+(``best_private``: the verified eps-mDP method of least utility), when ``--json`` is given; a short table
+otherwise. ``--reference`` adds the bilinear lattice mechanism (any depth)
 and the spanner LP mechanism (near-optimal on the full domain, up to 4,000 targets, and from depth 2 on up to
 10,000 extended from the grid one level coarser); ``--optimal`` the exact optimum (up to 600 targets, or 2,000
 from depth 2 on, started from the optimum one level coarser: minutes; depth 2 of a 15 km city 7-10 minutes),

@@ -271,11 +271,12 @@ def auto_lower_bound(
         if step is not None and tries_optimum(problem, time_limit):
             return _optimum_or_cosets(problem, eps, step, left, progress, on_optimum)
     if step is None:
-        return geo_lower_bound(problem, eps, time_limit=left, progress=progress)
-    bound = coset_lower_bound(problem, eps, step=step, time_limit=left, progress=progress)
-    if slowdown > 1.0:
-        bound = replace(bound, method=f"{bound.method}; cosets sized for a machine {slowdown:.1f}x slower")
-    return bound
+        bound = geo_lower_bound(problem, eps, time_limit=left, progress=progress)
+        busy = f"on a machine {slowdown:.1f}x slower than quiet (a quiet one may bound tighter)"
+    else:
+        bound = coset_lower_bound(problem, eps, step=step, time_limit=left, progress=progress)
+        busy = f"cosets sized for a machine {slowdown:.1f}x slower"
+    return replace(bound, method=f"{bound.method}; {busy}") if slowdown > 1.0 else bound
 
 
 def tries_optimum(problem: GeoProblem, time_limit: float) -> bool:
@@ -407,8 +408,7 @@ def coset_lower_bound(
                 future.cancel()
             raise
     value = constant + sum(mass * bound.value for (mass, _), bound in zip(parts, bounds, strict=True))
-    rows = max(bound.rows for bound in bounds)
-    methods = {bound.method for bound in bounds}
+    rows, methods = max(bound.rows for bound in bounds), {bound.method for bound in bounds}
     return GeoBound(
         value=max(value, 0.0),  # travel errors are never negative
         exact=False,
