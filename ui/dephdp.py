@@ -359,7 +359,8 @@ def surrogate_note(result: DepHDPResult) -> str:
     if zero:
         parts.append(
             f"{zero} of {len(s.betas)} groups get β_k = 0: the surrogate says the task does not use them, so "
-            "they count for nothing in the allocation and receive the smallest budget."
+            "they count for nothing in the allocation and get only the budget the other groups leave (the "
+            "groups table shows how much)."
         )
     return " ".join(parts)
 
@@ -447,7 +448,8 @@ def degeneracy_message(d: Degeneracy) -> str:
         )
         parts.append(
             f"{len(d.starved)} group(s) sit at the grid's minimum budget ε_k = {d.grid_min:g}, where their "
-            f"values are released almost uniformly at random: {listed(d.starved)}.{why}"
+            "released values say almost nothing about the records (nearly random, or one value where the "
+            f"channel remaps): {listed(d.starved)}.{why}"
         )
         if d.task_fix:
             helps.append("a task that uses these attributes (record fidelity counts every attribute)")

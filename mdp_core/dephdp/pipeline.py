@@ -141,7 +141,8 @@ class DepHDPResult:
 
     @property
     def starved(self) -> tuple[int, ...]:
-        """Groups at the grid's minimum budget ``eps_grid[0]``: released almost uniformly at random."""
+        """Groups at the grid's minimum budget ``eps_grid[0]``: their released values say almost
+        nothing about the records (nearly random, or one value where the channel remaps)."""
         return tuple(int(k) for k in np.flatnonzero(self.eps_used <= self.eps_grid[0] * (1 + 1e-9)))
 
     def privatize(self, codes: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:

@@ -200,13 +200,16 @@ class ReleaseCheck:
     constant_columns : tuple of str
         Released columns with one value left although the original had several.
     min_budget_groups : tuple of str
-        Groups (joined by " + ") whose budget is the grid's minimum: their output is almost pure noise.
+        Groups (joined by " + ") whose budget is the grid's minimum: their output says almost nothing of the
+        records (nearly random, or one value where the channel remaps).
     min_budget : float or None
         That minimum (the eps grid's first point).
     distinct_original, distinct_released : int
         Distinct rows over the released columns, before and after.
     rows_tuning : int
         Records that tuned the channels and are held back (a release of the held-out records only).
+    unweighted_groups : tuple of str
+        Those of ``min_budget_groups`` that the task model weighs 0 (``beta_k = 0``).
     """
 
     rows_original: int
@@ -219,6 +222,7 @@ class ReleaseCheck:
     distinct_original: int
     distinct_released: int
     rows_tuning: int = 0
+    unweighted_groups: tuple[str, ...] = ()
 
     @property
     def degenerate(self) -> bool:
@@ -236,8 +240,9 @@ class ReleaseCheck:
         if self.min_budget_groups:
             out.append(
                 f"{len(self.min_budget_groups)} group(s) got the smallest budget of the grid "
-                f"(ε = {self.min_budget:g}): {listed(self.min_budget_groups)}. Their released values are "
-                "close to random: the task model gives them no weight."
+                f"(ε = {self.min_budget:g}): {listed(self.min_budget_groups)}. Their released values say "
+                f"almost nothing about the records (nearly random, or one value where the channel remaps): "
+                f"{self._why_least()}"
             )
         if self.distinct_released <= 1:
             out.append("Every released row is identical.")
@@ -252,6 +257,16 @@ class ReleaseCheck:
         if self.columns_excluded:
             out.append(f"Never released: {listed(self.columns_excluded)}.")
         return tuple(out)
+
+    def _why_least(self) -> str:
+        """Why the budget split left these groups the least, as the task model's weights say."""
+        unweighted, low = len(self.unweighted_groups), len(self.min_budget_groups)
+        if unweighted == low:
+            return "the task model gives them no weight."
+        spent = "the budget split spends the total where the task gains most"
+        if unweighted:
+            return f"the task model gives {listed(self.unweighted_groups)} no weight, and {spent}."
+        return f"{spent}, and it gains least from these."
 
 
 def release_report(
@@ -273,14 +288,19 @@ def release_report(
         c for c in cols if privatised[c].nunique(dropna=False) <= 1 and original[c].nunique(dropna=False) > 1
     )
     low: tuple[str, ...] = ()
+    unweighted: tuple[str, ...] = ()
     lo = None
     if result is not None:
         lo = float(result.eps_grid[0])
-        low = tuple(
-            " + ".join(g)
-            for g, e in zip(result.mechanism.groups, result.mechanism.eps, strict=True)
+        at_least = [
+            (" + ".join(g), beta)
+            for g, e, beta in zip(
+                result.mechanism.groups, result.mechanism.eps, result.surrogate.betas, strict=True
+            )
             if e <= lo * (1 + 1e-12)
-        )
+        ]
+        low = tuple(name for name, _ in at_least)
+        unweighted = tuple(name for name, beta in at_least if beta == 0.0)
     return ReleaseCheck(
         rows_original=len(original),
         rows_released=len(privatised),
@@ -292,4 +312,5 @@ def release_report(
         distinct_original=len(original[cols].dropna().drop_duplicates()) if cols else 0,
         distinct_released=len(privatised.drop_duplicates()) if cols else 0,
         rows_tuning=int(rows_tuning),
+        unweighted_groups=unweighted,
     )

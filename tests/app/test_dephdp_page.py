@@ -589,6 +589,17 @@ def test_degeneracy_advice_follows_its_cause() -> None:
     assert "“EM on every group”" in text and not constant.task_fix
 
 
+def test_the_surrogate_note_does_not_promise_the_smallest_budget_to_unweighted_groups() -> None:
+    """Audit: "6 of 9 groups get β_k = 0 ... receive the smallest budget" beside a groups table showing them
+    at 0.175 and 0.138 (heart, eps 1): the allocation gives them what the other groups leave over."""
+    surrogate = SimpleNamespace(pairs=40, r2_heldout=0.9, betas=(0.0, 0.3, 0.0))
+    text = view.surrogate_note(SimpleNamespace(surrogate=surrogate))  # type: ignore[arg-type]
+    assert text.startswith("2 of 3 groups get β_k = 0") and "smallest budget" not in text
+    assert "only the budget the other groups leave" in text
+    starved = view.degeneracy_message(view.Degeneracy(("a",), (), (), 5, 100, 100, 0.005))
+    assert "nearly random, or one value where the channel remaps" in starved  # not only "at random"
+
+
 def test_a_running_job_before_its_first_report_is_not_called_queued() -> None:
     """Browser audit: adult's profiles showed "queued: both long-job threads … are busy" for 8 s while they
     ran (before their first report)."""

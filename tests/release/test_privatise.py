@@ -12,7 +12,7 @@ from release_cases import FAST, Case, make_table, schema_without_id
 import mdp_core as core
 from mdp_core._text import listed
 from mdp_core.release import privatise, release_report, target_channel
-from mdp_core.release.privatise import column_decimals
+from mdp_core.release.privatise import ReleaseCheck, column_decimals
 
 
 def test_whole_table_every_row_every_kept_column(case: Case) -> None:
@@ -99,6 +99,26 @@ def test_groups_at_the_minimum_budget_are_flagged() -> None:
     expected = tuple(" + ".join(g) for g, e in pairs if e == 0.005)
     assert expected and check.min_budget_groups == expected
     assert check.degenerate and check.min_budget == 0.005
+    betas = zip(res.mechanism.groups, res.surrogate.betas, strict=True)
+    zero = tuple(" + ".join(g) for g, b in betas if b == 0)
+    assert check.unweighted_groups == tuple(g for g in expected if g in zero)
+
+
+def test_the_reason_for_the_least_budget_follows_the_task_models_weights() -> None:
+    """Audit: "the task model gives them no weight" stood beside a report table showing beta = 0.2 (heart,
+    prediction) or 1 for every group (the record task): say it only of the groups weighed 0."""
+    base = dict(
+        rows_original=10, rows_released=10, columns_released=("a", "b"), columns_excluded=(),
+        constant_columns=(), min_budget=0.005, distinct_original=5, distinct_released=5,
+    )  # fmt: skip
+    none = ReleaseCheck(**base, min_budget_groups=("a", "b"), unweighted_groups=())
+    some = ReleaseCheck(**base, min_budget_groups=("a", "b"), unweighted_groups=("b",))
+    every = ReleaseCheck(**base, min_budget_groups=("a", "b"), unweighted_groups=("a", "b"))
+    texts = [next(m for m in c.messages if "smallest budget" in m) for c in (none, some, every)]
+    assert "no weight" not in texts[0] and "gains least from these" in texts[0]
+    assert "the task model gives b no weight, and the budget split" in texts[1]
+    assert texts[2].endswith("the task model gives them no weight.")
+    assert all("nearly random, or one value" in t for t in texts)  # not "close to random" beside constants
 
 
 def test_healthy_release_is_not_degenerate(case: Case) -> None:
