@@ -20,7 +20,7 @@ import streamlit as st
 
 import mdp_core as core
 from mdp_core import release as rel
-from mdp_core._text import listed
+from mdp_core._text import listed, share
 from mdp_core._validation import part
 from ui.data import encoding_choices
 from ui.dephdp import FLOOR_LABELS, FLOOR_OPTIONS, floor_value, largest_floor
@@ -121,12 +121,11 @@ RELEASE_CHOICE_HELP = (
     "value (a constant column: private, but it carries nothing). EM on every group (the ALC+DPN baseline: "
     "the same groups and budget allocation, the exponential mechanism without remapping) releases a noisy "
     "copy of every value instead, at a higher task loss: compare the utility of both below. A noisy copy "
-    "says something about the true value only where its group's budget allows: groups the task gives no "
-    "weight still get the smallest budget, and their values are close to random (the release check names "
-    "them). Measured on heart, record-fidelity task: at ε = 20 DepHDP leaves 4 of 13 columns constant, "
-    "while EM on every group releases all 13 with information about the true values (normalised mutual "
-    "information above 0.05); at ε ≤ 4 neither keeps more than 3 of 13 columns informative (a larger ε, or "
-    "fewer columns, is what helps)."
+    "says something about the true value only where its group's budget allows: a group at the grid's "
+    "smallest budget releases values close to random (the release check names such groups). With many "
+    "columns and a small ε, most columns keep almost nothing with either choice: after a release, the "
+    "information chart shows how much each column keeps (under 1 % counts as nothing), and a larger ε, or "
+    "fewer columns, is what helps."
 )
 #: The budget floor's help on the page.
 FLOOR_HELP = (
@@ -546,8 +545,8 @@ def posterior_frame(eps: float, distance: float = 1.0) -> pd.DataFrame:
     rows = rel.posterior_table(eps, distance)
     return pd.DataFrame(
         {
-            "attacker's prior": [f"{r['prior']:.0%}" for r in rows],
-            "largest posterior": [f"{r['posterior']:.1%}" for r in rows],
+            "attacker's prior": [share(r["prior"]) for r in rows],
+            "largest posterior": [share(r["posterior"]) for r in rows],
         }
     )
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from mdp_core._text import share
 from mdp_core._validation import Progress
 from mdp_core.dephdp.utility import MAJORITY_TOLERANCE, UTILITY_METRICS
 from mdp_core.errors import DataError
@@ -166,7 +167,7 @@ class Decision:
             f"The smallest budget that keeps {what} on {self.dataset} is ε = {c.eps:.3g} "
             f"({c.settings.get('method', 'DepHDP')}): {metric} {c.estimate:.3f}, 95 % CI "
             f"{c.ci[0]:.3f}–{c.ci[1]:.3f}. {budget_sentence(c.eps)} A 50 % guess becomes at most "
-            f"{p50:.1%}."
+            f"{share(p50)}."
         )
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mdp_core._text import share
 from mdp_core.errors import DataError
 
 from .audit import PAPER
@@ -145,7 +146,7 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any], n
                 {
                     "attacker's prior": [f"{p:.0%}" for p in PRIORS],
                     f"largest posterior (ε = {eps:g}, d = 1)": [
-                        f"{posterior_bound(p, eps):.1%}" for p in PRIORS
+                        share(posterior_bound(p, eps)) for p in PRIORS
                     ],
                 }
             )

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 import mdp_core as core
 import ui.release as view
 from mdp_core import release as rel
+from mdp_core._text import share
 from ui.state import AppState
 
 FAST = {"grid_points": 8, "opt_max_domain": 8, "calibration_pairs": 200, "max_contexts": 20}
@@ -39,11 +40,21 @@ def test_plain_words_follow_the_budget(app: AppTest, small_engine: None) -> None
     assert app.title[0].value == "Decide & release"
     assert any("e^(1 × 1)" in m.value for m in app.markdown)
     table = app.dataframe[0].value
-    assert list(table["attacker's prior"]) == ["1%", "10%", "50%"]
-    assert table["largest posterior"].iloc[2] == f"{math.e / (math.e + 1):.1%}"
+    assert list(table["attacker's prior"]) == ["1.0 %", "10.0 %", "50.0 %"]
+    assert table["largest posterior"].iloc[2] == f"{100 * math.e / (math.e + 1):.1f} %"
     app.select_slider(key="rel_eps").set_value(2.0).run()
     assert not app.exception
-    assert app.dataframe[0].value["largest posterior"].iloc[2] == (f"{rel.posterior_bound(0.5, 2.0):.1%}")
+    posterior = app.dataframe[0].value["largest posterior"].iloc[2]
+    assert posterior == f"{100 * rel.posterior_bound(0.5, 2.0):.1f} %"
+
+
+def test_a_posterior_short_of_certainty_is_not_rounded_to_it() -> None:
+    """Audit: at eps 20 the table and the which-eps answer said "100.0%" for 1 - 2e-9."""
+    posterior = rel.posterior_bound(0.5, 20.0)
+    assert 0.999 < posterior < 1.0
+    assert list(view.posterior_frame(20.0)["largest posterior"]) == ["> 99.9 %"] * 3
+    assert share(posterior) == "> 99.9 %" and share(1e-6) == "< 0.1 %" and share(0.5) == "50.0 %"
+    assert share(1.0) == "100.0 %" and share(0.0) == "0.0 %"  # certainties are said as they are
 
 
 def test_which_eps_answers_with_ci_and_frontier(app: AppTest, small_engine: None) -> None:

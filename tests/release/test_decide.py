@@ -40,7 +40,7 @@ def test_answer_is_the_smallest_budget_meeting_the_target(case: Case, method: st
         assert f"met at ε = {meets[0]:.3g} (accuracy {d.choice.estimate:.3f}, 95 % CI" in d.sentence
         answered = replace(d, majority=None).sentence  # the same answer on a task without a majority label
         assert f"ε = {meets[0]:.3g} ({method})" in answered and "95 % CI" in answered
-        assert f"{posterior_bound(0.5, meets[0]):.1%}" in answered
+        assert f"{100 * posterior_bound(0.5, meets[0]):.1f} %" in answered
     else:
         assert not d.choice.met and "not reachable below ε = 20" in d.sentence
     assert d.metric == "accuracy" and 0 < d.reference <= 1 and d.seconds > 0

@@ -87,7 +87,7 @@ def test_posterior_table_numbers_in_the_page() -> None:
     df = make_table()
     page = build_report(scenario(df), data=df, repetitions=2)
     expected = 0.5 * math.exp(2.0) / (0.5 * math.exp(2.0) + 0.5)
-    assert f"{expected:.1%}" in page
+    assert f"{100 * expected:.1f} %" in page
     with pytest.raises(core.DataError, match="pass data="):
         build_report(scenario(df))
 
