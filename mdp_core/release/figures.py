@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from mdp_core._figures import log_axis
+from mdp_core._figures import labelled_vline, log_axis
 from mdp_core.data import nmi_matrix
 
 from .audit import mechanism_name
@@ -153,15 +153,12 @@ def frontier_figure(d: Decision) -> Any:
     fig.add_hline(y=d.target_value, line_dash="dash", line_color="#2a7", annotation_text="target")
     if d.majority is not None:  # an accuracy at or below it says nothing
         fig.add_hline(y=d.majority, line_dash="dot", line_color="#999", annotation_text="majority label")
+    # (labelled_vline: add_vline's own label takes log10 x on this log axis and stretched it to 10^eps)
     if d.uninformative:  # met, but by a target the majority label meets too: no answer to draw in green
-        fig.add_vline(
-            x=d.choice.eps,
-            line_dash="dot",
-            line_color="#999",
-            annotation_text=f"ε = {d.choice.eps:.3g}: target ≤ majority label",
-        )
+        text = f"ε = {d.choice.eps:.3g}: target ≤ majority label"
+        labelled_vline(fig, d.choice.eps, text, log=True, line={"dash": "dot", "color": "#999"})
     elif d.choice.met:
-        fig.add_vline(x=d.choice.eps, line_color="#2a7", annotation_text=f"ε = {d.choice.eps:.3g}")
+        labelled_vline(fig, d.choice.eps, f"ε = {d.choice.eps:.3g}", log=True, line={"color": "#2a7"})
     fig.update_layout(
         title=f"Frontier: {d.metric} vs ε (mean and 95 % CI)",
         xaxis={"title": "ε", **log_axis(float(fr["eps"].min()), float(fr["eps"].max()))},

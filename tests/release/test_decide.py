@@ -3,6 +3,7 @@ scan of the frontier it returns), stated in words; unreachable targets say so.""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -212,6 +213,12 @@ def test_a_target_the_majority_label_meets_leads_with_that_and_says_what_to_ask(
     fig = rel_report.frontier_figure(d)
     (line,) = [s for s in fig.layout.shapes if s.type == "line" and s.x0 == 0.25]
     assert line.line.color == "#999"  # grey, not the answer's green
+    # browser audit: add_vline's own label took x = eps as log10 units on the log axis and squashed every
+    # curve into a quarter of the plot: the label sits at log10(eps), the axis keeps its range
+    (label,) = [a for a in fig.layout.annotations if a.text.startswith("ε = 0.25")]
+    assert label.x == pytest.approx(math.log10(0.25)) and label.xref == "x"
+    shown = fig.layout.xaxis.tickvals
+    assert min(shown) <= 0.25 and max(shown) <= 10 * d.frontier["eps"].max()
     # a target above the majority rate is an answer again, as is any target on a task without one
     assert not _wine(UtilityTarget("absolute", 0.80)).uninformative
     assert not replace(d, majority=None).uninformative
