@@ -57,11 +57,13 @@ __all__ = [
     "floor_hint",
     "floor_value",
     "information_caption",
+    "means_text",
     "outcome_key",
     "page_settings",
     "posterior_frame",
     "privatised_csv",
     "record_budget_text",
+    "record_eps",
     "report_html",
     "request_comparison",
     "request_decision",
@@ -553,6 +555,23 @@ def posterior_frame(eps: float, distance: float = 1.0) -> pd.DataFrame:
 
 def _p_text(p: float) -> str:
     return "inf" if math.isinf(p) else f"{p:g}"
+
+
+def record_eps(eps: float, p: float, include_target: bool) -> float:
+    """A record's whole budget at most: ``eps``, or with the target's own channel at ``eps`` too,
+    ``||(eps, eps)||_q`` (q the l_p metric's conjugate; :func:`record_budget_text`)."""
+    return core.budget_norm([eps, eps], core.dual_exponent(p)) if include_target else eps
+
+
+def means_text(eps: float, record: float) -> str:
+    """The odds sentence for a record's whole budget ``record`` (the features' ``eps`` when equal)."""
+    sentence = rel.budget_sentence(record)
+    if record <= eps * (1 + 1e-12):
+        return sentence
+    return (
+        f"With the target column released too (its own channel at ε = {eps:g}), a record's whole budget is "
+        f"at most {record:.3g}. {sentence} For the feature columns alone: ε = {eps:g}."
+    )
 
 
 def record_budget_text(eps: float, p: float) -> str:

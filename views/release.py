@@ -55,17 +55,27 @@ floor = view.floor_value(
         "Budget floor per group", view.FLOOR_LABELS, value="none", key="rel_floor", help=view.FLOOR_HELP
     )
 )
+include_target = state.target is not None and st.toggle(  # no target, nothing to release
+    "Release the target column too (a channel of its own)",
+    value=True,
+    key="rel_include_target",
+    help="Randomised response for a nominal or binary target, the exponential mechanism for an ordinal or "
+    "numeric one, on the target's own distance.",
+)
+if include_target:
+    st.info(view.record_budget_text(eps, p))
 
 # ------------------------------------------------------------------------------------------ plain words
 st.subheader("What ε means")
 left, right = st.columns([3, 2])
-left.markdown(rel.budget_sentence(eps))
+record_eps = view.record_eps(eps, p, include_target)  # the whole record's: the target's channel too
+left.markdown(view.means_text(eps, record_eps))
 left.caption(
     "Distance 1 is the largest change of one attribute (another category, or from a numeric column's "
     "lowest to its highest released value: the outer bin centres, half a bin inside its range); "
     "records that differ less are protected more. The same wording and units are used on every page."
 )
-right.dataframe(view.posterior_frame(eps), hide_index=True, key="rel_posterior")
+right.dataframe(view.posterior_frame(record_eps), hide_index=True, key="rel_posterior")
 
 # ------------------------------------------------------------------------------------------ which eps
 st.subheader("Which ε?")
@@ -95,15 +105,6 @@ else:
         help=target_input.help,
     )
     target = rel.UtilityTarget("absolute", float(value))
-include_target = st.toggle(
-    "Release the target column too (a channel of its own)",
-    value=True,
-    key="rel_include_target",
-    help="Randomised response for a nominal or binary target, the exponential mechanism for an ordinal or "
-    "numeric one, on the target's own distance.",
-)
-if include_target and state.target is not None:
-    st.info(view.record_budget_text(eps, p))
 scenario = view.current_scenario(
     state,
     encoded.schema,
@@ -137,6 +138,8 @@ else:
     c = answer.choice
     # a target the majority label meets too is no answer: a warning that leads with that, never green
     (st.success if c.met and not answer.uninformative else st.warning)(answer.sentence)
+    if include_target:  # the answer's ε is the features'; the target's own channel adds to a record's
+        st.caption(view.means_text(c.eps, view.record_eps(c.eps, p, include_target)))
     for column, (label, shown, why) in zip(st.columns(3), view.decision_metrics(answer), strict=True):
         column.metric(label, shown, help=why or None)
     st.plotly_chart(rel.frontier_figure(answer), key="rel_frontier")

@@ -127,6 +127,13 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any], n
     s, res, audit = o.scenario, o.result, o.audit
     comp, u = audit["composition"], o.utility
     eps = float(res.config.eps)
+    record = float(comp["total_with_target"] or eps)  # a record's whole budget: the target's channel too
+    with_target = (
+        f"With the target column released too (its own channel), a record's whole budget is {record:.4g}; "
+        f"the feature columns alone use at most ε = {eps:g}. "
+        if record > eps * (1 + 1e-12)
+        else ""
+    )
     out = [
         f"<h1>Release report: {_esc(name)}</h1>",
         f"<p class='muted'>Dataset <b>{_esc(s.dataset)}</b> · "
@@ -140,13 +147,14 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any], n
         "(same values except one attribute that moves a little) are hard to tell apart; records far apart "
         "less so.</p>",
         f"<p><b>Records released.</b> {_esc(audit['scope']['statement'])}</p>",
-        f"<p><b>{_esc(budget_sentence(eps))}</b> Distance 1 is the largest change of one attribute.</p>",
+        f"<p>{_esc(with_target)}<b>{_esc(budget_sentence(record))}</b> Distance 1 is the largest change of "
+        "one attribute.</p>",
         _table(
             pd.DataFrame(
                 {
-                    "attacker's prior": [f"{p:.0%}" for p in PRIORS],
-                    f"largest posterior (ε = {eps:g}, d = 1)": [
-                        share(posterior_bound(p, eps)) for p in PRIORS
+                    "attacker's prior": [share(p) for p in PRIORS],
+                    f"largest posterior (ε = {record:.4g}, d = 1)": [
+                        share(posterior_bound(p, record)) for p in PRIORS
                     ],
                 }
             )

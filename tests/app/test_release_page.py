@@ -35,17 +35,35 @@ def small_engine(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_plain_words_follow_the_budget(app: AppTest, small_engine: None) -> None:
+    """Browser audit: with the target released (its own channel, on by default) the plain words and the
+    posterior table spoke of the features' ε beside a record budget of ‖(ε, ε)‖_2: they take the record's."""
     app.switch_page("views/release.py").run()
     assert not app.exception
     assert app.title[0].value == "Decide & release"
-    assert any("e^(1 × 1)" in m.value for m in app.markdown)
+    record = math.sqrt(2.0)  # the l_2 record metric: ε = 1 for the features and 1 for the target
+    assert any(f"a record's whole budget is at most {record:.3g}" in m.value for m in app.markdown)
+    assert any(f"e^({record:.4g} × 1)" in m.value for m in app.markdown)
     table = app.dataframe[0].value
     assert list(table["attacker's prior"]) == ["1.0 %", "10.0 %", "50.0 %"]
-    assert table["largest posterior"].iloc[2] == f"{100 * math.e / (math.e + 1):.1f} %"
+    assert table["largest posterior"].iloc[2] == f"{100 * rel.posterior_bound(0.5, record):.1f} %"
+    app.toggle(key="rel_include_target").set_value(False).run()  # the features alone: ε itself
+    assert any("e^(1 × 1)" in m.value for m in app.markdown)
+    assert app.dataframe[0].value["largest posterior"].iloc[2] == f"{100 * math.e / (math.e + 1):.1f} %"
     app.select_slider(key="rel_eps").set_value(2.0).run()
     assert not app.exception
     posterior = app.dataframe[0].value["largest posterior"].iloc[2]
     assert posterior == f"{100 * rel.posterior_bound(0.5, 2.0):.1f} %"
+
+
+def test_without_a_target_there_is_no_target_toggle(app: AppTest, small_engine: None) -> None:
+    """Browser audit: "Release the target column too" was shown, and on, for an upload without a target."""
+    app.switch_page("views/release.py").run()
+    assert any(t.key == "rel_include_target" for t in app.toggle)
+    state = app.session_state["mdp_app_state"]
+    app.selectbox(key=f"side_target_{state.dataset_key}").set_value("(none)").run()
+    assert not app.exception
+    assert not any(t.key == "rel_include_target" for t in app.toggle)
+    assert not any("released too" in m.value for m in app.markdown)
 
 
 def test_a_posterior_short_of_certainty_is_not_rounded_to_it() -> None:

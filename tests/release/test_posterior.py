@@ -59,7 +59,10 @@ def test_table_and_sentence() -> None:
     assert [r["prior"] for r in rows] == [0.01, 0.1, 0.5]
     assert rows[2]["posterior"] == pytest.approx(math.e / (math.e + 1))
     s = budget_sentence(1.0)
-    assert "odds" in s and "2.72" in s and "e^(1 × 1)" in s
+    assert "odds" in s and "a factor of 2.72 " in s and "e^(1 × 1)" in s
+    # audit: "a factor 1.63e+05" in the plain-words answer; e^12 = 162,754.8
+    assert "a factor of about 163,000 (e^(ε·d) = e^(12 × 1))" in budget_sentence(12.0)
+    assert "a factor of about 1.1 × 10^13 " in budget_sentence(30.0)  # e^30 = 1.07e13
 
 
 def test_bad_input_is_named() -> None:

@@ -83,11 +83,25 @@ def test_audit_record_is_embedded_as_json() -> None:
     assert 'data-figure="frontier"' not in page  # no decision, no frontier
 
 
+def _posterior(eps: float) -> float:
+    return 0.5 * math.exp(eps) / (0.5 * math.exp(eps) + 0.5)
+
+
 def test_posterior_table_numbers_in_the_page() -> None:
+    """Browser audit: with the target released (its own channel) the plain words and the posterior table
+    spoke of the features' ε = 12 beside a record budget of 16.97: they now take the record's whole budget."""
     df = make_table()
-    page = build_report(scenario(df), data=df, repetitions=2)
-    expected = 0.5 * math.exp(2.0) / (0.5 * math.exp(2.0) + 0.5)
-    assert f"{100 * expected:.1f} %" in page
+    features_only = build_report(replace(scenario(df), include_target=False), data=df, repetitions=2)
+    assert f"{100 * _posterior(2.0):.1f} %" in features_only and "released too" not in features_only
+    out = evaluate_scenario(scenario(df), df, repetitions=2)
+    budgets = [g["eps"] for g in out.audit["groups"]]  # the feature groups' and the target's (ε = 2)
+    assert out.audit["groups"][-1]["attributes"] == ["target"] and budgets[-1] == 2.0
+    record = float(np.linalg.norm(budgets, 2))  # the l_2 record metric: budgets compose by their l_2 norm
+    assert 2.0 < record == pytest.approx(out.audit["composition"]["total_with_target"], rel=1e-12)
+    page = build_report(out)
+    assert f"{100 * _posterior(record):.1f} %" in page and f"{100 * _posterior(2.0):.1f} %" not in page
+    said = f"a record's whole budget is {record:.4g}; the feature columns alone use at most ε = 2"
+    assert said in html.unescape(page)
     with pytest.raises(core.DataError, match="pass data="):
         build_report(scenario(df))
 
