@@ -29,6 +29,7 @@ __all__ = [
     "sniff_separator",
     "strip_unit",
     "unquote_values",
+    "zero_padded_codes",
 ]
 
 #: Cell values read as missing (after stripping spaces), in every column.
@@ -308,6 +309,22 @@ def unquote_values(col: pd.Series) -> pd.Series | None:
     if bool((text.str.len() >= 2).all() and text.str.startswith("'").all() and text.str.endswith("'").all()):
         return col.where(col.isna(), col.astype(str).str.slice(1, -1).str.strip())
     return None
+
+
+def zero_padded_codes(col: pd.Series) -> bool:
+    """Whether a text column holds codes of a fixed number of digits, some with leading zeros (zip codes
+    ``00100``, months ``01``-``12``): read as numbers they would lose the zeros, and the release would
+    publish other codes (100 for 00100)."""
+    if pd.api.types.is_numeric_dtype(col):
+        return False
+    values = _distinct_text(col).str.strip()
+    if values.empty or not values.str.fullmatch(r"\d+").all():
+        return False
+    return (
+        values.str.len().nunique() == 1
+        and bool(values.str.len().iloc[0] >= 2)
+        and values.str[0].eq("0").any()
+    )
 
 
 def _matches(values: pd.Series, pattern: re.Pattern[str]) -> pd.Series:

@@ -36,6 +36,7 @@ from ._parse import (
     sniff_separator,
     strip_unit,
     unquote_values,
+    zero_padded_codes,
 )
 
 __all__ = [
@@ -392,7 +393,10 @@ def _type_columns(df: pd.DataFrame, sep: str) -> tuple[pd.DataFrame, list[str], 
             df[c] = stripped[0]
             shares[c] = number_conventions(df[c])
             notes.append(f"{c}: the unit sign {stripped[1]!r} was removed to read the values as numbers.")
-    numeric = {c: s for c, s in shares.items() if max(s) >= NUMERIC_SHARE}
+    codes = [c for c, share in shares.items() if max(share) >= NUMERIC_SHARE and zero_padded_codes(df[c])]
+    if codes:
+        notes.append(f"Kept as text, codes with leading zeros (00100 is not 100): {', '.join(codes)}.")
+    numeric = {c: s for c, s in shares.items() if max(s) >= NUMERIC_SHARE and c not in codes}
     en_votes = sum(en >= NUMERIC_SHARE > eu for en, eu in numeric.values())
     eu_votes = sum(eu >= NUMERIC_SHARE > en for en, eu in numeric.values())
     prefer_comma = eu_votes > en_votes or (eu_votes == en_votes and sep == ";")

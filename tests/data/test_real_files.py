@@ -164,6 +164,24 @@ def test_stray_tokens_in_a_number_column_become_missing_with_a_note() -> None:
     assert "x: 1 value(s) are not numbers ('unbekannt') and count as missing." in report.notes
 
 
+def test_codes_with_leading_zeros_are_kept_as_text_with_a_note() -> None:
+    """Browser audit: zip codes 00100, 00200 were read as the numbers 100, 200 (an ordinal attribute), so
+    the release published other codes. Fixed-width digit codes with a leading zero stay text; numbers with
+    a stray zero-padded value (05 among 5, 10) and decimals (0.5) stay numbers."""
+    zips, months = ["00100", "00200", "01200", "10300"] * 10, list(range(1, 13)) * 4
+    counts = ["5", "05", "10", "7"]
+    rows = "".join(f"{zips[i]},{months[i]:02d},{counts[i % 4]},{0.5 * i}\n" for i in range(40))
+    df, report = _load(("zip,month,n,x\n" + rows).encode())
+    assert df["zip"].tolist()[:4] == ["00100", "00200", "01200", "10300"]
+    assert df["month"].iloc[0] == "01" and sorted(df["month"].unique())[-1] == "12"
+    assert pd.api.types.is_integer_dtype(df["n"]) and pd.api.types.is_float_dtype(df["x"])
+    assert "Kept as text, codes with leading zeros (00100 is not 100): zip, month." in report.notes
+    kinds = dict(core.infer_schema(df).kinds)
+    assert kinds["zip"] == "nominal" and kinds["n"] == "ordinal"
+    encoded = core.discretize(df, core.infer_schema(df))
+    assert set(encoded.levels["zip"]) == {"00100", "00200", "01200", "10300"}  # the codes are the levels
+
+
 def test_numbers_past_float64s_range_become_missing_with_a_note() -> None:
     """'1e309' reads as inf: it was kept, and binning the column then failed with "centres contains NaN or
     infinite values", which blocked the whole table (fuzzing, stop 54)."""
