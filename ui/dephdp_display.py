@@ -36,22 +36,10 @@ _COLORS = {"OPT": "#d62728", "DPN": "#1f77b4"}
 _METHOD_COLORS = core.METHOD_COLORS
 
 
-#: The groups table's columns: score-frame key -> header shown (and exported) by the page.
-_GROUP_COLUMNS = {
-    "group": "group",
-    "domain_size": "joint values",
-    "radial_fit": "radial fit",
-    "mse_likeness": "MSE-likeness",
-    "mechanism": "mechanism",
-    "beta": "weight β",
-    "eps_k": "budget ε_k",
-}
-
-
 def groups_table(result: DepHDPResult) -> pd.DataFrame:
     """One row per group under readable headers, numbers exact (the page formats them for display with
     :func:`groups_column_config`; the table's own CSV export keeps every digit)."""
-    return result.scores[list(_GROUP_COLUMNS)].rename(columns=_GROUP_COLUMNS)
+    return result.scores[list(core.SCORE_HEADERS)].rename(columns=core.SCORE_HEADERS)
 
 
 def groups_column_config() -> dict[str, object]:

@@ -24,6 +24,7 @@ from mdp_core.dephdp.evaluation import (
     split_rows,
 )
 from mdp_core.dephdp.pipeline import (
+    SCORE_HEADERS,
     BaselineResult,
     ComposedMechanism,
     DepHDPProfiles,
@@ -58,6 +59,7 @@ __all__ = [
     "DELTA",
     "MAJORITY_TOLERANCE",
     "METHODS_EVALUATED",
+    "SCORE_HEADERS",
     "TASKS",
     "UTILITY_METRICS",
     "BaselineResult",

@@ -72,6 +72,7 @@ from mdp_core.mechanisms import sample
 from mdp_core.metrics import budget_norm, dual_exponent
 
 __all__ = [
+    "SCORE_HEADERS",
     "BaselineResult",
     "ComposedMechanism",
     "DepHDPProfiles",
@@ -81,6 +82,19 @@ __all__ = [
     "released_by",
     "run_dephdp",
 ]
+
+
+#: Readable headers of :attr:`DepHDPResult.scores`' columns, as the DepHDP page and the release report show
+#: them (the frame keeps its short keys; "attributes", a count, and "has_opt" are not shown).
+SCORE_HEADERS = {
+    "group": "group",
+    "domain_size": "joint values",
+    "radial_fit": "radial fit",
+    "mse_likeness": "MSE-likeness",
+    "mechanism": "mechanism",
+    "beta": "weight β",
+    "eps_k": "budget ε_k",
+}
 
 
 @dataclass(frozen=True, eq=False)

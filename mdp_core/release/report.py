@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from mdp_core._text import share
+from mdp_core.dephdp import SCORE_HEADERS
 from mdp_core.errors import DataError
 
 from .audit import PAPER
@@ -200,7 +201,11 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any], n
         _figure_html("dependencies", figs["dependencies"]),
         "<h2>Groups and mechanisms</h2>",
         _method_paragraph(res.method),
-        _table(res.scores.drop(columns=["has_opt"], errors="ignore")),
+        _table(res.scores[list(SCORE_HEADERS)].rename(columns=SCORE_HEADERS)),
+        "<p class='muted'>Joint values: how many value combinations the group's attributes take. Radial fit "
+        "and MSE-likeness (0-1): how well distance-based noise suits the group's loss. Mechanism: DPN "
+        "(distance-based noise) or OPT (the LP-optimal one for this loss). Weight β: the group's weight in "
+        "the task-loss surrogate (0: the task does not use it). Budget ε_k: the group's share of ε.</p>",
         "<h2>Budget split</h2>",
         _figure_html("budget", figs["budget"]),
         f"<p>Surrogate expected loss {res.value:.4g}. Allocating the budget on the convex envelopes of the "

@@ -83,6 +83,21 @@ def test_audit_record_is_embedded_as_json() -> None:
     assert 'data-figure="frontier"' not in page  # no decision, no frontier
 
 
+def test_the_groups_table_speaks_the_pages_words() -> None:
+    """Browser audit: the report's groups table showed the frame's keys (domain_size, mse_likeness, eps_k)
+    and a bare count under "attributes"; it now has the DepHDP page's headers and a legend."""
+    df = make_table()
+    out = evaluate_scenario(scenario(df), df, repetitions=2)
+    page = html.unescape(build_report(out))
+    head = "".join(f"<th>{h}</th>" for h in core.SCORE_HEADERS.values())
+    assert head == (
+        "<th>group</th><th>joint values</th><th>radial fit</th><th>MSE-likeness</th><th>mechanism</th>"
+        "<th>weight β</th><th>budget ε_k</th>"
+    )
+    assert head in page and "<th>domain_size</th>" not in page and "<th>attributes</th>" not in page
+    assert "Weight β: the group's weight in the task-loss surrogate" in page
+
+
 def _posterior(eps: float) -> float:
     return 0.5 * math.exp(eps) / (0.5 * math.exp(eps) + 0.5)
 
