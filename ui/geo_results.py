@@ -211,21 +211,21 @@ def show_table(comps: dict[str, GeoComparison], bound: Any | None) -> None:
         st.markdown(said)
     notes = [check_note(comps)]
     notes += [calibration_note(comps[key].mechanisms[key]) for key in cgeo.CALIBRATED_METHODS if key in comps]
+    how = None
     if bound is not None:
         kind = "exact optimum" if bound.exact else "certified lower bound"
-        what = bound.method if bound.method.startswith(kind) else f"{kind}, {bound.method}"
         notes.append(
-            f"Best possible with these outputs ({what}, {bound.seconds:.1f} s): "
+            f"Best possible with these outputs ({kind}, {bound.seconds:.1f} s; how it was computed: the ⓘ): "
             f"{bound.value:.3f} km; no ε-mDP mechanism has a smaller expected travel error."
             + (
                 ""
                 if bound.exact
-                else " A bound is as tight as the time it got allows: on a busy machine its cosets are made "
-                "smaller to fit (the method then says so), and the same time still gives a looser one (both "
-                "are valid); a longer bound tightens it."
+                else " A bound is as tight as the time it got allows: a busy machine gives a looser one in "
+                "the same time (both are valid); a longer bound tightens it."
             )
         )
-    st.caption(" ".join(notes))
+        how = f"How the {kind} was computed: {bound.method}."  # solver words, out of the plain sentence
+    st.caption(" ".join(notes), help=how)
 
 
 def check_note(comps: dict[str, GeoComparison]) -> str:

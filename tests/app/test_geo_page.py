@@ -595,7 +595,7 @@ def test_spanner_lp_on_request_certifies_the_bound(app: AppTest) -> None:
     assert (private["expected travel error (km)"] >= certificate - 1e-12).all()
     gap = row["expected travel error (km)"].item() / certificate - 1.0
     assert row["% above the bound"].item() == pytest.approx(100 * gap, rel=1e-12)
-    assert any("multipliers of the spanner LP" in c.value for c in at.caption)
+    assert any("multipliers of the spanner LP" in c.proto.help for c in at.caption)  # how: in the tooltip
 
 
 def test_the_page_gives_the_spanner_lp_more_time_on_fine_maps() -> None:
@@ -844,7 +844,11 @@ def test_a_longer_bound_runs_in_the_background_and_fills_the_table(app: AppTest)
     # one block (depth 1): the exact optimum, which no longer time can tighten
     assert longer.exact and "exact optimum" in longer.method
     notes = " ".join(c.value for c in at.caption)
-    assert f"Best possible with these outputs ({shown.method}, " in notes and "optimum, exact" not in notes
+    assert "Best possible with these outputs (exact optimum, " in notes and "optimum, exact" not in notes
+    # browser audit: the solver's words ("25 cosets (5 x 5) of 1.03-spanner relaxation ...") sat in the
+    # sentence a decision rests on; they are in its tooltip
+    assert shown.method not in notes
+    assert f"How the exact optimum was computed: {shown.method}." in [c.proto.help for c in at.caption]
     _widget(at, "select_slider", "Time for the bound").set_value(600.0)
     _run(at)
     assert any("more time cannot tighten it" in c.value for c in at.caption)
