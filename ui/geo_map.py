@@ -308,17 +308,19 @@ def deck(
         }
     )
     bar, label, _ = _scale_bar(net)
-    layers.append(
-        {
-            "@@type": "PathLayer",
-            "id": "geo_scale_bar",
-            "data": [{"path": bar}],
-            "getPath": "@@=path",
-            "getColor": [0, 0, 0, 255],
-            "getWidth": 4,
-            "widthUnits": "pixels",
-        }
-    )
+    halo = ("geo_scale_halo", [255, 255, 255, 230], 10)  # under the black bar: readable over roads (audit)
+    for layer_id, colour, width in (halo, ("geo_scale_bar", [0, 0, 0, 255], 4)):
+        layers.append(
+            {
+                "@@type": "PathLayer",
+                "id": layer_id,
+                "data": [{"path": bar}],
+                "getPath": "@@=path",
+                "getColor": colour,
+                "getWidth": width,
+                "widthUnits": "pixels",
+            }
+        )
     layers.append(
         {
             "@@type": "TextLayer",
@@ -330,6 +332,10 @@ def deck(
             "getColor": [0, 0, 0, 255],
             "getTextAnchor": "middle",
             "getAlignmentBaseline": "bottom",
+            "fontFamily": "sans-serif",  # the page's, not deck.gl's monospace default
+            "background": True,
+            "getBackgroundColor": [255, 255, 255, 230],
+            "backgroundPadding": [4, 2],
         }
     )
     spec = {

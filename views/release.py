@@ -40,7 +40,7 @@ tasks = list(core.TASKS)
 if encoded.schema.target is None:
     tasks.remove("prediction")
     st.caption("No target column: pick one in the sidebar for the prediction task.")
-c1, c2, c3 = st.columns(3)
+c1, c2, c3 = st.columns([2, 1, 1])  # the task's names are long (a third of the width cut them off)
 task = c1.selectbox("Task", tasks, format_func=core.TASKS.get, key="rel_task")
 with c2:
     eps = eps_slider("Global privacy budget ε", key="rel_eps", default=1.0, lo=0.1, hi=20.0)

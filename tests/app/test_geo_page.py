@@ -150,6 +150,11 @@ def test_geo_page_default_city(app: AppTest) -> None:
     assert {"geo_heat", "geo_roads", "geo_targets", "geo_reports", "geo_true", "geo_scale_bar"} <= ids
     assert deck["mapStyle"] == geo_map.NO_BASE_MAP  # Streamlit would fill null with a CARTO tile style
     assert len(_layer(at, "geo_roads")["data"]) > 1000  # the Helsinki road polylines
+    # browser audit: the scale bar's label was in deck.gl's monospace over roads; a haloed bar under it
+    order = [layer["id"] for layer in deck["layers"]]
+    assert order.index("geo_scale_halo") < order.index("geo_scale_bar") < order.index("geo_scale_label")
+    label = _layer(at, "geo_scale_label")
+    assert label["fontFamily"] == "sans-serif" and label["background"] is True
     # candidates and reports were both blue dots (UX audit): the caption names each by its colour
     assert _layer(at, "geo_targets")["getFillColor"][:3] == [255, 255, 255]
     assert _layer(at, "geo_reports")["getFillColor"][:3] == [0, 90, 255]
