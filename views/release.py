@@ -138,7 +138,7 @@ else:
     c = answer.choice
     # a target the majority label meets too is no answer: a warning that leads with that, never green
     (st.success if c.met and not answer.uninformative else st.warning)(answer.sentence)
-    if include_target:  # the answer's ε is the features'; the target's own channel adds to a record's
+    if include_target and c.met and not answer.uninformative:  # the answer's ε is the features' alone
         st.caption(view.means_text(c.eps, view.record_eps(c.eps, p, include_target)))
     for column, (label, shown, why) in zip(st.columns(3), view.decision_metrics(answer), strict=True):
         column.metric(label, shown, help=why or None)
