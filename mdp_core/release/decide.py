@@ -166,8 +166,12 @@ class Decision:
         return (
             f"The smallest budget that keeps {what} on {self.dataset} is ε = {c.eps:.3g} "
             f"({c.settings.get('method', 'DepHDP')}): {metric} {c.estimate:.3f}, 95 % CI "
-            f"{c.ci[0]:.3f}–{c.ci[1]:.3f}. {budget_sentence(c.eps)} A 50 % guess becomes at most "
-            f"{share(p50)}."
+            f"{c.ci[0]:.3f}–{c.ci[1]:.3f}. {budget_sentence(c.eps)} "
+            + (  # never "at most > 99.9 %"
+                "A 50 % guess can become near certainty (above 99.9 %)."
+                if p50 > 0.999
+                else f"A 50 % guess becomes at most {share(p50)}."
+            )
         )
 
 

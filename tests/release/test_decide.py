@@ -15,6 +15,7 @@ from release_cases import FAST, Case
 import mdp_core as core
 from mdp_core.release import Decision, UtilityTarget, posterior_bound, which_eps
 from mdp_core.release import report as rel_report
+from mdp_core.sweep import EpsChoice
 
 GRID = (0.5, 2.0, 20.0)
 
@@ -41,10 +42,25 @@ def test_answer_is_the_smallest_budget_meeting_the_target(case: Case, method: st
         assert f"met at ε = {meets[0]:.3g} (accuracy {d.choice.estimate:.3f}, 95 % CI" in d.sentence
         answered = replace(d, majority=None).sentence  # the same answer on a task without a majority label
         assert f"ε = {meets[0]:.3g} ({method})" in answered and "95 % CI" in answered
-        assert f"{100 * posterior_bound(0.5, meets[0]):.1f} %" in answered
+        p50 = posterior_bound(0.5, meets[0])
+        near = "can become near certainty (above 99.9 %)."
+        said = f"becomes at most {100 * p50:.1f} %." if p50 <= 0.999 else near
+        assert f"A 50 % guess {said}" in answered and "at most > 99.9" not in answered
     else:
         assert not d.choice.met and "not reachable below ε = 20" in d.sentence
     assert d.metric == "accuracy" and 0 < d.reference <= 1 and d.seconds > 0
+
+
+def test_a_guess_made_near_certain_is_said_so() -> None:
+    """Browser audit: at eps 20 the answer said "A 50 % guess becomes at most 100.0%" (then "at most >
+    99.9 %"); 1 - 2e-9 is near certainty, said so."""
+    band = {"utility_mean": 0.9, "utility_ci_lo": 0.89, "utility_ci_hi": 0.91}
+    rows = [{"method": "DepHDP", "eps": e, "n": 5, **band} for e in (10.0, 20.0)]
+    choice = EpsChoice(
+        20.0, 0.9, (0.89, 0.91), True, "eps = 20 is the smallest", settings={"method": "DepHDP"}
+    )
+    d = Decision(choice, pd.DataFrame(rows), UtilityTarget("absolute", 0.85), "accuracy", 0.95, 1.0, "t")
+    assert d.sentence.endswith("A 50 % guess can become near certainty (above 99.9 %).")
 
 
 def test_unreachable_target_is_said_plainly(case: Case) -> None:
