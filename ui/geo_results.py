@@ -215,8 +215,8 @@ def show_table(comps: dict[str, GeoComparison], bound: Any | None) -> None:
     if bound is not None:
         kind = "exact optimum" if bound.exact else "certified lower bound"
         notes.append(
-            f"Best possible with these outputs ({kind}, {bound.seconds:.1f} s; how it was computed: the ⓘ): "
-            f"{bound.value:.3f} km; no ε-mDP mechanism has a smaller expected travel error."
+            f"Best possible with these outputs ({kind}, {bound.seconds:.1f} s; the ⓘ says how it was "
+            f"computed): {bound.value:.3f} km; no ε-mDP mechanism has a smaller expected travel error."
             + (
                 ""
                 if bound.exact

@@ -93,7 +93,7 @@ def budget_sentence(eps: float, distance: float = 1.0, *, unit: str = "") -> str
 def _factor_text(factor: float) -> str:
     """A factor in words a reader takes in at once: 2.72, about 163,000, about 2.4 × 10^12 (audit: the
     plain-words answer said "a factor 1.63e+05")."""
-    if factor < 1e3:
+    if factor < 999.5:  # (999.6 to 3 figures is 1e+03)
         return f"{factor:.3g}"
     digits = math.floor(math.log10(factor))
     if digits < 9:
