@@ -305,7 +305,7 @@ def _fit_logistic(
 ) -> tuple[list[np.ndarray], float]:
     target = encoded.schema.target
     if target is None:
-        raise DataError("the prediction task needs a target column: choose one on the data page")
+        raise DataError("the prediction task needs a target column: choose the column it should predict")
     t = encoded.codes[target].to_numpy()
     y = (t > np.median(t)) if np.unique(t).size > 2 else (t == t.max())
     y = y.astype(float)

@@ -28,13 +28,22 @@ from mdp_core.geo.compare import COSET_CHOICES, COSET_CHOICES_TEXT, METHODS
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mdp_core.geo", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    bench = sub.add_parser("bench", help="build and compare the geo mechanisms on one city")
+    bench = sub.add_parser(  # every option's default in its help
+        "bench",
+        help="build and compare the geo mechanisms on one city",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     bench.add_argument("--city", default="default", help="'default' (embedded Helsinki) or a map file")
-    bench.add_argument("--depth", type=int, default=2, help="refinement levels 0..5 (default 2)")
-    bench.add_argument("--eps", type=float, default=0.5, help="privacy budget in 1/km (default 0.5)")
+    bench.add_argument("--depth", type=int, default=2, help="refinement levels 0..5")
+    bench.add_argument("--eps", type=float, default=0.5, help="privacy budget in 1/km")
     bench.add_argument("--seed-n", type=int, default=12, help="seed cells along the longer side")
     bench.add_argument("--tasks", type=int, default=60, help="task points of the travel loss")
-    bench.add_argument("--prior", default="uniform", choices=["uniform", "roads"])
+    bench.add_argument(
+        "--prior",
+        default="uniform",
+        choices=["uniform", "roads"],
+        help="where the true locations are: every target alike, or in proportion to its nearest road nodes",
+    )
     bench.add_argument(
         "--samples",
         type=int,
@@ -48,14 +57,18 @@ def main(argv: list[str] | None = None) -> int:
         default=60.0,
         help="time for the lower bound (s; more time takes larger cosets, a tighter bound)",
     )
-    bench.add_argument("--no-bound", action="store_true", help="skip the certified lower bound")
+    bench.add_argument(
+        "--no-bound",
+        action="store_true",
+        help="skip the timed lower bound (--reference and --optimal still certify one of their own)",
+    )
     bench.add_argument(
         "--bound-cosets",
         type=_cosets,
         default=0,
         help="bound from the K x K cosets of the grid, 'auto' (cosets of <= 250 targets) or 'coarser' "
         "(those of the grid one level coarser, targets aggregated onto it); "
-        "default 0: cosets where each gets the time it needs, else geo_lower_bound",
+        "0: cosets where each gets the time it needs, else geo_lower_bound",
     )
     bench.add_argument(
         "--methods",
@@ -70,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also the exact optimum (up to 600 targets, 2,000 from depth 2 on: minutes)",
     )
-    bench.add_argument("--out", help="write the tree-extension mechanism to this .npz")
+    bench.add_argument(
+        "--out", help="write the tree-extension mechanism (else the first method built) to this .npz file"
+    )
     bench.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = parser.parse_args(argv)
 

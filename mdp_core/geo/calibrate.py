@@ -34,7 +34,7 @@ from mdp_core.geo.extension import GeoMechanism, tree_extension
 from mdp_core.geo.seed_lp import SeedLPResult
 from mdp_core.geo.utility import GeoProblem
 from mdp_core.geo.verify import log_columns, pair_spreads, verify_geo
-from mdp_core.mechanisms.verify import mdp_violation
+from mdp_core.mechanisms.verify import VIOLATION_TOL, mdp_violation
 
 __all__ = [
     "CALIBRATED_METHODS",
@@ -54,8 +54,6 @@ CALIBRATE_MAX_TARGETS = 25_000
 #: Up to this many targets the final check is :func:`~mdp_core.mechanisms.verify.mdp_violation` on the n x n
 #: distances (288 MB at 6,000), independent of the search's scan; above, :func:`verify_geo` on every pair.
 _MDP_VIOLATION_TARGETS = 6_000
-#: Largest excess the final all-pairs check accepts (the project's verification tolerance).
-_VIOLATION_TOL = 1e-9
 
 
 def actual_eps(matrix: np.ndarray, targets_km: np.ndarray) -> float:
@@ -159,7 +157,7 @@ def calibrated_mechanism(
         ratio = actual_eps(matrix, problem.targets_km) / eps
     report(progress, max_builds / (max_builds + 1), "calibrating: checking every pair")
     excess = _all_pairs_excess(replace(mech, matrix=matrix, eps=eps))
-    if excess > _VIOLATION_TOL:  # rounding beyond the check's tolerance: never return it unproven
+    if excess > VIOLATION_TOL:  # rounding beyond the check's tolerance: never return it unproven
         raise DataError(f"{method}: the calibrated mechanism fails the all-pairs check (excess {excess:.3g})")
     report(progress, 1.0, "calibrating: done")
     return replace(

@@ -283,13 +283,14 @@ def compare_methods(
             timed = None
         if timed is not None:
             seconds["bound"] = timed.seconds
-        lower = tighter_bound(timed, mechs.get("spanner"), mechs.get("optimal"))
-        if lower is not None:  # of the private methods only: the bound holds for eps-mDP mechanisms
-            gap = {
-                k: (u / lower.value - 1.0 if lower.value > 0 else float("inf"))
-                for k, u in utility.items()
-                if checks[k].max_excess <= VIOLATION_TOL
-            }
+    # the spanner LP's and the optimum's certificates come free with them, a bound asked for or not
+    lower = tighter_bound(timed, mechs.get("spanner"), mechs.get("optimal"))
+    if lower is not None:  # of the private methods only: the bound holds for eps-mDP mechanisms
+        gap = {
+            k: (u / lower.value - 1.0 if lower.value > 0 else float("inf"))
+            for k, u in utility.items()
+            if checks[k].max_excess <= VIOLATION_TOL
+        }
     worse = tuple(
         k for k, r in EM_REMAP_RIVAL.items() if k in utility and r in utility and utility[k] > utility[r]
     )

@@ -43,7 +43,11 @@ def _parser() -> argparse.ArgumentParser:
     src.add_argument("--data", type=Path, help="a CSV/TSV file (optionally gzipped)")
     rep.add_argument("--out", type=Path, required=True, help="the HTML file to write")
     rep.add_argument("--scenario", help="name of the scenario to use (default: the first in the file)")
-    rep.add_argument("--target", help="target column (default: the sample's documented target)")
+    rep.add_argument(
+        "--target",
+        help="target column (default: an embedded sample's documented target; a --data file has none, so the "
+        "prediction task, the default, needs it)",
+    )
     rep.add_argument(
         "--which-eps",
         type=float,
@@ -97,12 +101,17 @@ def main(argv: list[str] | None = None) -> int:
     from mdp_core.release import UtilityTarget, build_report, sweep_options, tuning_table, which_eps
 
     t0 = time.perf_counter()
+    if not args.out.parent.is_dir():  # before the work, not after it (a traceback then lost it)
+        print(f"error: the folder of --out does not exist: {args.out.parent}", file=sys.stderr)
+        return 2
     try:
         source = args.dataset if args.dataset is not None else str(args.data)
         df, load = load_dataset_report(source)
         name = args.dataset if args.dataset is not None else args.data.name
         target = args.target or load.target
         scenario = _scenario(args, df, name, target)
+        if scenario.config.task == "prediction" and scenario.target is None:
+            raise DataError("the prediction task needs a target column: pass --target COLUMN")
         if args.method is not None:
             scenario = replace(scenario, method=args.method)
         if args.rows is not None:
@@ -133,7 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     except (DataError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    args.out.write_text(page, encoding="utf-8")
+    try:
+        args.out.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     summary = {
         "out": str(args.out),
         "bytes": len(page.encode()),

@@ -567,6 +567,12 @@ def test_bench_record_carries_the_optimum_and_refuses_large_grids(monkeypatch: p
     assert record["lower_bound"] == pytest.approx(certificate, abs=1e-6)
     assert record["bound_exact"] is True and record["best_private"] == "optimal"
     assert record["timed_lower_bound"] is None  # with the exact optimum no other bound is computed
+    # docs audit: with --no-bound the optimum's own certificate was dropped (lower_bound null, gap {})
+    unbounded, _ = run_bench(
+        net, depth=1, eps=1.0, seed_n=3, n_tasks=6, verify_samples=2_000, optimal=True, bound=False
+    )
+    assert unbounded["lower_bound"] == pytest.approx(certificate, abs=1e-6) and unbounded["bound_exact"]
+    assert unbounded["gap"]["optimal"] == pytest.approx(record["gap"]["optimal"], abs=1e-9)
     monkeypatch.setattr(compare, "OPTIMAL_MAX_TARGETS", 3)
     with pytest.raises(DataError, match="at most 3 targets"):
         run_bench(net, depth=1, eps=1.0, seed_n=3, n_tasks=6, optimal=True)

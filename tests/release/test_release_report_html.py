@@ -166,7 +166,9 @@ def test_cli_which_eps_sweeps_the_scenarios_own_settings(
     data = tmp_path / "constructed.csv"
     df.to_csv(data, index=False)
     config = core.DepHDPConfig(eps=2.0, min_group_eps=0.1, **FAST)
-    scen = Scenario("floored", "constructed.csv", config, dataset_fingerprint(core.load_dataset(data)))
+    scen = Scenario(
+        "floored", "constructed.csv", config, dataset_fingerprint(core.load_dataset(data)), target="target"
+    )
     spec = tmp_path / "s.json"
     save_scenarios([scen], spec)
     seen: dict[str, object] = {}
@@ -185,6 +187,23 @@ def test_cli_which_eps_sweeps_the_scenarios_own_settings(
     args = ["report", str(spec), "--data", str(data), "--out", str(out), "--which-eps", "0.5"]
     assert main([*args, "--rows", "held-out"]) == 2
     assert len(seen["encoded"].codes) == 75  # type: ignore[attr-defined]  # the tuning records alone
+
+
+def test_the_cli_refuses_a_missing_folder_and_a_file_without_target_before_the_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Docs audit: a missing --out folder ended the whole run in a FileNotFoundError traceback (exit 1);
+    a --data file without --target said "choose one on the data page" to a command-line user."""
+    data = tmp_path / "t.csv"
+    make_table().to_csv(data, index=False)
+    built: list[object] = []
+    monkeypatch.setattr("mdp_core.release.build_report", lambda *a, **k: built.append(a) or "")
+    missing = tmp_path / "no_such_folder" / "r.html"
+    assert main(["report", "--dataset", "heart", "--out", str(missing)]) == 2
+    assert f"the folder of --out does not exist: {missing.parent}" in capsys.readouterr().err
+    assert main(["report", "--data", str(data), "--out", str(tmp_path / "r.html")]) == 2
+    assert "the prediction task needs a target column: pass --target COLUMN" in capsys.readouterr().err
+    assert not built  # both refused before any work
 
 
 def test_the_report_states_the_budget_floor_and_what_which_eps_left_out() -> None:
