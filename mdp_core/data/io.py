@@ -35,6 +35,7 @@ from ._parse import (
     short_header,
     sniff_separator,
     strip_unit,
+    text_lines,
     unquote_values,
     zero_padded_codes,
 )
@@ -158,7 +159,7 @@ def load_dataset_report(
         notes.append(f"{name} is UTF-8 except for {broken:,} invalid byte(s), shown as \ufffd.")
     elif encoding not in ("utf-8", "utf-8-sig"):
         notes.append(f"{name} is not UTF-8; read it as {_ENCODING_NAMES.get(encoding, encoding)}.")
-    lines = text.splitlines()
+    lines = text_lines(text)
     hint = lines[0].strip().strip('"') if lines else ""
     skip = 0
     if len(hint) == 5 and hint.lower().startswith("sep="):  # Excel's "sep=;" line

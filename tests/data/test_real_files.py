@@ -303,6 +303,20 @@ def test_utf16_and_windows_1252() -> None:
     assert df["Preis"].tolist() == [3.5, 4.2]
 
 
+@pytest.mark.parametrize("breaker", ["\x0b", "\u2028", "\x85", "\x1e"])
+def test_in_cell_line_breaks_do_not_split_a_sampled_tables_rows(breaker: str) -> None:
+    """Audit: a 100,000-row FileMaker export (\\x0b line breaks inside cells) came back as 100,100 rows,
+    56 of them shifted one column left, and its note column read as numbers: str.splitlines split the
+    sampled rows at characters that do not end a CSV row."""
+    n = 100_000
+    notes = [f"line one{breaker}line two" if i % 1000 == 0 else "plain" for i in range(n)]
+    raw = "id,score,note\n" + "".join(f"{i},{i % 7},{notes[i]}\n" for i in range(n))
+    df, report = _load(raw.encode())
+    assert report.sampled and report.original_rows == n and len(df) == core.INTERACTIVE_ROW_LIMIT
+    assert set(df["note"]) == {"plain", f"line one{breaker}line two"}  # text, every value intact
+    assert (df["score"] == df["id"] % 7).all()  # no value moved to another column
+
+
 def test_a_million_rows_are_sampled_fast() -> None:
     n = 1_000_000
     rng = np.random.default_rng(0)
