@@ -112,8 +112,10 @@ def fit_surrogate(
     *,
     pairs: int,
     rng: np.random.Generator,
+    progress: Progress = None,
 ) -> Surrogate:
-    """Calibrate the linear surrogate on ``pairs`` (x, y) pairs (000 Eq. 18-20).
+    """Calibrate the linear surrogate on ``pairs`` (x, y) pairs (000 Eq. 18-20); ``progress`` hears of
+    every group's plug-in losses (a caller stops the fit from it: 300 groups took 45 s, audit).
 
     x is a fitting record; y perturbs every group with the exponential mechanism at a budget drawn
     uniformly from the grid (a mix of perturbation magnitudes, before any mechanism is chosen). The
@@ -142,7 +144,8 @@ def fit_surrogate(
     ux = task.utility(X)
     c = task.gamma(ux, task.utility(Y))
     feats = [np.ones(pairs)]
-    for cols in group_cols:
+    for k, cols in enumerate(group_cols):
+        report(progress, k / len(group_cols), f"task surrogate: group {k + 1} of {len(group_cols)}")
         plug = X.copy()
         plug[:, cols] = Y[:, cols]
         feats.append(task.gamma(ux, task.utility(plug)))

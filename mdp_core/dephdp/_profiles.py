@@ -321,10 +321,11 @@ def surrogate_for(
     config: DepHDPConfig,
     fingerprint: str,
     cache: Cache | None,
+    progress: Progress = None,
 ) -> Surrogate:
-    """The NNLS surrogate of Eq. 20, cached by its inputs. The entropy task's is not fitted: every β_k = 1,
-    the sum of the groups' marginal-entropy changes (its task loss also counts the joint entropy and the
-    total correlation, which the surrogate does not model)."""
+    """The NNLS surrogate of Eq. 20, cached by its inputs (``progress``: :func:`fit_surrogate`'s). The
+    entropy task's is not fitted: every β_k = 1, the sum of the groups' marginal-entropy changes (its task
+    loss also counts the joint entropy and the total correlation, which the surrogate does not model)."""
     groups = tuple(pr.attributes for pr in profiles)
     if task.population == "entropy":  # marginal-entropy changes of disjoint groups add up: no fit needed
         return Surrogate(0.0, (1.0,) * len(groups), float("nan"), float("nan"), 0)
@@ -349,6 +350,7 @@ def surrogate_for(
             calibration_grid(config.eps_grid),
             pairs=config.calibration_pairs,
             rng=np.random.default_rng(config.seed + 1),
+            progress=progress,
         ),
     )
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from mdp_core._validation import Progress, report
+from mdp_core._validation import Progress, part, report
 from mdp_core.data import Encoded
 from mdp_core.dephdp._allocate import (
     BaselineResult,
@@ -272,12 +272,14 @@ def dephdp_profiles(
     codes = encoded.codes[list(attrs)].to_numpy().astype(np.int64)
     groups, components = groups_for(encoded, attrs, config, cache)
     profiles: list[GroupProfile] = []
+    bar = part(progress, 0.0, 0.9)  # the groups' profiles; the task surrogate fills the last tenth
     for k, g in enumerate(groups):
-        report(progress, k / len(groups), f"group {k + 1}/{len(groups)}: {', '.join(g)}")
-        sub = None if progress is None else (lambda f, m, k=k: report(progress, (k + f) / len(groups), m))
+        report(bar, k / len(groups), f"group {k + 1}/{len(groups)}: {', '.join(g)}")
+        sub = part(bar, k / len(groups), (k + 1) / len(groups))
         profiles.append(group_profile(encoded, task, codes, g, config, cache, sub))
     t1 = time.perf_counter()
-    sur = surrogate_for(task, codes, tuple(profiles), config, encoded.fingerprint, cache)
+    fit = part(progress, 0.9, 1.0)
+    sur = surrogate_for(task, codes, tuple(profiles), config, encoded.fingerprint, cache, fit)
     report(progress, 1.0, "profiles ready")
     return DepHDPProfiles(
         fingerprint=encoded.fingerprint,

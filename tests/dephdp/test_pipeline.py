@@ -91,6 +91,27 @@ def test_no_cache_means_no_shared_state(fit: core.Encoded) -> None:
     assert a.value == b.value
 
 
+def test_the_task_surrogate_reports_every_group_and_can_be_stopped(fit: core.Encoded) -> None:
+    """Audit: on 300 columns the surrogate's fit took 45 s after the profiles' last report, so the page's
+    bar stood still and its stop button did nothing for a minute."""
+    cfg = DepHDPConfig(eps=2.0, **FAST)
+    heard: list[tuple[float, str]] = []
+    stage = core.dephdp.dephdp_profiles(fit, cfg, progress=lambda f, m: heard.append((f, m)))
+    fractions = [f for f, _ in heard]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0  # the bar never goes back
+    fitting = [(f, m) for f, m in heard if m.startswith("task surrogate")]
+    k = len(stage.groups)
+    assert [m for _, m in fitting] == [f"task surrogate: group {i} of {k}" for i in range(1, k + 1)]
+    assert all(0.9 <= f < 1.0 for f, _ in fitting)
+
+    def stop(fraction: float, message: str) -> None:
+        if message.startswith("task surrogate: group 2"):
+            raise KeyboardInterrupt("stopped")
+
+    with pytest.raises(KeyboardInterrupt, match="stopped"):
+        core.dephdp.dephdp_profiles(fit, cfg, progress=stop)
+
+
 def test_stage_one_object_is_reused_and_checked(fit: core.Encoded) -> None:
     cfg = DepHDPConfig(eps=2.0, **FAST)
     stage = core.dephdp.dephdp_profiles(fit, cfg)
