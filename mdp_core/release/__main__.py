@@ -152,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
         "bytes": len(page.encode()),
         "scenario": scenario.name,
         "release_rows": scenario.release_rows,
+        # a file over the interactive row limit is a uniform sample (the report says so; audit: not this)
+        "rows_read": len(df),
+        "rows_in_source": load.original_rows if load.sampled else len(df),
         "seconds": round(time.perf_counter() - t0, 2),
     }
     if decision is not None:

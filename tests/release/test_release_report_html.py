@@ -137,6 +137,7 @@ def test_cli_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["report", str(spec), "--data", str(data), "--out", str(out), "--repetitions", "2"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["scenario"] == "from-file" and summary["bytes"] == len(out.read_bytes())
+    assert summary["rows_read"] == summary["rows_in_source"] == len(loaded)  # not sampled: every row
     assert "<h2>Audit record</h2>" in out.read_text()
     assert main(["report", str(spec), "--data", str(data), "--out", str(out), "--scenario", "nope"]) == 2
     assert "no scenario named 'nope'" in capsys.readouterr().err
@@ -187,6 +188,22 @@ def test_cli_which_eps_sweeps_the_scenarios_own_settings(
     args = ["report", str(spec), "--data", str(data), "--out", str(out), "--which-eps", "0.5"]
     assert main([*args, "--rows", "held-out"]) == 2
     assert len(seen["encoded"].codes) == 75  # type: ignore[attr-defined]  # the tuning records alone
+
+
+def test_the_cli_summary_says_when_the_file_was_sampled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Perf audit: the summary line of a file over the interactive row limit did not say that only a
+    sample of its rows was released (the report did)."""
+    df = make_table()
+    data = tmp_path / "t.csv"
+    df.to_csv(data, index=False)
+    monkeypatch.setattr("mdp_core.data.io.INTERACTIVE_ROW_LIMIT", 80)
+    monkeypatch.setattr("mdp_core.release.build_report", lambda *a, **k: "<html></html>")
+    out = tmp_path / "r.html"
+    assert main(["report", "--data", str(data), "--target", "target", "--out", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert len(df) > 80 and summary["rows_read"] == 80 and summary["rows_in_source"] == len(df)
 
 
 def test_the_cli_refuses_a_missing_folder_and_a_file_without_target_before_the_work(
