@@ -90,8 +90,28 @@ def _to_datetime(values: pd.Series, fmt: str) -> pd.Series:
         return pd.to_datetime(values, format=fmt, errors="coerce")
 
 
+#: The "format" of a column whose dates are written in several of the formats with a full year.
+MIXED = "mixed"
+#: The formats a mixed column may combine: a full year or a month's name (no two-digit years, no times of
+#: day alone, which versions like 1.2.3 or times like 12:30 would meet).
+_MIXED_FORMATS = tuple(f for f, what in _DATE_FORMATS if what != "time of day" and "%y" not in f)
+
+
+def _to_datetime_mixed(values: pd.Series) -> pd.Series:
+    """Each value parsed by the first of :data:`_MIXED_FORMATS` that reads it (missing where none does)."""
+    stamps = pd.Series(pd.NaT, index=values.index, dtype="datetime64[ns]")
+    for fmt in _MIXED_FORMATS:
+        todo = stamps.isna()
+        if not todo.any():
+            break
+        stamps[todo] = _to_datetime(values[todo], fmt).astype("datetime64[ns]")
+    return stamps
+
+
 def detect_date(col: pd.Series) -> DateFormat | None:
-    """The date/time format of a text column when at least 95 % of its distinct values parse, else None."""
+    """The date/time format of a text column when at least 95 % of its distinct values parse, else None;
+    :data:`MIXED` when no one format reads that many but the full-year formats together do (audit: a column
+    of dates written three ways was released as categories)."""
     if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
         return None
     values = pd.Series(pd.unique(col.dropna()))
@@ -111,6 +131,8 @@ def detect_date(col: pd.Series) -> DateFormat | None:
             best = DateFormat(fmt, what, share)
             if share == 1.0:
                 break
+    if best is None and (share := float(_to_datetime_mixed(values).notna().mean())) >= _DATE_SHARE:
+        best = DateFormat(MIXED, "date", share)
     return best
 
 
@@ -123,7 +145,8 @@ def date_labels(col: pd.Series, fmt: DateFormat, granularity: str) -> pd.Series:
         raise DataError(
             f"a {fmt.what} column can be included by {' or '.join(fmt.granularities)}, not {granularity!r}"
         )
-    stamps = _to_datetime(col.astype("str").where(col.notna()), fmt.format)
+    text = col.astype("str").where(col.notna())
+    stamps = _to_datetime_mixed(text) if fmt.format == MIXED else _to_datetime(text, fmt.format)
     pattern = {"year": "%Y", "month": "%Y-%m", "hour": "%H:00"}[granularity]
     labels = stamps.dt.strftime(pattern)
     return labels.where(stamps.notna())
@@ -194,6 +217,8 @@ def exclusion_reason(col: pd.Series, name: str) -> str | None:
 def _describe_format(fmt: DateFormat) -> str:
     if fmt.format == "ISO8601":
         return "ISO 8601"
+    if fmt.format == MIXED:
+        return "written in several formats"
     return (
         fmt.format.replace("%Y", "yyyy")
         .replace("%y", "yy")

@@ -21,6 +21,7 @@ from messy_files import european, penguins_like
 
 import mdp_core as core
 from mdp_core import DataError
+from mdp_core.data.guards import detect_date
 
 
 def _file(raw: bytes, name: str = "upload.csv") -> io.BytesIO:
@@ -81,6 +82,24 @@ def test_excluding_a_sparse_numeric_column_keeps_its_rows() -> None:
     assert enc.dropped_rows == 2  # rows 3 and 271 miss every measurement
     schema = core.infer_schema(df, exclude=["Delta 15 N (o/oo)"])
     assert schema.excluded_reasons["Delta 15 N (o/oo)"] == "excluded by you"
+
+
+def test_dates_written_in_several_formats_are_excluded_and_can_come_back_by_month() -> None:
+    """Perf audit: dates written three ways (2019-01-01, 02.01.2019, January 03, 2019) parsed by no single
+    format, so the guard rails let 112 exact dates out as a nominal column."""
+    days = pd.date_range("2019-01-01", periods=120, freq="D")
+    ways = ["%Y-%m-%d", "%d.%m.%Y", "%B %d, %Y"]
+    written = [d.strftime(ways[i % 3]) for i, d in enumerate(days)]
+    raw = "visit,score\n" + "".join(f'"{w}",{i % 5}\n' for i, w in enumerate(written))
+    df, _ = _load(raw.encode())
+    schema = core.infer_schema(df)
+    assert schema.excluded_reasons["visit"].startswith("date (written in several formats): exact dates")
+    by_month = core.discretize(df, core.infer_schema(df, include={"visit": "month"}))
+    expected = [d.strftime("%Y-%m") for d in days]  # each value read in its own format
+    assert list(by_month.decode(by_month.codes)["visit"]) == expected
+    # versions, times of day and codes stay what they are
+    for values in (["1.2.3", "1.2.4", "2.0.1"], ["12:30", "13:45", "2020-01-01"], ["A1", "B2", "C3"]):
+        assert detect_date(pd.Series(values * 10)) is None
 
 
 def test_dates_can_be_reincluded_as_ordinal_month_or_year() -> None:
