@@ -124,7 +124,8 @@ RELEASE_CHOICE_HELP = (
     "the same groups and budget allocation, the exponential mechanism without remapping) releases a noisy "
     "copy of every value instead, at a higher task loss: compare the utility of both below. A noisy copy "
     "says something about the true value only where its group's budget allows: a group at the grid's "
-    "smallest budget releases values close to random (the release check names such groups). With many "
+    "smallest budget releases values that say almost nothing (nearly random, or one value where the "
+    "channel remaps; the release check names such groups). With many "
     "columns and a small ε, most columns keep almost nothing with either choice: after a release, the "
     "information chart shows how much each column keeps (under 1 % counts as nothing), and a larger ε, or "
     "fewer columns, is what helps."
@@ -132,7 +133,7 @@ RELEASE_CHOICE_HELP = (
 #: The budget floor's help on the page.
 FLOOR_HELP = (
     "Every group of columns gets at least this budget (the first point of the ε grid at or above it), so "
-    "none is left at the grid's smallest budget, where values come out close to random; DepHDP splits the "
+    "none is left at the grid's smallest budget, where values say almost nothing; DepHDP splits the "
     "rest as before. It does not make a column informative by itself: on heart at ε = 4 a floor of 0.5 "
     "left DepHDP's median column at under 1 % of its information (the chart after a release shows each "
     "column). The composition rule caps it: K groups at the floor need ‖(floor, …, floor)‖_q ≤ ε, so a "
