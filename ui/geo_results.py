@@ -311,6 +311,10 @@ TABLE_COLUMNS = {
 }
 
 
+#: The comparison table's last columns: how the privacy check and the construction went.
+_CHECK_DETAILS = ("violation ratio", "construction (s)")
+
+
 def comparison_table(comps: dict[str, GeoComparison], bound: Any | None = None) -> pd.DataFrame:
     """One row per method: travel error, vs EM, the bound's headroom and gap, privacy check, seconds.
 
@@ -354,10 +358,6 @@ def comparison_table(comps: dict[str, GeoComparison], bound: Any | None = None) 
     # (a wide table cut "private (checked)" off its right edge: audit)
     first = [c for c in table.columns if c not in ("note", *_CHECK_DETAILS)]
     return table[first + [c for c in ("note", *_CHECK_DETAILS) if c in table.columns]]
-
-
-#: The comparison table's last columns: how the privacy check and the construction went.
-_CHECK_DETAILS = ("violation ratio", "construction (s)")
 
 
 def verdict(comps: dict[str, GeoComparison], bound: Any | None) -> str:

@@ -37,6 +37,7 @@ from mdp_core._cores import over_blocks
 from mdp_core._validation import Progress, report
 from mdp_core.errors import DataError
 from mdp_core.geo.extension import GeoMechanism
+from mdp_core.mechanisms.verify import VIOLATION_TOL
 
 __all__ = ["EXHAUSTIVE_WORK", "GeoVerification", "log_columns", "pair_spreads", "pair_work", "verify_geo"]
 
@@ -63,8 +64,8 @@ class GeoVerification:
 
     @property
     def holds(self) -> bool:
-        """True when no checked triple exceeds the bound by more than 1e-9."""
-        return self.max_excess <= 1e-9
+        """True when no checked triple exceeds the bound by more than VIOLATION_TOL (1e-9)."""
+        return self.max_excess <= VIOLATION_TOL
 
 
 def verify_geo(
