@@ -22,6 +22,7 @@ import mdp_core as core
 from mdp_core import release as rel
 from mdp_core._text import listed, share
 from mdp_core._validation import part
+from mdp_core.release.posterior import whole_record_note
 from ui.data import encoding_choices
 from ui.dephdp import FLOOR_LABELS, FLOOR_OPTIONS, floor_value, largest_floor
 from ui.jobs import builder
@@ -565,21 +566,16 @@ def record_eps(eps: float, p: float, include_target: bool) -> float:
 
 
 def means_text(eps: float, record: float) -> str:
-    """The odds sentence for a record's whole budget ``record`` (the features' ``eps`` when equal)."""
-    sentence = rel.budget_sentence(record)
-    if record <= eps * (1 + 1e-12):
-        return sentence
-    return (
-        f"With the target column released too (its own channel at ε = {eps:g}), a record's whole budget is "
-        f"at most {record:.3g}. {sentence} For the feature columns alone: ε = {eps:g}."
-    )
+    """The odds sentence for a record's whole budget ``record`` (at most: the features' budgets compose
+    below ``eps``), after what raises it above ``eps`` (the report's words)."""
+    return whole_record_note(eps, record, at_most=True) + rel.budget_sentence(record)
 
 
 def record_budget_text(eps: float, p: float) -> str:
     """What releasing the target costs: its own channel at ``eps`` composes with the groups' budgets
     (``||eps_k||_q`` with q the l_p metric's conjugate), so a record's budget can exceed the slider's."""
     q = core.dual_exponent(p)
-    total = core.budget_norm([eps, eps], q)
+    total = record_eps(eps, p, True)
     if total <= eps * (1 + 1e-12):  # l_1 records: budgets compose by their maximum
         return (
             f"The target column gets its own channel at ε = {eps:g}; under the ℓ_1 record metric budgets "

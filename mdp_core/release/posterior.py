@@ -17,7 +17,7 @@ import math
 from mdp_core._validation import check_eps
 from mdp_core.errors import DataError
 
-__all__ = ["budget_sentence", "odds_factor", "posterior_bound", "posterior_table"]
+__all__ = ["budget_sentence", "odds_factor", "posterior_bound", "posterior_table", "whole_record_note"]
 
 #: Priors of the plain-words table on every page (1 %, 10 %, 50 %).
 PRIORS: tuple[float, ...] = (0.01, 0.10, 0.50)
@@ -87,6 +87,19 @@ def budget_sentence(eps: float, distance: float = 1.0, *, unit: str = "") -> str
     return (
         f"Two records {d:g}{unit} apart: whatever is released, an attacker's odds between them move by at "
         f"most a factor of {_factor_text(odds_factor(e, d))} (e^(ε·d) = e^({e:.4g} × {d:.4g}))."
+    )
+
+
+def whole_record_note(features: float, record: float, *, at_most: bool = False) -> str:
+    """What precedes the budget sentence of a release whose target column has its own channel: the record's
+    whole budget ``record`` (``at_most``: an upper bound) above the features' ``features`` ("" when equal);
+    the page and the report say it alike."""
+    if record <= features * (1 + 1e-12):
+        return ""
+    bound = "at most " if at_most else ""
+    return (
+        f"With the target column released too (its own channel), a record's whole budget is {bound}"
+        f"{record:.4g}; the feature columns alone use at most ε = {features:g}. "
     )
 
 

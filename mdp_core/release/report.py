@@ -30,7 +30,7 @@ from .audit import PAPER
 from .decide import Decision
 from .figures import METHOD_COLORS, frontier_figure, information_figure, report_figures
 from .outcome import ScenarioOutcome, evaluate_scenario, majority_clause
-from .posterior import PRIORS, budget_sentence, posterior_bound
+from .posterior import PRIORS, budget_sentence, posterior_bound, whole_record_note
 from .scenarios import Scenario
 
 __all__ = ["METHOD_COLORS", "build_report", "frontier_figure", "information_figure", "report_figures"]
@@ -129,12 +129,6 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any], n
     comp, u = audit["composition"], o.utility
     eps = float(res.config.eps)
     record = float(comp["total_with_target"] or eps)  # a record's whole budget: the target's channel too
-    with_target = (
-        f"With the target column released too (its own channel), a record's whole budget is {record:.4g}; "
-        f"the feature columns alone use at most ε = {eps:g}. "
-        if record > eps * (1 + 1e-12)
-        else ""
-    )
     out = [
         f"<h1>Release report: {_esc(name)}</h1>",
         f"<p class='muted'>Dataset <b>{_esc(s.dataset)}</b> · "
@@ -148,8 +142,8 @@ def _body(o: ScenarioOutcome, decision: Decision | None, figs: dict[str, Any], n
         "(same values except one attribute that moves a little) are hard to tell apart; records far apart "
         "less so.</p>",
         f"<p><b>Records released.</b> {_esc(audit['scope']['statement'])}</p>",
-        f"<p>{_esc(with_target)}<b>{_esc(budget_sentence(record))}</b> Distance 1 is the largest change of "
-        "one attribute.</p>",
+        f"<p>{_esc(whole_record_note(eps, record))}<b>{_esc(budget_sentence(record))}</b> Distance 1 is the "
+        "largest change of one attribute.</p>",
         _table(
             pd.DataFrame(
                 {
