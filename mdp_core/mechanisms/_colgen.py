@@ -52,7 +52,14 @@ import numpy as np
 
 from mdp_core._highs import new_highs, run_until
 from mdp_core._validation import Progress, report
-from mdp_core.mechanisms._pricing import MAX_LOG_FACTOR, _LPPricer, nominal_pricing, tree_order, tree_pricing
+from mdp_core.mechanisms._pricing import (
+    MAX_LOG_FACTOR,
+    _LPPricer,
+    discrete_step,
+    nominal_pricing,
+    tree_order,
+    tree_pricing,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -149,7 +156,6 @@ class ColumnGeneration:
         self.C = prior[:, None] * loss
         self.d = d
         self.eps = float("nan")
-        off = d[~np.eye(n, dtype=bool)]
         self.kind = "general"
         self.tree = tree_order(n, a, b)
         if self.tree is not None:
@@ -157,9 +163,9 @@ class ColumnGeneration:
             order, parent, _ = self.tree
             self.tree_d = np.zeros(n)
             self.tree_d[order[1:]] = d[order[1:], parent[order[1:]]]
-        elif off.size and np.ptp(off) <= 1e-12 * off.max():
+        elif (step := discrete_step(d)) is not None:
             self.kind = "nominal"
-            self.nominal_c = float(off.max())
+            self.nominal_c = step
         self.pricer = _LPPricer(d, a, b, max_log_factor) if self.kind == "general" else None
         # ordered chain-free pairs (i -> j): row z[i, y] - exp(eps d_ij) z[j, y] <= 0
         self.pi = np.concatenate([a, b])

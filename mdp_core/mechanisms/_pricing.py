@@ -103,6 +103,14 @@ def tree_pricing(
     return G[order[0]], np.exp(logv)
 
 
+def discrete_step(d: np.ndarray) -> float | None:
+    """The one off-diagonal distance ``c`` of a discrete metric ``d = c 1[x != x']``, else None."""
+    off = d[~np.eye(d.shape[0], dtype=bool)]
+    if off.size and np.ptp(off) <= 1e-12 * off.max():
+        return float(off.max())
+    return None
+
+
 def nominal_pricing(W: np.ndarray, ratio: float) -> tuple[np.ndarray, np.ndarray]:
     """Exact box minimum of ``<w, v>`` over ``{v : max v <= ratio min v, v <= 1}`` per column of W.
 

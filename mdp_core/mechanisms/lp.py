@@ -45,7 +45,14 @@ from mdp_core._validation import (
 )
 from mdp_core.errors import DataError
 from mdp_core.mechanisms._colgen import ColumnGeneration, MasterSolution, WarmStart
-from mdp_core.mechanisms._pricing import RETRY_LOG_FACTOR, precision_hint, tree_order, undominated_outputs
+from mdp_core.mechanisms._floor import FloorMaster
+from mdp_core.mechanisms._pricing import (
+    RETRY_LOG_FACTOR,
+    discrete_step,
+    precision_hint,
+    tree_order,
+    undominated_outputs,
+)
 from mdp_core.mechanisms._rays import RayMaster
 from mdp_core.mechanisms.finite import bayesian_remap, exponential_mechanism
 from mdp_core.mechanisms.verify import (
@@ -187,7 +194,7 @@ _RETRY_BELOW = 0.9
 
 def _finish(
     raw: MasterSolution,
-    model: ColumnGeneration | RayMaster,
+    model: ColumnGeneration | RayMaster | FloorMaster,
     keep: np.ndarray,
     prior: np.ndarray,
     loss: np.ndarray,
@@ -208,7 +215,7 @@ def _finish(
         )
     Z = np.zeros(shape)
     Z[:, keep] = raw.Z
-    if model.rows == 0:  # ray master: columns are in the cone already, only the row sums are approximate
+    if model.rows == 0:  # ray / floor master: columns are in the cone (to 1e-10), the row sums approximate
         P, repair_rounds = Z / Z.sum(axis=1, keepdims=True), 0
         viol = mdp_violation(P, model.d, eps)
     if model.rows or not viol <= VIOLATION_TOL:
@@ -227,7 +234,7 @@ def _finish(
         status = "no distribution" if lost else "repair failed"
         return _failure(shape, status, why + precision_hint(model.d, eps), seconds, eps)
     objective = float(prior @ np.einsum("xy,xy->x", P, loss))
-    rows = f"{model.rows:,} of {full_rows:,} privacy rows" if model.rows else "no privacy rows (ray master)"
+    rows = f"{model.rows:,} of {full_rows:,} privacy rows" if model.rows else _NO_ROWS[model.kind]
     gap = objective - raw.lower_bound  # the lower bound is certified (Lagrangian, module docstring)
     verdict = "Optimal"
     if gap > _OPTIMAL_GAP * objective + 1e-9:
@@ -313,6 +320,12 @@ def optimal_mechanism(
     return _solve_point(problem, eps, None, None, time_limit, max_rounds, started, progress)[0]
 
 
+#: What replaces the privacy rows in a master without them.
+_NO_ROWS = {
+    "tree rays": "no privacy rows (ray master)",
+    "nominal floor": "a floor per output, no privacy rows",
+}
+
 #: Solver statuses of a limit reached (no retry with fewer rows: it would hit the same limit).
 _LIMITS = ("time limit", "round limit", "Time limit reached")
 
@@ -333,6 +346,7 @@ class _Problem:
     def __post_init__(self) -> None:
         self.pairs = chain_free_pairs(self.d)
         self.tree = tree_order(self.d.shape[0], *self.pairs)
+        self.step = discrete_step(self.d)  # a discrete metric's distance: the floor master solves it
         self.keep = undominated_outputs(self.loss)
         self.rays: RayMaster | None = None  # kept along an eps grid: it starts from its last optimum
 
@@ -347,7 +361,8 @@ def _solve_point(
     started: float,
     progress: Progress = None,
 ) -> tuple[MechanismResult, WarmStart | None]:
-    """One grid point: the ray master on trees, else (or if it does not converge) the block master.
+    """One grid point: the ray master on trees, the floor master on discrete metrics, else (or if the ray
+    master does not converge) the block master.
 
     Returns the result and the block master's :meth:`~ColumnGeneration.warm_start` for the next grid
     point (None after the ray master or a failed solve)."""
@@ -367,6 +382,11 @@ def _solve_point(
     start = np.nonzero(remap.max(axis=0) > 0)[0]
     if previous is not None and previous.success:
         start = np.union1d(start, np.nonzero(previous.matrix[:, keep].max(axis=0) > 0)[0])
+    if problem.step is not None and problem.tree is None:
+        floor = FloorMaster(p, c, d, problem.step)
+        left = max(deadline - time.perf_counter(), 1e-3)
+        raw = floor.solve(eps, start, time_limit=left, max_rounds=max_rounds, progress=progress)
+        return _finish(raw, floor, keep, p, problem.loss, eps, started), None
     model = ColumnGeneration(p, c, d, *problem.pairs, start, warm, first_solver=problem.first_solver)
     limits: dict[str, Any] = {"max_rounds": max_rounds, "max_enter": problem.max_enter, "progress": progress}
     raw = model.solve(eps, time_limit=max(deadline - time.perf_counter(), 1e-3), **limits)
