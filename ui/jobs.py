@@ -7,6 +7,7 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 import time
+import uuid
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -25,10 +26,12 @@ __all__ = [
     "builder",
     "failure",
     "follow",
+    "own",
     "poll",
     "poll_all",
     "running",
     "start_button",
+    "supersede",
     "time_left",
     "wait",
 ]
@@ -62,6 +65,7 @@ class Builder:
         self._jobs: dict[Hashable, Future[Any]] = {}
         self._progress: dict[Hashable, tuple[float, str]] = {}
         self._cancelled: set[Hashable] = set()
+        self._owners: dict[Hashable, set[str]] = {}  # key -> the sessions' slots that started or want it
         # At exit the interpreter joins the pool's threads, which first run every queued build (a server
         # stopped with Ctrl+C, a test process after its summary: minutes). Hooks registered here run before
         # that join (later ones first), the same hook concurrent.futures uses; atexit would run after it.
@@ -104,6 +108,7 @@ class Builder:
                 self._cancelled.discard(key)
                 if ok:  # the store has it now; a failed job stays, so the page can show its error
                     self._jobs.pop(key, None)
+                    self._owners.pop(key, None)
 
     def progress(self, key: Hashable) -> tuple[float, str]:
         """Last reported (fraction, message) of a queued or running build."""
@@ -134,6 +139,26 @@ class Builder:
             keys = list(self._jobs)
         for key in keys:
             self.cancel(key)
+
+    def claim(self, key: Hashable, owner: str) -> None:
+        """Record that ``owner`` (a session's slot, :func:`start_button`) wants ``key``'s result."""
+        with self._lock:
+            self._owners.setdefault(key, set()).add(owner)
+
+    def drop(self, key: Hashable, owner: str) -> bool:
+        """``owner`` no longer wants ``key``'s result: its job stops unless someone else wants it (another
+        session with the same settings keeps it). True when a queued or running job was stopped."""
+        with self._lock:
+            owners = self._owners.get(key, set())
+            owners.discard(owner)
+            if owners:
+                return False
+            self._owners.pop(key, None)
+            job = self._jobs.get(key)
+        if job is None or job.done() or key in self._cancelled:
+            return False
+        self.cancel(key)
+        return True
 
     def stopping(self, key: Hashable) -> bool:
         """Whether ``key``'s running job was asked to stop."""
@@ -256,7 +281,8 @@ def start_button(
     """The start button of a job whose result is not stored yet. While the job runs: its progress
     (:func:`poll`, "<name>: <message>") and its stop button; after a stop or a failure: why, and the
     button again. A click queues ``start()`` and shows its progress for up to ``wait`` seconds
-    (:func:`follow`)."""
+    (:func:`follow`). A job this button started for other settings stops (:func:`supersede`)."""
+    supersede(button_key, key, name)
     if running(key):
         poll(key, stop_label, stop_key, text=lambda message: f"{name}: {message}")
         return
@@ -265,4 +291,35 @@ def start_button(
     elif error is not None:
         st.error(f"{name} failed: {error}")
     if st.button(label, key=button_key, type="primary" if primary else "secondary"):
+        own(button_key, key)
         follow(key, start(), name, wait)
+
+
+#: Session-state prefix of the key of the job a start button last started.
+_SLOT = "_job_started_by_"
+
+
+def _owner(slot: str) -> str:
+    """This session's ``slot`` as an owner of jobs (:meth:`Builder.claim`)."""
+    session = st.session_state.setdefault("_job_session", uuid.uuid4().hex)
+    return f"{session}/{slot}"
+
+
+def own(slot: str, key: Hashable) -> None:
+    """Record that this session's ``slot`` (a start button, a toggle) starts ``key``'s job now."""
+    builder().claim(key, _owner(slot))
+    st.session_state[_SLOT + slot] = key
+
+
+def supersede(slot: str, key: Hashable | None, name: str) -> None:
+    """Stop the job ``slot`` started in this session (:func:`own`) when the page now asks for another
+    ``key`` (its settings changed) or for none: abandoned jobs held the two long-job threads, and a third
+    queued behind them with no button left to stop them (audit). Another session that wants the same result
+    keeps the job running."""
+    started = st.session_state.get(_SLOT + slot)
+    if started is None or started == key:
+        return
+    del st.session_state[_SLOT + slot]
+    if builder().drop(started, _owner(slot)):
+        why = "it is no longer shown" if key is None else "the page now shows other settings"
+        st.toast(f"{name} for the earlier settings was stopped: {why}.")

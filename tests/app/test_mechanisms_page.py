@@ -245,6 +245,40 @@ def test_the_lp_optimum_runs_in_the_background_and_can_be_stopped(
     assert metric(at, "OPT expected loss") == "—"
 
 
+def test_a_job_started_for_other_settings_stops_when_the_settings_change(
+    at: AppTest, monkeypatch: pytest.MonkeyPatch, stalled: Stalled
+) -> None:
+    """Audit: a long job went on after its page moved to other settings, and held a long-job thread that no
+    button stopped any more. Now the page stops the job it started, says so, and offers the new one."""
+    monkeypatch.setattr(core, "optimal_mechanism", stalled("round {}"))
+    at.multiselect(key="mech_attrs").set_value(["trestbps", "ca"]).run()  # a key of its own: no other test's
+    at.button(key="mech_solve_opt").click().run()
+    old = at.session_state["_job_started_by_mech_solve_opt"]
+    assert jobs.running(old)
+    at.multiselect(key="mech_attrs").set_value(["age", "thal"]).run()
+    assert not at.exception
+    rerun_until(at, lambda: not jobs.running(old), 10, "the old job's stop")
+    assert isinstance(jobs.failure(old), jobs.BuildStoppedError)
+    assert [t.value for t in at.toast] == [
+        "Solving the LP optimum for the earlier settings was stopped: the page now shows other settings."
+    ]
+    assert "mech_solve_opt" in [b.key for b in at.button]
+
+
+def test_another_session_keeps_a_job_it_also_wants() -> None:
+    builder, release = jobs.Builder(), threading.Event()
+    job = builder.request("shared", lambda progress: release.wait(30), slow=True)
+    while not job.running():
+        time.sleep(0.01)
+    builder.claim("shared", "session a/slot")
+    builder.claim("shared", "session b/slot")
+    assert not builder.drop("shared", "session a/slot") and not builder.stopping("shared")
+    assert builder.drop("shared", "session b/slot") and builder.stopping("shared")
+    assert not builder.drop("shared", "session b/slot")  # dropped twice: nothing more to stop
+    release.set()
+    job.result(30)
+
+
 def test_a_failed_lp_says_why(at: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(*args: object, **kwargs: object) -> None:
         raise core.DataError("the solver broke")

@@ -15,6 +15,7 @@ from pagewait import rerun_until, until_button  # tests/app is on sys.path (root
 from streamlit.testing.v1 import AppTest
 
 import mdp_core as core
+from ui import jobs
 from ui.store import store
 
 Stalled = Callable[[str], Callable[..., None]]  # the stalled fixture (conftest.py)
@@ -183,6 +184,22 @@ def test_the_heatmap_runs_in_the_background_and_can_be_stopped(
     monkeypatch.undo()
     at.button(key="ggm_heat_go").click().run()
     assert heatmap_spec(at)["data"][0]["z"]["shape"] == "20, 40"  # the default, quick grid
+
+
+def test_turning_the_heatmap_off_stops_its_job(
+    at: AppTest, monkeypatch: pytest.MonkeyPatch, stalled: Stalled
+) -> None:
+    monkeypatch.setattr(core, "shape_heatmap", stalled("shape {}"))
+    at.slider(key="ggm_pmax").set_value(7.5).run()  # a grid of its own
+    at.toggle(key="ggm_heatmap").set_value(True).run()
+    key = at.session_state["_job_started_by_ggm_heatmap"]
+    assert jobs.running(key)
+    at.toggle(key="ggm_heatmap").set_value(False).run()
+    assert [t.value for t in at.toast] == [
+        "The (ε, δ) heatmap for the earlier settings was stopped: it is no longer shown."
+    ]
+    rerun_until(at, lambda: not jobs.running(key), 10, "the heatmap's stop")
+    assert isinstance(jobs.failure(key), jobs.BuildStoppedError)
 
 
 def test_a_sensitivity_change_reuses_the_heatmap(at: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
