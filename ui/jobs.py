@@ -24,6 +24,7 @@ __all__ = [
     "BuildStoppedError",
     "Builder",
     "builder",
+    "earlier_job",
     "failure",
     "follow",
     "own",
@@ -281,8 +282,9 @@ def start_button(
     """The start button of a job whose result is not stored yet. While the job runs: its progress
     (:func:`poll`, "<name>: <message>") and its stop button; after a stop or a failure: why, and the
     button again. A click queues ``start()`` and shows its progress for up to ``wait`` seconds
-    (:func:`follow`). A job this button started for other settings stops (:func:`supersede`)."""
-    supersede(button_key, key, name)
+    (:func:`follow`). A job this button started for other settings goes on, with a stop button of its own
+    (:func:`earlier_job`)."""
+    earlier_job(button_key, key, name)
     if running(key):
         poll(key, stop_label, stop_key, text=lambda message: f"{name}: {message}")
         return
@@ -309,6 +311,27 @@ def own(slot: str, key: Hashable) -> None:
     """Record that this session's ``slot`` (a start button, a toggle) starts ``key``'s job now."""
     builder().claim(key, _owner(slot))
     st.session_state[_SLOT + slot] = key
+
+
+def earlier_job(slot: str, key: Hashable, name: str) -> None:
+    """While the job ``slot`` started for other settings still runs: what it is and a button that stops it.
+    It goes on by default (a sweep or an evaluation is minutes of work, and coming back to its settings
+    shows its result at once), but an abandoned job held a long-job thread that no button stopped any more,
+    and a third queued behind two of them (audit)."""
+    started = st.session_state.get(_SLOT + slot)
+    if started is None or started == key:
+        return
+    if not running(started):  # landed, failed or stopped: nothing to offer
+        del st.session_state[_SLOT + slot]
+        return
+    fraction = builder().progress(started)[0]
+    box = st.empty()
+    with box.container():
+        st.caption(f"{name} for earlier settings is still running ({fraction:.0%}); its result is kept.")
+        stop = st.button(f"Stop it ({name.lower()} for earlier settings)", key=f"{slot}_stop_earlier")
+    if stop:
+        box.empty()  # no rerun: the toast of supersede stays on screen
+        supersede(slot, key, name)
 
 
 def supersede(slot: str, key: Hashable | None, name: str) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mdp_core._validation import Progress, report
+from mdp_core._validation import Progress, part, report
 from mdp_core.data import Encoded
 from mdp_core.dephdp import (
     METHODS_EVALUATED,
@@ -65,13 +65,15 @@ KEY_COLUMNS = ("task_index", "dataset", "task", "tau_group", "tau_dpn", "eps", "
 
 
 def build_profiles(
-    data: SweepData, spec: SweepSpec, c: Configuration, stop: str | None = None
+    data: SweepData, spec: SweepSpec, c: Configuration, stop: str | None = None, progress: Progress = None
 ) -> DepHDPProfiles:
     """Stage 1 of DepHDP (groups, profiles, surrogate) for ``c``'s task and tau_group, through this
     process's bounded cache (a worker that built a group profile for an earlier sweep reuses it).
-    ``stop``: the name of the sweep's stop event (:func:`_stop_check`)."""
+    ``stop``: the name of the sweep's stop event (:func:`_stop_check`); ``progress`` (the serial engine's,
+    in the calling process) replaces that check."""
     _setup_if_on_worker()
-    return dephdp_profiles(data.fit, spec.config(c), cache=_BoundedCache(), progress=_stop_check(stop))
+    check = progress if progress is not None else _stop_check(stop)
+    return dephdp_profiles(data.fit, spec.config(c), cache=_BoundedCache(), progress=check)
 
 
 #: Stage-1 results of recent sweeps in the calling process, by (table fingerprint, profile settings): a
@@ -370,7 +372,10 @@ def _run_serial(
         if key not in stage1:
             skey = _stage1_key(data, spec, c)
             known = _STAGE1.get(skey)
-            stage1[key] = known if known is not None else build_profiles(data, spec, c)
+            if known is None:  # minutes on a wide table: the bar says what runs (audit: it stood at 0)
+                step = part(progress, k / n, k / n, f"{k}/{n} configurations; group profiles first: ")
+                known = build_profiles(data, spec, c, progress=step)
+            stage1[key] = known
             _remember_stage1(skey, stage1[key])
         r, meta = run_configuration(data, spec, c, stage1[key])
         rows += r
@@ -430,7 +435,8 @@ def _run_distributed(
     n, done, finished = len(configs), 0, False
 
     def idle() -> None:
-        report(progress, done / n, f"{done}/{n} configurations ({engine})")
+        first = done == 0 and any(not f.done() for f in built.values())
+        report(progress, done / n, f"{done}/{n} configurations ({engine}{'; group profiles first' * first})")
 
     try:
         for fut in _as_they_finish(futures, client, idle):

@@ -249,19 +249,23 @@ def test_a_job_started_for_other_settings_stops_when_the_settings_change(
     at: AppTest, monkeypatch: pytest.MonkeyPatch, stalled: Stalled
 ) -> None:
     """Audit: a long job went on after its page moved to other settings, and held a long-job thread that no
-    button stopped any more. Now the page stops the job it started, says so, and offers the new one."""
+    button stopped any more. It still goes on (its result is kept), but the page says so and can stop it."""
     monkeypatch.setattr(core, "optimal_mechanism", stalled("round {}"))
     at.multiselect(key="mech_attrs").set_value(["trestbps", "ca"]).run()  # a key of its own: no other test's
     at.button(key="mech_solve_opt").click().run()
     old = at.session_state["_job_started_by_mech_solve_opt"]
     assert jobs.running(old)
     at.multiselect(key="mech_attrs").set_value(["age", "thal"]).run()
-    assert not at.exception
-    rerun_until(at, lambda: not jobs.running(old), 10, "the old job's stop")
-    assert isinstance(jobs.failure(old), jobs.BuildStoppedError)
+    assert not at.exception and jobs.running(old)
+    still = r"Solving the LP optimum for earlier settings is still running \(\d+%\); its result is kept"
+    assert [c.value for c in at.caption if re.match(still, c.value)]
+    at.button(key="mech_solve_opt_stop_earlier").click().run()
     assert [t.value for t in at.toast] == [
         "Solving the LP optimum for the earlier settings was stopped: the page now shows other settings."
     ]
+    assert not [c for c in at.caption if re.match(still, c.value)]
+    rerun_until(at, lambda: not jobs.running(old), 10, "the old job's stop")
+    assert isinstance(jobs.failure(old), jobs.BuildStoppedError)
     assert "mech_solve_opt" in [b.key for b in at.button]
 
 

@@ -126,8 +126,30 @@ def test_a_serial_sweep_runs_blas_on_one_thread_like_the_workers() -> None:
     if outside == 1:
         pytest.skip("BLAS runs on one thread here anyway")
     run_sweep(tiny(task="record", eps=[1.0], methods=["DepHDP"]), client=False, progress=look)
-    assert seen[1:] == [1]  # after the first configuration: one BLAS thread (multi-threaded sums differ)
+    assert set(seen[1:]) == {1}  # from stage 1 on: one BLAS thread (multi-threaded sums differ)
     assert max(i["num_threads"] for i in threadpoolctl.threadpool_info()) == outside  # restored
+
+
+def test_a_serial_sweep_reports_and_stops_during_its_group_profiles() -> None:
+    """Audit: "Which ε?" on a wide table showed "0/9 configurations" for minutes while stage 1 ran, and a stop
+    waited for its end. Now the bar says the group profiles run, and a stop ends them."""
+    from mdp_core.sweep.engine import clear_sweep_caches
+
+    class StopSweepError(Exception):
+        pass
+
+    seen: list[tuple[float, str]] = []
+
+    def stop_in_stage_one(fraction: float, message: str) -> None:
+        seen.append((fraction, message))
+        if "group profiles first" in message and "group 2/" in message:
+            raise StopSweepError(message)
+
+    clear_sweep_caches()
+    with pytest.raises(StopSweepError, match=r"^0/2 configurations; group profiles first: group 2/"):
+        run_sweep(tiny(task="record", methods=["DepHDP"]), client=False, progress=stop_in_stage_one)
+    assert seen[0] == (0.0, "0/2 configurations")
+    assert all(f == 0.0 for f, _ in seen) and len(seen) > 2
 
 
 def test_identical_on_a_local_cluster_with_two_workers(serial_one: pd.DataFrame) -> None:
@@ -218,6 +240,39 @@ def test_a_stop_is_seen_while_every_task_still_runs(monkeypatch: pytest.MonkeyPa
             assert not _RELEASE.is_set() and all(m.startswith("0/2") for m in said)
         finally:
             _RELEASE.set()
+
+
+_PROFILES_RELEASE = threading.Event()
+_BUILD_PROFILES = engine.build_profiles
+
+
+def _held_profiles(*args: object, **kwargs: object) -> object:
+    """Stage 1 that ends only when the test lets it (module level: Dask pickles tasks)."""
+    _PROFILES_RELEASE.wait(30)
+    return _BUILD_PROFILES(*args, **kwargs)
+
+
+def test_a_cluster_sweep_says_its_group_profiles_run_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mdp_core.sweep.engine import clear_sweep_caches
+
+    class StopSweepError(Exception):
+        pass
+
+    def stop(fraction: float, message: str) -> None:
+        if "group profiles first" in message:
+            raise StopSweepError(message)
+
+    clear_sweep_caches()  # stage 1 is built on the cluster, not taken from an earlier sweep's store
+    monkeypatch.setattr(engine, "build_profiles", _held_profiles)
+    with (
+        local_cluster(1, processes=False) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        try:
+            with pytest.raises(StopSweepError, match=r"^0/1 configurations \(.*; group profiles first\)$"):
+                run_sweep(tiny(eps=[1.0], task="record", methods=["DepHDP"]), client=client, progress=stop)
+        finally:
+            _PROFILES_RELEASE.set()
 
 
 _UTILITY_CALLS: list[float] = []
