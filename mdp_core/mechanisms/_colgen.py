@@ -104,6 +104,20 @@ _CUTS_PER_INPUT = 1_000_000  # all violated rows (measured: fewer rounds than 1 
 _ROW_ATOL = 1e-10
 
 
+def row_sums_master(n: int, **options: bool | int | float | str) -> highspy.Highs:
+    """A master with no columns yet and the ``n`` row sums ``= 1`` (primal and dual tolerances 1e-10 unless
+    ``options`` set them)."""
+    tolerances = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+    h = new_highs(**{**tolerances, **options})
+    lp = highspy.HighsLp()
+    lp.num_col_ = 0
+    lp.num_row_ = n
+    lp.row_lower_ = np.ones(n)
+    lp.row_upper_ = np.ones(n)
+    h.passModel(lp)
+    return h
+
+
 class ColumnGeneration:
     """Restricted master over an active set of outputs, with row generation, plus exact pricing.
 
@@ -183,16 +197,7 @@ class ColumnGeneration:
         self.in_model = np.zeros((self.pi.size, 0), dtype=bool)
         self.row_pair = np.empty(0, dtype=np.int64)
         self.row_block = np.empty(0, dtype=np.int64)
-        h = new_highs()
-        h.setOptionValue("dual_feasibility_tolerance", _MASTER_DUAL_TOL)
-        h.setOptionValue("primal_feasibility_tolerance", 1e-10)
-        lp = highspy.HighsLp()
-        lp.num_col_ = 0
-        lp.num_row_ = n
-        lp.row_lower_ = np.ones(n)
-        lp.row_upper_ = np.ones(n)
-        h.passModel(lp)
-        self.h = h
+        self.h = row_sums_master(n, dual_feasibility_tolerance=_MASTER_DUAL_TOL)
         self.warm = warm
         self.start = np.unique(start if warm is None else np.concatenate([start, warm.outputs]))
         self.lp_rounds = 0

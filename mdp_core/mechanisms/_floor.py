@@ -25,9 +25,9 @@ import time
 import highspy
 import numpy as np
 
-from mdp_core._highs import new_highs, run_until
+from mdp_core._highs import run_until
 from mdp_core._validation import Progress, report
-from mdp_core.mechanisms._colgen import _ADD_TOL, MasterSolution
+from mdp_core.mechanisms._colgen import _ADD_TOL, MasterSolution, row_sums_master
 from mdp_core.mechanisms._pricing import MAX_LOG_FACTOR, nominal_pricing
 
 
@@ -60,16 +60,6 @@ class FloorMaster:
         self.d = d
         self.c = c
         self.outputs = np.empty(0, dtype=np.int64)
-
-    def _master(self) -> highspy.Highs:
-        h = new_highs(primal_feasibility_tolerance=1e-10, dual_feasibility_tolerance=1e-10)
-        lp = highspy.HighsLp()
-        lp.num_col_ = 0
-        lp.num_row_ = self.n
-        lp.row_lower_ = np.ones(self.n)
-        lp.row_upper_ = np.ones(self.n)
-        h.passModel(lp)
-        return h
 
     def _add(self, ys: np.ndarray, spread: float) -> None:
         """Blocks for outputs ``ys``: ``s`` (n columns) then the floor ``t``; rows ``s - spread t <= 0``."""
@@ -119,7 +109,7 @@ class FloorMaster:
         deadline = time.perf_counter() + time_limit
         ratio = float(np.exp(eps * self.c))
         spread = ratio - 1.0 if eps * self.c <= MAX_LOG_FACTOR else np.inf
-        self.h = self._master()
+        self.h = row_sums_master(self.n)
         self.outputs = np.empty(0, dtype=np.int64)
         self._add(np.unique(start), spread)
         for rounds in range(1, max_rounds + 1):

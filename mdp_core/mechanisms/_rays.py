@@ -30,9 +30,9 @@ import time
 import highspy
 import numpy as np
 
-from mdp_core._highs import new_highs, run_until
+from mdp_core._highs import run_until
 from mdp_core._validation import Progress, report
-from mdp_core.mechanisms._colgen import _ADD_TOL, MasterSolution
+from mdp_core.mechanisms._colgen import _ADD_TOL, MasterSolution, row_sums_master
 from mdp_core.mechanisms._pricing import tree_pricing
 
 #: Outputs each tent is attached to at the start (the best ones for it).
@@ -98,19 +98,10 @@ class RayMaster:
         self.shapes: tuple[np.ndarray, np.ndarray] | None = None
 
     def _master(self) -> highspy.Highs:
-        h = new_highs(primal_feasibility_tolerance=1e-10, dual_feasibility_tolerance=1e-10)
-        h.setOptionValue("small_matrix_value", 1e-12)  # tiny ray entries at large eps are real
-        # measured on the chain n = 300 (dense 300 x 1,200 start): presolve costs 0.4-1 s and saves nothing;
-        # dual simplex 0.3-0.4 s at eps 0.5 / 2 / 8, primal once stalled for 6.5 s
-        h.setOptionValue("presolve", "off")
-        h.setOptionValue("simplex_strategy", 1)
-        lp = highspy.HighsLp()
-        lp.num_col_ = 0
-        lp.num_row_ = self.n
-        lp.row_lower_ = np.ones(self.n)
-        lp.row_upper_ = np.ones(self.n)
-        h.passModel(lp)
-        return h
+        # small_matrix_value: tiny ray entries at large eps are real. Measured on the chain n = 300 (dense
+        # 300 x 1,200 start): presolve costs 0.4-1 s and saves nothing; dual simplex 0.3-0.4 s at eps 0.5 / 2
+        # / 8, primal once stalled for 6.5 s
+        return row_sums_master(self.n, small_matrix_value=1e-12, presolve="off", simplex_strategy=1)
 
     def _add(self, ys: np.ndarray, V: np.ndarray) -> None:
         """Columns ``V[:, k]`` (rays, max 1) for outputs ``ys[k]``."""
