@@ -13,6 +13,7 @@ from ui.data import (
     select_upload,
     target_options,
 )
+from ui.jobs import background_work
 from ui.state import AppState, get_state
 
 UPLOAD = "Upload CSV/TSV…"
@@ -108,6 +109,7 @@ def sidebar() -> None:
             st.error(state.error)
         if state.frame is not None:
             target_and_notes(state)
+        background_work()
 
 
 st.set_page_config(page_title="mDP Lab", page_icon="🔒", layout="wide")

@@ -10,7 +10,7 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["highs_model", "new_highs", "run_until"]
+__all__ = ["highs_model", "new_highs", "row_sums_master", "run_until"]
 
 
 def _silence_banner() -> None:
@@ -44,6 +44,17 @@ def new_highs(**options: bool | int | float | str) -> highspy.Highs:
     h.setOptionValue("output_flag", False)
     for name, value in options.items():
         h.setOptionValue(name, value)
+    return h
+
+
+def row_sums_master(n: int, **options: bool | int | float | str) -> highspy.Highs:
+    """A master LP with no columns yet and ``n`` rows ``= 1`` (the row sums of a mechanism), primal and dual
+    tolerances 1e-10 unless ``options`` set them."""
+    h = new_highs(**{"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10, **options})
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = 0, n
+    lp.row_lower_ = lp.row_upper_ = np.ones(n)
+    h.passModel(lp)
     return h
 
 

@@ -5,9 +5,9 @@ comparison) never blocks a page. Pages poll it with a fragment and can stop a jo
 from __future__ import annotations
 
 import concurrent.futures
+import hashlib
 import threading
 import time
-import uuid
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -23,16 +23,15 @@ __all__ = [
     "STARTED",
     "BuildStoppedError",
     "Builder",
+    "background_work",
     "builder",
-    "earlier_job",
     "failure",
     "follow",
-    "own",
     "poll",
     "poll_all",
+    "remember",
     "running",
     "start_button",
-    "supersede",
     "time_left",
     "wait",
 ]
@@ -66,7 +65,6 @@ class Builder:
         self._jobs: dict[Hashable, Future[Any]] = {}
         self._progress: dict[Hashable, tuple[float, str]] = {}
         self._cancelled: set[Hashable] = set()
-        self._owners: dict[Hashable, set[str]] = {}  # key -> the sessions' slots that started or want it
         # At exit the interpreter joins the pool's threads, which first run every queued build (a server
         # stopped with Ctrl+C, a test process after its summary: minutes). Hooks registered here run before
         # that join (later ones first), the same hook concurrent.futures uses; atexit would run after it.
@@ -109,7 +107,6 @@ class Builder:
                 self._cancelled.discard(key)
                 if ok:  # the store has it now; a failed job stays, so the page can show its error
                     self._jobs.pop(key, None)
-                    self._owners.pop(key, None)
 
     def progress(self, key: Hashable) -> tuple[float, str]:
         """Last reported (fraction, message) of a queued or running build."""
@@ -140,26 +137,6 @@ class Builder:
             keys = list(self._jobs)
         for key in keys:
             self.cancel(key)
-
-    def claim(self, key: Hashable, owner: str) -> None:
-        """Record that ``owner`` (a session's slot, :func:`start_button`) wants ``key``'s result."""
-        with self._lock:
-            self._owners.setdefault(key, set()).add(owner)
-
-    def drop(self, key: Hashable, owner: str) -> bool:
-        """``owner`` no longer wants ``key``'s result: its job stops unless someone else wants it (another
-        session with the same settings keeps it). True when a queued or running job was stopped."""
-        with self._lock:
-            owners = self._owners.get(key, set())
-            owners.discard(owner)
-            if owners:
-                return False
-            self._owners.pop(key, None)
-            job = self._jobs.get(key)
-        if job is None or job.done() or key in self._cancelled:
-            return False
-        self.cancel(key)
-        return True
 
     def stopping(self, key: Hashable) -> bool:
         """Whether ``key``'s running job was asked to stop."""
@@ -282,9 +259,7 @@ def start_button(
     """The start button of a job whose result is not stored yet. While the job runs: its progress
     (:func:`poll`, "<name>: <message>") and its stop button; after a stop or a failure: why, and the
     button again. A click queues ``start()`` and shows its progress for up to ``wait`` seconds
-    (:func:`follow`). A job this button started for other settings goes on, with a stop button of its own
-    (:func:`earlier_job`)."""
-    earlier_job(button_key, key, name)
+    (:func:`follow`), and lists it in the sidebar (:func:`remember`)."""
     if running(key):
         poll(key, stop_label, stop_key, text=lambda message: f"{name}: {message}")
         return
@@ -293,56 +268,38 @@ def start_button(
     elif error is not None:
         st.error(f"{name} failed: {error}")
     if st.button(label, key=button_key, type="primary" if primary else "secondary"):
-        own(button_key, key)
+        remember(key, name)
         follow(key, start(), name, wait)
 
 
-#: Session-state prefix of the key of the job a start button last started.
-_SLOT = "_job_started_by_"
+#: Session-state key of the jobs this session started: job key -> what it computes.
+_STARTED = "_jobs_started"
 
 
-def _owner(slot: str) -> str:
-    """This session's ``slot`` as an owner of jobs (:meth:`Builder.claim`)."""
-    session = st.session_state.setdefault("_job_session", uuid.uuid4().hex)
-    return f"{session}/{slot}"
+def remember(key: Hashable, name: str) -> None:
+    """List ``key``'s job (``name``: what it computes) among this session's background work
+    (:func:`background_work`)."""
+    st.session_state.setdefault(_STARTED, {})[key] = name
 
 
-def own(slot: str, key: Hashable) -> None:
-    """Record that this session's ``slot`` (a start button, a toggle) starts ``key``'s job now."""
-    builder().claim(key, _owner(slot))
-    st.session_state[_SLOT + slot] = key
-
-
-def earlier_job(slot: str, key: Hashable, name: str) -> None:
-    """While the job ``slot`` started for other settings still runs: what it is and a button that stops it.
-    It goes on by default (a sweep or an evaluation is minutes of work, and coming back to its settings
-    shows its result at once), but an abandoned job held a long-job thread that no button stopped any more,
-    and a third queued behind two of them (audit)."""
-    started = st.session_state.get(_SLOT + slot)
-    if started is None or started == key:
+def background_work() -> None:
+    """The sidebar's list of the jobs this session started that still run, each with its progress and a
+    stop button. A job goes on when its page moves to other settings or the user leaves the page (its
+    result is kept for when they come back), so without this list an abandoned job held a long-job thread
+    that no button stopped any more, and a third queued behind two of them (audit). A stop here stops the
+    job for every session, as the page's own stop button does (jobs are shared by their settings)."""
+    started: dict[Hashable, str] = st.session_state.get(_STARTED, {})
+    for key in [k for k in started if not running(k)]:
+        del started[key]
+    if not started:
         return
-    if not running(started):  # landed, failed or stopped: nothing to offer
-        del st.session_state[_SLOT + slot]
-        return
-    fraction = builder().progress(started)[0]
-    box = st.empty()
-    with box.container():
-        st.caption(f"{name} for earlier settings is still running ({fraction:.0%}); its result is kept.")
-        stop = st.button(f"Stop it ({name.lower()} for earlier settings)", key=f"{slot}_stop_earlier")
-    if stop:
-        box.empty()  # no rerun: the toast of supersede stays on screen
-        supersede(slot, key, name)
-
-
-def supersede(slot: str, key: Hashable | None, name: str) -> None:
-    """Stop the job ``slot`` started in this session (:func:`own`) when the page now asks for another
-    ``key`` (its settings changed) or for none: abandoned jobs held the two long-job threads, and a third
-    queued behind them with no button left to stop them (audit). Another session that wants the same result
-    keeps the job running."""
-    started = st.session_state.get(_SLOT + slot)
-    if started is None or started == key:
-        return
-    del st.session_state[_SLOT + slot]
-    if builder().drop(started, _owner(slot)):
-        why = "it is no longer shown" if key is None else "the page now shows other settings"
-        st.toast(f"{name} for the earlier settings was stopped: {why}.")
+    st.subheader("Running in the background")
+    for key, name in started.items():
+        fraction, message = builder().progress(key)
+        asked = builder().stopping(key)
+        status = "stopping…" if asked else (QUEUED if message == "queued" else f"{fraction:.0%}, {message}")
+        st.caption(f"**{name}**: {status}")
+        button = f"background_stop_{hashlib.sha1(repr(key).encode()).hexdigest()[:12]}"  # one per job, stable
+        if not asked and st.button("Stop", key=button, help=f"Stop {name.lower()}"):
+            builder().cancel(key)
+            st.rerun()

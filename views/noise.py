@@ -107,17 +107,15 @@ st.plotly_chart(noise.fig_densities(choice, eps, delta, float(sensitivity)), key
 st.subheader("Where does shape selection pay off?")
 grid_label = st.selectbox("Grid (δ × ε)", list(noise.GRID_SIZES), key="ggm_grid")
 heat = None
-wanted = st.toggle("Compute the (ε, δ) heatmap", key="ggm_heatmap")
-n_delta, n_eps = noise.GRID_SIZES[grid_label]
-heat_key = noise.heatmap_key(n_delta, n_eps, p_max)
-jobs.supersede("ggm_heatmap", heat_key if wanted else None, "The (ε, δ) heatmap")
-if wanted:
+if st.toggle("Compute the (ε, δ) heatmap", key="ggm_heatmap"):
+    n_delta, n_eps = noise.GRID_SIZES[grid_label]
     heat = noise.stored_heatmap(n_delta, n_eps, float(sensitivity), p_max)
+    heat_key = noise.heatmap_key(n_delta, n_eps, p_max)
     error = None if heat is not None else jobs.failure(heat_key)
     if heat is None and jobs.running(heat_key):
         jobs.poll(heat_key, "Stop the heatmap", "ggm_heat_stop", text=lambda m: f"Selecting shapes: {m}")
     elif heat is None and error is None:  # the toggle is the start: in the background
-        jobs.own("ggm_heatmap", heat_key)
+        jobs.remember(heat_key, "The (ε, δ) heatmap")
         job = noise.request_heatmap(n_delta, n_eps, p_max)
         jobs.follow(heat_key, job, "Selecting shapes", noise.HEATMAP_WAIT_SECONDS)
     elif heat is None:
@@ -126,7 +124,7 @@ if wanted:
         else:
             st.warning(f"{error} (the quick grid takes about a third of the time).")
         if st.button("Compute the heatmap again", key="ggm_heat_go"):
-            jobs.own("ggm_heatmap", heat_key)
+            jobs.remember(heat_key, "The (ε, δ) heatmap")
             jobs.follow(heat_key, noise.request_heatmap(n_delta, n_eps, p_max), "Selecting shapes", 0.5)
 if heat is not None:
     st.plotly_chart(noise.fig_heatmap(heat), key="ggm_heat_fig")

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 
-from mdp_core._highs import new_highs, run_until
+from mdp_core._highs import row_sums_master, run_until
 from mdp_core._validation import Progress, report
 from mdp_core.mechanisms._pricing import (
     MAX_LOG_FACTOR,
@@ -102,20 +102,6 @@ _CUTS_PER_INPUT = 1_000_000  # all violated rows (measured: fewer rounds than 1 
 # tolerance; a relative test carried 61k instead of 42k rows on the l2 grid n = 100, eps = 2, for the same
 # optimum: ratios of tiny entries are the repair step's job, which is verified)
 _ROW_ATOL = 1e-10
-
-
-def row_sums_master(n: int, **options: bool | int | float | str) -> highspy.Highs:
-    """A master with no columns yet and the ``n`` row sums ``= 1`` (primal and dual tolerances 1e-10 unless
-    ``options`` set them)."""
-    tolerances = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
-    h = new_highs(**{**tolerances, **options})
-    lp = highspy.HighsLp()
-    lp.num_col_ = 0
-    lp.num_row_ = n
-    lp.row_lower_ = np.ones(n)
-    lp.row_upper_ = np.ones(n)
-    h.passModel(lp)
-    return h
 
 
 class ColumnGeneration:

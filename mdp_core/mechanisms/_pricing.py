@@ -1,4 +1,5 @@
-"""Exact pricing of outputs for the column-generation and ray masters (:mod:`._colgen`, :mod:`._rays`).
+"""The privacy rows that matter (chain-free pairs) and exact pricing of outputs for the masters
+(:mod:`._colgen`, :mod:`._rays`, :mod:`._floor`).
 
 Tree metrics: a leaves-first dynamic programme, O(n m); the discrete metric: a closed form, O(n m); any
 other metric: one small HiGHS LP per output (``_LPPricer``), restarted from the previous basis.
@@ -8,9 +9,10 @@ from __future__ import annotations
 
 import highspy
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from mdp_core._highs import new_highs
+from mdp_core._validation import check_distance_matrix
 
 #: ln 1e9. A privacy row ``z_i <= exp(eps d) z_j`` whose factor passes 1e9 is left out of the LPs (master
 #: and pricing): a relaxation, so the LP optimum stays a lower bound, and the repair sets the tails it
@@ -101,6 +103,39 @@ def tree_pricing(
     for node in order[1:]:
         logv[node] = logv[parent[node]] + np.where(up[node], step[node], -step[node])
     return G[order[0]], np.exp(logv)
+
+
+def chain_free_pairs(dist_in: ArrayLike, *, rtol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
+    """Unordered pairs ``(a, b)``, ``a < b``, whose privacy rows are not implied by a chain.
+
+    A pair is implied when some ``z`` with ``d(a, z) > 0`` and ``d(z, b) > 0`` has
+    ``d(a, z) + d(z, b) <= d(a, b) + tol`` (``tol = rtol * max d``): the rows for ``(a, z)`` and ``(z, b)``
+    multiply to the row for ``(a, b)``; both parts are strictly shorter, so by induction on the distance
+    every dropped row is implied by kept rows. On an l1 grid or an ordinal chain only neighbours remain; on
+    an l2 grid only primitive directions; a nominal (discrete) metric keeps every pair. Returns the kept
+    pairs as two int arrays ``(a, b)``.
+    """
+    d = check_distance_matrix(dist_in, "dist_in", check_triangle=False)
+    a, b = np.nonzero(np.triu(~chain_implied(d, rtol=rtol), k=1))
+    return a.astype(np.int64), b.astype(np.int64)
+
+
+def chain_implied(d: np.ndarray, *, rtol: float = 1e-10) -> np.ndarray:
+    """``implied[a, b]``: the pair's rows follow from those of shorter pairs through some ``z``
+    (:func:`chain_free_pairs`, which validates ``d``; here ``d`` is taken as given). Boolean, n x n,
+    symmetric when ``d`` is; O(n^3) time (0.1 s at 406 targets)."""
+    n = d.shape[0]
+    tol = rtol * max(float(d.max()), 1e-300)
+    implied = np.zeros((n, n), dtype=bool)
+    positive = d > tol
+    for z in range(n):
+        col = d[:, z]
+        ok = positive[:, z]
+        if not ok.any():
+            continue
+        via = (col[:, None] + col[None, :] <= d + tol) & ok[:, None] & ok[None, :]
+        implied |= via
+    return implied
 
 
 def discrete_step(d: np.ndarray) -> float | None:

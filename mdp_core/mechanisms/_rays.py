@@ -30,9 +30,9 @@ import time
 import highspy
 import numpy as np
 
-from mdp_core._highs import run_until
+from mdp_core._highs import row_sums_master, run_until
 from mdp_core._validation import Progress, report
-from mdp_core.mechanisms._colgen import _ADD_TOL, MasterSolution, row_sums_master
+from mdp_core.mechanisms._colgen import _ADD_TOL, MasterSolution
 from mdp_core.mechanisms._pricing import tree_pricing
 
 #: Outputs each tent is attached to at the start (the best ones for it).

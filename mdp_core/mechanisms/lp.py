@@ -14,7 +14,9 @@ The full model has ``|X|^2 |Y|`` privacy rows; it is solved exactly with far few
    metrics such as ordinal chains, a closed form on nominal metrics, tents then a pricing LP otherwise),
    and outputs enter until none prices out -- the master optimum is then the optimum of the full LP,
    certified by a Lagrangian lower bound; on tree metrics a Dantzig-Wolfe master over rays of the
-   per-output cone (:mod:`mdp_core._rays`, no privacy rows at all) is tried first;
+   per-output cone (:mod:`mdp_core._rays`, no privacy rows at all) is tried first, and on discrete
+   metrics (nominal attributes) the master has one floor per output instead of any privacy row
+   (:mod:`mdp_core.mechanisms._floor`);
 4. along an ascending eps grid each grid point gets a fresh master seeded with the previous optimum's
    outputs, binding rows and basis (one warm master accumulating rows was measured slower); the ray
    master restarts from the previous optimum's rays, rescaled to the new eps;
@@ -48,6 +50,8 @@ from mdp_core.mechanisms._colgen import ColumnGeneration, MasterSolution, WarmSt
 from mdp_core.mechanisms._floor import FloorMaster
 from mdp_core.mechanisms._pricing import (
     RETRY_LOG_FACTOR,
+    chain_free_pairs,
+    chain_implied,
     discrete_step,
     precision_hint,
     tree_order,
@@ -104,7 +108,8 @@ class MechanismResult:
         The budget.
     extra : dict
         Diagnostics: ``outputs`` (active outputs), ``lower_bound`` (certified bound on the LP optimum),
-        ``pricing`` (``"tree"``, ``"nominal"`` or ``"general"``), ``repair_rounds``.
+        ``pricing`` (the master: ``"tree rays"``, ``"nominal floor"``, or the block master's ``"tree"``,
+        ``"nominal"`` or ``"general"``), ``repair_rounds``.
     """
 
     matrix: np.ndarray
@@ -120,39 +125,6 @@ class MechanismResult:
     rounds: int = 0
     eps: float = float("nan")
     extra: dict = field(default_factory=dict)
-
-
-def chain_free_pairs(dist_in: ArrayLike, *, rtol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
-    """Unordered pairs ``(a, b)``, ``a < b``, whose privacy rows are not implied by a chain.
-
-    A pair is implied when some ``z`` with ``d(a, z) > 0`` and ``d(z, b) > 0`` has
-    ``d(a, z) + d(z, b) <= d(a, b) + tol`` (``tol = rtol * max d``): the rows for ``(a, z)`` and ``(z, b)``
-    multiply to the row for ``(a, b)``; both parts are strictly shorter, so by induction on the distance
-    every dropped row is implied by kept rows. On an l1 grid or an ordinal chain only neighbours remain; on
-    an l2 grid only primitive directions; a nominal (discrete) metric keeps every pair. Returns the kept
-    pairs as two int arrays ``(a, b)``.
-    """
-    d = check_distance_matrix(dist_in, "dist_in", check_triangle=False)
-    a, b = np.nonzero(np.triu(~chain_implied(d, rtol=rtol), k=1))
-    return a.astype(np.int64), b.astype(np.int64)
-
-
-def chain_implied(d: np.ndarray, *, rtol: float = 1e-10) -> np.ndarray:
-    """``implied[a, b]``: the pair's rows follow from those of shorter pairs through some ``z``
-    (:func:`chain_free_pairs`, which validates ``d``; here ``d`` is taken as given). Boolean, n x n,
-    symmetric when ``d`` is; O(n^3) time (0.1 s at 406 targets)."""
-    n = d.shape[0]
-    tol = rtol * max(float(d.max()), 1e-300)
-    implied = np.zeros((n, n), dtype=bool)
-    positive = d > tol
-    for z in range(n):
-        col = d[:, z]
-        ok = positive[:, z]
-        if not ok.any():
-            continue
-        via = (col[:, None] + col[None, :] <= d + tol) & ok[:, None] & ok[None, :]
-        implied |= via
-    return implied
 
 
 def _validate(
@@ -234,11 +206,15 @@ def _finish(
         status = "no distribution" if lost else "repair failed"
         return _failure(shape, status, why + precision_hint(model.d, eps), seconds, eps)
     objective = float(prior @ np.einsum("xy,xy->x", P, loss))
-    rows = f"{model.rows:,} of {full_rows:,} privacy rows" if model.rows else _NO_ROWS[model.kind]
+    rows = (
+        f"{model.rows:,} of {full_rows:,} privacy rows" if model.rows else _NO_ROWS.get(model.kind, _NO_ROW)
+    )
     gap = objective - raw.lower_bound  # the lower bound is certified (Lagrangian, module docstring)
     verdict = "Optimal"
-    if gap > _OPTIMAL_GAP * objective + 1e-9:
-        verdict = f"Near-optimal: at most {100 * gap / objective:.2g} % above the optimum"
+    if gap > _OPTIMAL_GAP * abs(objective) + 1e-9:  # losses may be negative (a gain)
+        verdict = f"Near-optimal: at most {gap:.2g} above the optimum" + (
+            f" ({100 * gap / abs(objective):.2g} %)" if objective else ""
+        )
     return MechanismResult(
         matrix=P,
         objective=objective,
@@ -321,10 +297,9 @@ def optimal_mechanism(
 
 
 #: What replaces the privacy rows in a master without them.
-_NO_ROWS = {
-    "tree rays": "no privacy rows (ray master)",
-    "nominal floor": "a floor per output, no privacy rows",
-}
+_NO_ROWS = {"tree rays": "no privacy rows (ray master)", "nominal floor": "a floor per output, no rows"}
+#: ... and in a block master whose rows are all past the solver's factor limit (eps 25 on a general metric).
+_NO_ROW = "no privacy rows (all past the solver's factor limit; the repair enforces them)"
 
 #: Solver statuses of a limit reached (no retry with fewer rows: it would hit the same limit).
 _LIMITS = ("time limit", "round limit", "Time limit reached")
@@ -360,12 +335,13 @@ def _solve_point(
     max_rounds: int,
     started: float,
     progress: Progress = None,
+    retries: int = 3,
 ) -> tuple[MechanismResult, WarmStart | None]:
     """One grid point: the ray master on trees, the floor master on discrete metrics, else (or if the ray
-    master does not converge) the block master.
-
-    Returns the result and the block master's :meth:`~ColumnGeneration.warm_start` for the next grid
-    point (None after the ray master or a failed solve)."""
+    master does not converge) the block master; an unproven optimum is solved again from ``_RETRY_BELOW``
+    times the budget, at most ``retries`` budgets down (with negative losses it recursed without end).
+    Returns the result and the block master's :meth:`~ColumnGeneration.warm_start` for the next grid point
+    (None after the ray master or a failed solve)."""
     p, d, keep = problem.prior, problem.d, problem.keep
     c = problem.loss[:, keep]
     deadline = started + time_limit
@@ -395,10 +371,12 @@ def _solve_point(
         model = ColumnGeneration(p, c, d, *problem.pairs, start, None, RETRY_LOG_FACTOR, problem.first_solver)
         raw = model.solve(eps, time_limit=max(deadline - time.perf_counter(), 1e-3), **limits)
     result = _finish(raw, model, keep, p, problem.loss, eps, started)
-    bound = result.extra.get("lower_bound", 0.0) / (1 - _OPTIMAL_GAP)
-    proven = result.objective <= min(baseline, bound) + 1e-12
-    if previous is None and result.success and not proven and time.perf_counter() < deadline:
-        low, low_warm = _solve_point(problem, _RETRY_BELOW * eps, None, None, time_limit, max_rounds, started)
+    lower = result.extra.get("lower_bound", -np.inf)
+    proven = result.objective <= min(baseline, lower + _OPTIMAL_GAP * abs(lower)) + 1e-12
+    if previous is None and retries and result.success and not proven and time.perf_counter() < deadline:
+        low, low_warm = _solve_point(
+            problem, _RETRY_BELOW * eps, None, None, time_limit, max_rounds, started, retries=retries - 1
+        )
         if low.success:  # from below, warm (the retry's own retry, if any, goes lower still)
             again = _solve_point(problem, eps, low, low_warm, time_limit, max_rounds, started, progress)[0]
             result = again if again.success and again.objective < result.objective else result

@@ -36,6 +36,7 @@ from mdp_core.dephdp import (
     task_utility,
 )
 from mdp_core.errors import DataError, InfeasibleFloorError
+from mdp_core.sweep._releaser import Releaser
 from mdp_core.sweep.cluster import (
     _as_they_finish,
     _one_blas_thread,
@@ -69,10 +70,9 @@ def build_profiles(
 ) -> DepHDPProfiles:
     """Stage 1 of DepHDP (groups, profiles, surrogate) for ``c``'s task and tau_group, through this
     process's bounded cache (a worker that built a group profile for an earlier sweep reuses it).
-    ``stop``: the name of the sweep's stop event (:func:`_stop_check`); ``progress`` (the serial engine's,
-    in the calling process) replaces that check."""
+    ``stop``: the sweep's stop event (:func:`_stop_check`), unless the serial engine passes ``progress``."""
     _setup_if_on_worker()
-    check = progress if progress is not None else _stop_check(stop)
+    check = progress or _stop_check(stop)
     return dephdp_profiles(data.fit, spec.config(c), cache=_BoundedCache(), progress=check)
 
 
@@ -129,56 +129,6 @@ class _BoundedCache:
         _PROCESS_CACHE[key] = value
 
 
-class _Releaser:
-    """Privatises one code matrix many times with a :class:`mdp_core.ComposedMechanism`, drawing exactly
-    what ``mech.privatize`` draws (:func:`mdp_core.sample`'s inverse-CDF algorithm: one ``rng.random(N)``
-    per group, in group order, ``searchsorted(cdf[x], u, side="right")`` per input value), with the work
-    that does not change between releases done once: the flat group codes and the records of each input
-    value (per code matrix: :func:`mdp_core.sample` sorts the records on every call), the row CDFs (per
-    mechanism)."""
-
-    def __init__(
-        self, x: np.ndarray, attributes: Sequence[str], groups: Sequence[Sequence[str]], sizes: Any
-    ) -> None:
-        index = {a: j for j, a in enumerate(attributes)}
-        self.x = x
-        self.cols = [[index[a] for a in g] for g in groups]
-        self.sizes = [tuple(int(v) for v in s) for s in sizes]
-        self.parts: list[list[tuple[int, np.ndarray]]] = []
-        for cols, sz in zip(self.cols, self.sizes, strict=True):
-            flat = np.ravel_multi_index(tuple(x[:, cols].T), sz)
-            order = np.argsort(flat, kind="stable")
-            values, starts = np.unique(flat[order], return_index=True)
-            bounds = [*starts[1:], flat.size]
-            self.parts.append(
-                [(int(v), order[lo:hi]) for v, lo, hi in zip(values, starts, bounds, strict=True)]
-            )
-        self._cdfs: dict[int, list[np.ndarray]] = {}
-
-    def _cdf(self, mech: Any) -> list[np.ndarray]:
-        key = id(mech)  # the caller keeps every mechanism alive while releasing
-        if key not in self._cdfs:
-            cdfs = []
-            for P in mech.channels:
-                cdf = np.cumsum(np.asarray(P, dtype=np.float64), axis=1)
-                cdf /= cdf[:, -1:]
-                cdfs.append(cdf)
-            self._cdfs[key] = cdfs
-        return self._cdfs[key]
-
-    def release(self, mech: Any, rng: np.random.Generator) -> np.ndarray:
-        out = self.x.copy()
-        n = self.x.shape[0]
-        for cols, sizes, parts, cdf in zip(self.cols, self.sizes, self.parts, self._cdf(mech), strict=True):
-            u = rng.random(n)
-            y = np.empty(n, dtype=np.int64)
-            for value, idx in parts:
-                y[idx] = np.searchsorted(cdf[value], u[idx], side="right")  # type: ignore[index,call-overload]
-            np.minimum(y, cdf.shape[1] - 1, out=y)
-            out[:, cols] = np.stack(np.unravel_index(y, sizes), axis=1)
-        return out
-
-
 def run_configuration(
     data: SweepData, spec: SweepSpec, c: Configuration, profiles: Any = None, check: Progress = None
 ) -> tuple[list[dict], dict]:
@@ -209,7 +159,7 @@ def run_configuration(
     x_test = data.x_test
     rows: list[dict] = []
     mech0 = res.mechanism
-    releaser = _Releaser(x_test, attrs, mech0.groups, mech0.sizes)
+    releaser = Releaser(x_test, attrs, mech0.groups, mech0.sizes)
     for m in spec.methods:
         mi = METHODS_EVALUATED.index(m)
         if mechs[m].groups != mech0.groups or tuple(mechs[m].attributes) != attrs:
@@ -371,12 +321,11 @@ def _run_serial(
         key = _profile_key(c)
         if key not in stage1:
             skey = _stage1_key(data, spec, c)
-            known = _STAGE1.get(skey)
-            if known is None:  # minutes on a wide table: the bar says what runs (audit: it stood at 0)
+            if (known := _STAGE1.get(skey)) is None:  # minutes on a wide table: the bar says so
                 step = part(progress, k / n, k / n, f"{k}/{n} configurations; group profiles first: ")
                 known = build_profiles(data, spec, c, progress=step)
             stage1[key] = known
-            _remember_stage1(skey, stage1[key])
+            _remember_stage1(skey, known)
         r, meta = run_configuration(data, spec, c, stage1[key])
         rows += r
         metas.append(meta)

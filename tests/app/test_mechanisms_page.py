@@ -245,42 +245,31 @@ def test_the_lp_optimum_runs_in_the_background_and_can_be_stopped(
     assert metric(at, "OPT expected loss") == "—"
 
 
-def test_a_job_started_for_other_settings_stops_when_the_settings_change(
+def test_jobs_for_earlier_settings_are_listed_in_the_sidebar_and_can_be_stopped(
     at: AppTest, monkeypatch: pytest.MonkeyPatch, stalled: Stalled
 ) -> None:
     """Audit: a long job went on after its page moved to other settings, and held a long-job thread that no
-    button stopped any more. It still goes on (its result is kept), but the page says so and can stop it."""
+    button stopped any more (a third queued behind two). They still go on (their results are kept), but the
+    sidebar lists every job this session started that still runs, each with a stop button."""
     monkeypatch.setattr(core, "optimal_mechanism", stalled("round {}"))
-    at.multiselect(key="mech_attrs").set_value(["trestbps", "ca"]).run()  # a key of its own: no other test's
-    at.button(key="mech_solve_opt").click().run()
-    old = at.session_state["_job_started_by_mech_solve_opt"]
-    assert jobs.running(old)
-    at.multiselect(key="mech_attrs").set_value(["age", "thal"]).run()
-    assert not at.exception and jobs.running(old)
-    still = r"Solving the LP optimum for earlier settings is still running \(\d+%\); its result is kept"
-    assert [c.value for c in at.caption if re.match(still, c.value)]
-    at.button(key="mech_solve_opt_stop_earlier").click().run()
-    assert [t.value for t in at.toast] == [
-        "Solving the LP optimum for the earlier settings was stopped: the page now shows other settings."
-    ]
-    assert not [c for c in at.caption if re.match(still, c.value)]
-    rerun_until(at, lambda: not jobs.running(old), 10, "the old job's stop")
-    assert isinstance(jobs.failure(old), jobs.BuildStoppedError)
-    assert "mech_solve_opt" in [b.key for b in at.button]
-
-
-def test_another_session_keeps_a_job_it_also_wants() -> None:
-    builder, release = jobs.Builder(), threading.Event()
-    job = builder.request("shared", lambda progress: release.wait(30), slow=True)
-    while not job.running():
-        time.sleep(0.01)
-    builder.claim("shared", "session a/slot")
-    builder.claim("shared", "session b/slot")
-    assert not builder.drop("shared", "session a/slot") and not builder.stopping("shared")
-    assert builder.drop("shared", "session b/slot") and builder.stopping("shared")
-    assert not builder.drop("shared", "session b/slot")  # dropped twice: nothing more to stop
-    release.set()
-    job.result(30)
+    started = []
+    for attrs in (["trestbps", "ca"], ["trestbps", "thal"], ["thalach", "ca"]):  # keys of their own
+        at.multiselect(key="mech_attrs").set_value(attrs).run()
+        at.button(key="mech_solve_opt").click().run()
+        started.append(next(iter(at.session_state["_jobs_started"].keys() - set(started))))
+    at.multiselect(key="mech_attrs").set_value(["age"]).run()  # solved in the page: no start button here
+    assert all(jobs.running(k) for k in started) and not at.exception
+    listed = [c.value for c in at.sidebar.caption if c.value.startswith("**Solving the LP optimum**")]
+    assert len(listed) == 3 and sum(jobs.QUEUED in c for c in listed) == 1  # two threads: one waits
+    stops = [b for b in at.sidebar.button if b.key.startswith("background_stop_")]
+    assert len(stops) == 3
+    for _ in started:
+        next(b for b in at.sidebar.button if b.key.startswith("background_stop_")).click().run()
+    rerun_until(at, lambda: not any(jobs.running(k) for k in started), 10, "the stops")
+    assert all(isinstance(jobs.failure(k), jobs.BuildStoppedError) for k in started)
+    at.run()
+    assert not [b for b in at.sidebar.button if b.key.startswith("background_stop_")]
+    assert "Running in the background" not in [h.value for h in at.sidebar.subheader]
 
 
 def test_a_failed_lp_says_why(at: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -522,14 +522,40 @@ def test_floor_master_on_discrete_metrics_matches_the_full_pairwise_lp(seed: int
 
 
 def test_floor_master_past_the_factor_limit_still_returns_a_private_mechanism() -> None:
-    # eps c = 25 > MAX_LOG_FACTOR: the floors are left out of the master (HiGHS's coefficient limits), so its
-    # optimum is the relaxation's; the repair makes it private and the certificate stays a lower bound
+    # eps c = 35 > FLOOR_LOG_LIMIT: the floors are left out of the master (HiGHS's coefficient limits), so its
+    # optimum is the relaxation's; the repair makes it private and the certificate stays a lower bound. At
+    # eps c = 25 (past the pairwise rows' limit) the floors are kept and the optimum is proven.
     d = 1 - np.eye(4)
     prior = np.array([0.4, 0.3, 0.2, 0.1])
-    res = core.optimal_mechanism(prior, d, d, 25.0)
-    assert res.success and res.extra["pricing"] == "nominal floor"
+    for eps, verdict in ((25.0, "Optimal"), (35.0, "")):
+        res = core.optimal_mechanism(prior, d, d, eps)
+        assert res.success and res.extra["pricing"] == "nominal floor" and res.message.startswith(verdict)
+        assert core.mdp_violation(res.matrix, d, eps) <= 1e-9
+        assert res.extra["lower_bound"] <= res.objective <= 1e-9
+
+
+def test_an_lp_with_every_row_past_the_factor_limit_says_so() -> None:
+    """Review: a block master left without privacy rows (every factor past the limit) raised KeyError."""
+    x = np.arange(5.0)
+    d = np.sqrt(np.abs(x[:, None] - x[None, :]))  # not a tree, not discrete: the block master
+    res = core.optimal_mechanism(np.full(5, 0.2), d, d, 25.0)
+    assert res.success and res.extra["pricing"] == "general" and res.rows == 0
+    assert "no privacy rows (all past the solver's factor limit" in res.message
     assert core.mdp_violation(res.matrix, d, 25.0) <= 1e-9
-    assert res.extra["lower_bound"] <= res.objective <= 1e-9
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_negative_losses_are_certified_without_endless_retries(seed: int) -> None:
+    """Review: with a negative optimum the relative "proven" test never held, so each unproven solve retried
+    at 0.9 eps, again and again (RecursionError); the verdict read "at most -0 % above"."""
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.uniform(0, 3, 7))
+    d = np.sqrt(np.abs(x[:, None] - x[None, :]))
+    loss = rng.uniform(-1, 0.2, (7, 5))
+    prior = rng.dirichlet(np.ones(7))
+    res = core.optimal_mechanism(prior, loss, d, 1.3)
+    assert res.success and res.objective == pytest.approx(loop_lp(prior, loss, d, 1.3), abs=1e-7)
+    assert "-0 %" not in res.message and res.extra["lower_bound"] <= res.objective + 1e-12
 
 
 def test_inactive_outputs_are_exactly_zero() -> None:

@@ -81,7 +81,7 @@ def test_rows_are_tidy_and_seeded_by_task_index(serial: pd.DataFrame) -> None:
 
 
 def test_array_privatisation_draws_exactly_what_the_composed_mechanism_draws() -> None:
-    from mdp_core.sweep.engine import _Releaser
+    from mdp_core.sweep._releaser import Releaser
 
     spec = tiny(task="record", eps=[2.0])
     data = prepare_data(spec)
@@ -90,7 +90,7 @@ def test_array_privatisation_draws_exactly_what_the_composed_mechanism_draws() -
     assert len(mech.groups) > 1 and tuple(mech.attributes) == data.attributes
     for seed in range(3):
         want = mech.privatize(data.test.codes, np.random.default_rng(seed)).to_numpy()
-        got = _Releaser(data.x_test, mech.attributes, mech.groups, mech.sizes).release(
+        got = Releaser(data.x_test, mech.attributes, mech.groups, mech.sizes).release(
             mech, np.random.default_rng(seed)
         )
         np.testing.assert_array_equal(got, want)
