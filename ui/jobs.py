@@ -288,6 +288,13 @@ def background_work() -> None:
     result is kept for when they come back), so without this list an abandoned job held a long-job thread
     that no button stopped any more, and a third queued behind two of them (audit). A stop here stops the
     job for every session, as the page's own stop button does (jobs are shared by their settings)."""
+    if st.session_state.get(_STARTED):
+        _background_list()
+
+
+@st.fragment(run_every=POLL_SECONDS)
+def _background_list() -> None:
+    """:func:`background_work`'s list, redrawn every :data:`POLL_SECONDS` (progress, and ended jobs gone)."""
     started: dict[Hashable, str] = st.session_state.get(_STARTED, {})
     for key in [k for k in started if not running(k)]:
         del started[key]
