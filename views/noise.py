@@ -106,6 +106,7 @@ st.plotly_chart(noise.fig_densities(choice, eps, delta, float(sensitivity)), key
 
 st.subheader("Where does shape selection pay off?")
 grid_label = st.selectbox("Grid (δ × ε)", list(noise.GRID_SIZES), key="ggm_grid")
+HEATMAP_JOB = "The (ε, δ) heatmap"  # its name in the sidebar's list of background work
 heat = None
 if st.toggle("Compute the (ε, δ) heatmap", key="ggm_heatmap"):
     n_delta, n_eps = noise.GRID_SIZES[grid_label]
@@ -115,7 +116,7 @@ if st.toggle("Compute the (ε, δ) heatmap", key="ggm_heatmap"):
     if heat is None and jobs.running(heat_key):
         jobs.poll(heat_key, "Stop the heatmap", "ggm_heat_stop", text=lambda m: f"Selecting shapes: {m}")
     elif heat is None and error is None:  # the toggle is the start: in the background
-        jobs.remember(heat_key, "The (ε, δ) heatmap")
+        jobs.remember(heat_key, HEATMAP_JOB)
         job = noise.request_heatmap(n_delta, n_eps, p_max)
         jobs.follow(heat_key, job, "Selecting shapes", noise.HEATMAP_WAIT_SECONDS)
     elif heat is None:
@@ -124,7 +125,7 @@ if st.toggle("Compute the (ε, δ) heatmap", key="ggm_heatmap"):
         else:
             st.warning(f"{error} (the quick grid takes about a third of the time).")
         if st.button("Compute the heatmap again", key="ggm_heat_go"):
-            jobs.remember(heat_key, "The (ε, δ) heatmap")
+            jobs.remember(heat_key, HEATMAP_JOB)
             jobs.follow(heat_key, noise.request_heatmap(n_delta, n_eps, p_max), "Selecting shapes", 0.5)
 if heat is not None:
     st.plotly_chart(noise.fig_heatmap(heat), key="ggm_heat_fig")
