@@ -46,6 +46,7 @@ __all__ = [
     "make_task",
     "marginal_tv",
     "population_metrics",
+    "positive_target",
     "release_attributes",
     "total_correlation_change",
 ]
@@ -300,6 +301,18 @@ def _threshold_task(
     return _task("threshold", attrs, tables, 0.0, "identity", "abs")
 
 
+def positive_target(t_fit: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The prediction task's 0/1 label of target codes ``t``, by the rule fitted on codes ``t_fit``: the
+    top code of a binary target; else codes above the median or, when none is (a 3-class target whose
+    most frequent class sorts last), at or above it, whichever split of ``t_fit`` is more balanced."""
+    if np.unique(t_fit).size <= 2:
+        return t == t_fit.max()
+    median = np.median(t_fit)
+    above, at_or_above = np.mean(t_fit > median), np.mean(t_fit >= median)
+    strict = abs(above - 0.5) <= abs(at_or_above - 0.5)
+    return t > median if strict else t >= median
+
+
 def _fit_logistic(
     encoded: Encoded, attrs: tuple[str, ...], sizes: list[int], ridge: float
 ) -> tuple[list[np.ndarray], float]:
@@ -307,8 +320,7 @@ def _fit_logistic(
     if target is None:
         raise DataError("the prediction task needs a target column: choose the column it should predict")
     t = encoded.codes[target].to_numpy()
-    y = (t > np.median(t)) if np.unique(t).size > 2 else (t == t.max())
-    y = y.astype(float)
+    y = positive_target(t, t).astype(float)
     X = encoded.codes[list(attrs)].to_numpy()
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     onehot = np.zeros((X.shape[0], int(offsets[-1])))

@@ -28,7 +28,13 @@ import pandas as pd
 from scipy.stats import rankdata
 
 from mdp_core.data import Encoded
-from mdp_core.dephdp.tasks import Task, entropy_change, marginal_tv, total_correlation_change
+from mdp_core.dephdp.tasks import (
+    Task,
+    entropy_change,
+    marginal_tv,
+    positive_target,
+    total_correlation_change,
+)
 from mdp_core.errors import DataError
 
 __all__ = [
@@ -119,7 +125,8 @@ def majority_rate(labels: np.ndarray) -> float:
 
 def prediction_labels(fit: Encoded, codes: pd.DataFrame) -> np.ndarray:
     """Binary labels of ``codes`` by the rule the prediction task's model is fitted with (000 tasks):
-    target code ``== max`` for a binary target, else ``> median`` of the fitting split's target codes.
+    target code ``== max`` for a binary target, else above the fitting split's median (see
+    :func:`~mdp_core.dephdp.tasks.positive_target`).
 
     Parameters
     ----------
@@ -133,11 +140,7 @@ def prediction_labels(fit: Encoded, codes: pd.DataFrame) -> np.ndarray:
         raise DataError("the prediction task needs a target column")
     if target not in codes.columns:
         raise DataError(f"codes lacks the target column {target!r}")
-    t_fit = fit.codes[target].to_numpy()
-    t = codes[target].to_numpy()
-    if np.unique(t_fit).size > 2:
-        return (t > np.median(t_fit)).astype(np.int64)
-    return (t == t_fit.max()).astype(np.int64)
+    return positive_target(fit.codes[target].to_numpy(), codes[target].to_numpy()).astype(np.int64)
 
 
 def _auc(labels: np.ndarray, scores: np.ndarray) -> float:

@@ -165,3 +165,35 @@ def test_codes_outside_a_domain_are_refused(heart: core.Encoded) -> None:
         task.scores(bad)
     with pytest.raises(DataError, match="same shape"):
         task.loss(codes, codes[:-1])
+
+
+def test_prediction_label_of_a_three_class_target_whose_largest_class_sorts_last() -> None:
+    # codes 0 / 1 / 2 at 10 / 10 / 80 %: nothing is above the median (2), so "> median" had no positives
+    # and the OPT LPs optimised solver noise; the rule now takes ">= median", the more balanced split
+    df = core.load_dataset("heart").drop(columns="target")
+    rng = np.random.default_rng(3)
+    df["label"] = rng.choice(["a", "b", "z"], size=len(df), p=[0.1, 0.1, 0.8])
+    encoded = core.discretize(df, core.infer_schema(df, target="label"))
+    t = encoded.codes["label"].to_numpy()
+    assert np.median(t) == t.max() == 2
+    labels = core.prediction_labels(encoded, encoded.codes)
+    np.testing.assert_array_equal(labels, (t == 2).astype(np.int64))
+    task = make_task("prediction", encoded)
+    u = task.utility(encoded.codes[list(task.attributes)].to_numpy()).ravel()
+    assert abs(u.mean() - np.mean(t == 2)) < 0.05  # fitted to the 80 % positives, not to none
+
+
+@pytest.mark.parametrize(
+    ("codes", "expected"),
+    [
+        ([0, 1, 2, 2, 2], [0, 0, 1, 1, 1]),  # median = top code: at or above it
+        ([0, 0, 0, 1, 2], [0, 0, 0, 1, 1]),  # above the median: 40 % against 100 % at or above
+        ([0, 1, 1, 1, 2, 3], [0, 0, 0, 0, 1, 1]),  # 33 % above against 83 % at or above
+        ([0, 1, 1, 0], [0, 1, 1, 0]),  # binary: the top code
+    ],
+)
+def test_positive_target_picks_the_more_balanced_split(codes: list[int], expected: list[int]) -> None:
+    from mdp_core.dephdp.tasks import positive_target
+
+    t = np.array(codes)
+    np.testing.assert_array_equal(positive_target(t, t), np.array(expected, dtype=bool))
