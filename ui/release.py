@@ -520,7 +520,7 @@ def utility_caption(utility: dict[str, Any], which_repetitions: int) -> str:
     return (
         f"The {u['metric'].replace('_', ' ')} is the mean over {u['repetitions']} privatisations of the "
         f"{u['test_rows']} held-out records through the same channels; the band ({u['lo']:.3f}–"
-        f"{u['hi']:.3f}, the mean ± 1.96 standard deviations of those draws) is where about 95 % of single "
+        f"{u['hi']:.3f}, a 95 % prediction interval from those draws) is where about 95 % of single "
         "draws fall. One privatised draw, such as the DepHDP page's release, can land anywhere in it, and "
         "about one in 20 outside it. The “Which ε?” frontier is a sweep of its own: "
         f"{which_repetitions} draws per budget, and its band is the narrower 95 % confidence interval of "

@@ -303,14 +303,13 @@ def _threshold_task(
 
 def positive_target(t_fit: np.ndarray, t: np.ndarray) -> np.ndarray:
     """The prediction task's 0/1 label of target codes ``t``, by the rule fitted on codes ``t_fit``: the
-    top code of a binary target; else codes above the median or, when none is (a 3-class target whose
-    most frequent class sorts last), at or above it, whichever split of ``t_fit`` is more balanced."""
+    top code of a binary target, else codes above the median (000), or at or above it when no code of
+    ``t_fit`` is above it (a 3-class target whose most frequent class sorts last had no positives, and the
+    OPT LPs then optimised solver noise)."""
     if np.unique(t_fit).size <= 2:
         return t == t_fit.max()
     median = np.median(t_fit)
-    above, at_or_above = np.mean(t_fit > median), np.mean(t_fit >= median)
-    strict = abs(above - 0.5) <= abs(at_or_above - 0.5)
-    return t > median if strict else t >= median
+    return t > median if np.any(t_fit > median) else t >= median
 
 
 def _fit_logistic(

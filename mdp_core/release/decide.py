@@ -2,9 +2,9 @@
 
 :func:`which_eps` runs one sweep (:func:`mdp_core.sweep.run_sweep`: DepHDP and the four baselines over a
 geometric grid of budgets, ``repetitions`` privatisations of the held-out split each) and asks
-:func:`mdp_core.sweep.smallest_eps` for the smallest budget whose 95 % CI meets the target, optionally
-refined by bisection between grid points. The answer is stated in words (:attr:`Decision.sentence`), with
-the meaning of the budget (:func:`mdp_core.release.budget_sentence`).
+:func:`mdp_core.sweep.smallest_eps` for the smallest budget from which on every budget's 95 % CI meets
+the target, optionally refined by bisection between grid points. The answer is stated in words
+(:attr:`Decision.sentence`), with the meaning of the budget (:func:`mdp_core.release.budget_sentence`).
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ class Decision:
     majority : float or None
         Prediction task: the held-out accuracy of always predicting the more frequent label
         (:attr:`mdp_core.sweep.SweepData.majority_rate`); an accuracy at or below it says nothing.
+    test_rows : int
+        Records the sweep releases and scores (its test split); 0 when unknown.
     """
 
     choice: Any
@@ -66,6 +68,7 @@ class Decision:
     dataset: str
     skipped: tuple[float, ...] = ()
     majority: float | None = None
+    test_rows: int = 0
 
     @property
     def target_value(self) -> float:
@@ -149,29 +152,57 @@ class Decision:
         c = self.choice
         metric, what, higher = self._described()
         if not c.met:
+            where = "the largest budget tried (" if c.passed_below else "any budget tried (up to "
             said = (
-                f"{what}: not reachable below ε = {c.eps:g} on {self.dataset}. At ε = {c.eps:g} the "
-                f"{metric} is {c.estimate:.3f} (95 % CI {c.ci[0]:.3f}–{c.ci[1]:.3f})."
+                f"{what}: not met at {where}ε = {c.eps:g}) on {self.dataset}. At "
+                f"ε = {c.eps:g} the {metric} is {c.estimate:.3f} (95 % CI {_ci(c)})."
             )
             mean_meets = c.estimate >= self.target_value if higher else c.estimate <= self.target_value
-            if mean_meets:  # "not reachable" beside a mean that meets it reads as a contradiction
+            if mean_meets and math.isfinite(c.ci[0]):  # "not met" beside a mean that meets it: why
                 end = c.ci[0] if higher else c.ci[1]
                 said += (
                     f" The mean meets the target, but the interval's {'lower' if higher else 'upper'} end "
                     f"({end:.3f}) does not: a target counts as met only when the whole 95 % interval "
                     "meets it. More repetitions narrow the interval."
                 )
-            return said
+            return said + self._dip()
         p50 = posterior_bound(0.5, c.eps)
+        budget = (  # met at the grid's smallest budget: a smaller one may meet it too
+            f"ε = {c.eps:.3g} or less (the smallest budget tried meets it)"
+            if c.grid_floor
+            else f"ε = {c.eps:.3g}"
+        )
         return (
-            f"The smallest budget that keeps {what} on {self.dataset} is ε = {c.eps:.3g} "
+            f"The smallest budget that keeps {what} on {self.dataset} is {budget} "
             f"({c.settings.get('method', 'DepHDP')}): {metric} {c.estimate:.3f}, 95 % CI "
-            f"{c.ci[0]:.3f}–{c.ci[1]:.3f}. {budget_sentence(c.eps)} "
+            f"{_ci(c)}, and every larger budget tried meets it too.{self._dip()} {self._split_scope()}"
+            f"{budget_sentence(c.eps)} "
             + (  # never "at most > 99.9 %"
                 "A 50 % guess can become near certainty (above 99.9 %)."
                 if p50 > 0.999
                 else f"A 50 % guess becomes at most {share(p50)}."
             )
+        )
+
+    def _dip(self) -> str:
+        """Budgets below a failing one that met the target: not an answer (a dip of the frontier, or noise;
+        counting them would call met, one time in five, a target no budget meets)."""
+        cut = self.choice.passed_below
+        if not cut:
+            return ""
+        budgets = ", ".join(f"{e:g}" for e in cut)
+        return (
+            f" (ε = {budgets} met it too, but a larger budget did not: a dip of the frontier or noise, so "
+            "the answer does not rest on it.)"
+        )
+
+    def _split_scope(self) -> str:
+        """What the interval covers: the release's randomness on one split (audit: over 20 seeds the
+        heart answer ranged from ε = 8 to "not met"; the interval held the seeds' mean 46 % of the time)."""
+        records = f"these {self.test_rows:,} held-out records" if self.test_rows else "these held-out records"
+        return (
+            f"The interval covers the release's randomness on {records} only: another split of the table "
+            "(another seed) can move the answer by more, the more so the fewer the records. "
         )
 
 
@@ -262,4 +293,11 @@ def which_eps(
         dataset=dataset,
         skipped=tuple(sorted(set(spec.eps) - set(results["eps"]))),
         majority=results.attrs.get("majority_rate") if task == "prediction" else None,
+        test_rows=int(results.attrs.get("test_rows", 0)),
     )
+
+
+def _ci(choice: Any) -> str:
+    """The choice's interval in words (none from fewer than two valid draws)."""
+    lo, hi = choice.ci
+    return f"{lo:.3f}–{hi:.3f}" if math.isfinite(lo) and math.isfinite(hi) else "none: fewer than two draws"

@@ -81,7 +81,7 @@ def test_which_eps_answers_with_ci_and_frontier(app: AppTest, small_engine: None
     app.button(key="rel_which").click().run(timeout=600)
     _until_landed(app, "rel_which_stop")
     sentences = [e.value for e in (*app.success, *app.warning)]
-    assert any("ε" in s and ("95 % CI" in s or "not reachable below" in s) for s in sentences)
+    assert any("ε" in s and ("95 % CI" in s or "not met at" in s) for s in sentences)
     labels = {m.label for m in app.metric}
     assert "95 % CI" in labels and "accuracy" in labels
     spec = json.loads(app.get("plotly_chart")[0].proto.spec)
@@ -235,8 +235,8 @@ def test_release_shows_flags_before_the_downloads(app: AppTest, small_engine: No
     assert how == view.utility_caption(u, 2)
     assert how.startswith(
         f"The accuracy is the mean over 10 privatisations of the 114 held-out records through the same "
-        f"channels; the band ({u['lo']:.3f}–{u['hi']:.3f}, the mean ± 1.96 standard deviations of those "
-        "draws) is where about 95 % of single draws fall. One privatised draw, such as the DepHDP page's"
+        f"channels; the band ({u['lo']:.3f}–{u['hi']:.3f}, a 95 % prediction interval from those draws) "
+        "is where about 95 % of single draws fall. One privatised draw, such as the DepHDP page's"
     )
     assert "“Which ε?” frontier is a sweep of its own: 2 draws per budget" in how
     report = next(v for k, v in view.store()._items.items() if k[0] == "report")

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from release_cases import FAST, make_table
+from scipy import stats
 
 import mdp_core as core
 from mdp_core.release import (
@@ -189,7 +190,9 @@ def test_outcome_numbers_are_what_they_claim() -> None:
         y = out.result.privatize(out.test.codes, rng)
         values.append(task_utility(out.result.task, out.test.codes, y, labels=labels).value)
     assert out.utility["mean"] == pytest.approx(np.mean(values), abs=1e-15)
-    assert out.utility["hi"] == pytest.approx(np.mean(values) + 1.96 * np.std(values, ddof=1), abs=1e-12)
+    half = stats.t.ppf(0.975, 2) * np.std(values, ddof=1) * np.sqrt(1 + 1 / 3)  # one more draw, 95 %
+    assert out.utility["hi"] == pytest.approx(min(np.mean(values) + half, 1.0), abs=1e-12)
+    assert out.utility["lo"] == pytest.approx(max(np.mean(values) - half, 0.0), abs=1e-12)
     assert 0 < out.utility["reference"] <= 1
     # leakage: every attribute's bound is at least its own group's budget
     assert (out.leakage["leakage_nats"] >= out.leakage["eps_group"] - 1e-12).all()

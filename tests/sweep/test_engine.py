@@ -24,6 +24,7 @@ import mdp_core.sweep.engine as engine
 from mdp_core.errors import DataError
 from mdp_core.sweep import SweepSpec, default_client, describe_engine, prepare_data, run_sweep
 from mdp_core.sweep.cluster import STOP_CHECK_SECONDS, local_cluster
+from mdp_core.sweep.engine import settings_key
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = Path(sys.executable)
@@ -55,7 +56,7 @@ def serial_one() -> pd.DataFrame:
     return run_sweep(tiny(task="record"), client=False)
 
 
-def test_rows_are_tidy_and_seeded_by_task_index(serial: pd.DataFrame) -> None:
+def test_rows_are_tidy_and_seeded_by_settings(serial: pd.DataFrame) -> None:
     spec = tiny()
     assert len(serial) == spec.n_rows == 2 * 2 * 2 * 2
     keys = ["task_index", "method", "repetition"]
@@ -78,6 +79,18 @@ def test_rows_are_tidy_and_seeded_by_task_index(serial: pd.DataFrame) -> None:
     )
     pd.testing.assert_frame_equal(alone[part.columns], part)
     assert meta["task_index"] == 3 and meta["peak_rss_mb"] > 0
+
+
+def test_a_budgets_draws_do_not_depend_on_the_other_budgets_of_the_grid(serial: pd.DataFrame) -> None:
+    """Decision audit: draws were keyed by the grid position, so eps 3 scored 0.626 on one grid and 0.674
+    on another, and removing low budgets changed the answer; now keyed by the settings' values."""
+    alone = run_sweep(tiny(eps=[4.0]), client=False)
+    cols = ["task", "method", "repetition", "utility", "loss"]
+    on_grid = serial[serial.eps == 4.0][cols].reset_index(drop=True)
+    pd.testing.assert_frame_equal(alone[cols].reset_index(drop=True), on_grid)
+    c = tiny().configurations()[1]
+    assert settings_key(c) == settings_key(c._replace(index=99))  # the position is not part of it
+    assert settings_key(c) != settings_key(c._replace(eps=np.nextafter(c.eps, 10)))
 
 
 def test_array_privatisation_draws_exactly_what_the_composed_mechanism_draws() -> None:

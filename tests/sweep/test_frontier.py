@@ -63,7 +63,7 @@ def test_frontier_means_and_intervals_match_scipy() -> None:
         lo, hi = t_interval(v)
         assert row["n"] == len(v)
         assert row["utility_mean"] == pytest.approx(np.mean(v), abs=1e-12)
-        assert row["utility_ci_lo"] == pytest.approx(lo, abs=1e-12)
+        assert row["utility_ci_lo"] == pytest.approx(max(lo, 0.0), abs=1e-12)
         assert row["utility_ci_hi"] == pytest.approx(hi, abs=1e-12)
         assert row["utility_lo"] == pytest.approx(np.mean(v) - 1.96 * np.std(v, ddof=1), abs=1e-12)
         assert row["loss_mean"] == pytest.approx(1 - np.mean(v), abs=1e-12)
@@ -98,21 +98,29 @@ def test_smallest_eps_matches_a_brute_force_scan(
     grid = [0.25 * 2**k for k in range(len(data))]
     vals = {("DepHDP", e): v for e, v in zip(grid, data, strict=True)}
     choice = smallest_eps(results(vals, higher=higher), target, metric="utility")
-    expected = None
-    for e, v in zip(grid, data, strict=True):
+    meets = []
+    for v in data:
         lo, hi = t_interval(v)
+        lo = max(lo, 0.0)  # a CI of a metric >= 0
         assume(abs((lo if higher else hi) - target) > 1e-9)  # no float ties at the boundary
-        if (lo >= target) if higher else (hi <= target):
-            expected = e
-            break
-    if expected is None:
+        meets.append((lo >= target) if higher else (hi <= target))
+    # fixed-sequence: from the largest budget down, stop at the first failure
+    k = len(grid)
+    while k > 0 and meets[k - 1]:
+        k -= 1
+    dips = tuple(e for e, ok in zip(grid[: max(k - 1, 0)], meets, strict=False) if ok)
+    assert choice.passed_below == dips
+    if k == len(grid):
         assert not choice.met
         assert choice.eps == grid[-1]
-        assert f"not reachable below eps = {grid[-1]:g}" in choice.reason
+        said = "at any budget tried (up to " if not dips else "at the largest budget tried ("
+        assert f"not met {said}eps = {grid[-1]:g})" in choice.reason
     else:
         assert choice.met
-        assert choice.eps == expected
-        assert choice.estimate == pytest.approx(np.mean(vals[("DepHDP", expected)]))
+        assert choice.eps == grid[k]
+        assert choice.grid_floor == (k == 0)
+        assert choice.estimate == pytest.approx(np.mean(vals[("DepHDP", grid[k])]))
+        assert all(meets[k:])
 
 
 def test_relative_target_uses_the_non_private_reference() -> None:
@@ -167,3 +175,55 @@ def test_bisection_refines_between_grid_points(monkeypatch: pytest.MonkeyPatch) 
     eps_star = math.log(1 / 0.3)
     assert fine.met and eps_star <= fine.eps <= eps_star * (2.0 / 1.0) ** (1 / 2**8)
     assert "bisection" in fine.reason
+
+
+def test_a_dip_below_a_failing_budget_is_not_the_answer() -> None:
+    """Decision audit: the first passing budget was taken (eps 2 at 0.6205 while eps 3 failed at 0.581); on
+    a frontier flat at the target that called it met 20 % of the time (nine one-sided 2.5 % tests)."""
+    vals = {
+        ("DepHDP", 1.0): [0.70, 0.71, 0.72],
+        ("DepHDP", 2.0): [0.50, 0.55, 0.60],
+        ("DepHDP", 4.0): [0.80, 0.81, 0.82],
+        ("DepHDP", 8.0): [0.85, 0.86, 0.87],
+    }
+    choice = smallest_eps(results(vals), 0.65)
+    assert (choice.eps, choice.met, choice.passed_below, choice.grid_floor) == (4.0, True, (1.0,), False)
+    assert "from which on every budget's 95 % CI meets the target" in choice.reason
+    vals[("DepHDP", 8.0)] = [0.50, 0.51, 0.52]  # the largest budget fails: nothing below counts
+    choice = smallest_eps(results(vals), 0.65)
+    assert (choice.eps, choice.met, choice.passed_below) == (8.0, False, (1.0, 4.0))
+    assert choice.reason.startswith("not met at the largest budget tried (eps = 8)")
+
+
+def test_flat_frontier_at_the_target_is_called_met_at_most_at_the_test_level() -> None:
+    rng = np.random.default_rng(0)
+    grid = [0.25, 0.5, 1, 2, 3, 5, 8, 12, 20]
+    met = 0
+    for _ in range(400):
+        vals = {("DepHDP", e): list(0.7 + 0.02 * rng.standard_normal(5)) for e in grid}
+        met += smallest_eps(results(vals), 0.7).met
+    assert met / 400 < 0.05  # 2.5 % expected; the first-passing rule gave 20 %
+
+
+def test_nan_draws_do_not_count_and_one_draw_gives_no_interval() -> None:
+    """Decision audit: 3 of 5 draws NaN gave a CI 7x too narrow from n = 5, and one valid draw a zero-width
+    "95 % CI" that met the target."""
+    vals = {("DepHDP", 2.0): [0.62, 0.70, math.nan, math.nan, math.nan]}
+    fr = frontier(results(vals)).iloc[0]
+    lo, hi = t_interval([0.62, 0.70])
+    assert fr["n"] == 2 and (fr["utility_ci_lo"], fr["utility_ci_hi"]) == pytest.approx((lo, hi))
+    assert not smallest_eps(results(vals), 0.6).met  # lo = 0.41: the wide interval does not meet 0.6
+    one = {("DepHDP", 2.0): [0.6754, math.nan, math.nan]}
+    choice = smallest_eps(results(one), 0.6)
+    assert not choice.met and all(math.isnan(v) for v in choice.ci)
+    assert math.isnan(frontier(results(one)).iloc[0]["utility_ci_lo"])
+
+
+def test_a_release_scoring_exactly_the_reference_meets_100_percent() -> None:
+    ref = 0.8070175438596492  # 46/57: the mean of 45 copies is one bit larger
+    vals = {("DepHDP", e): [ref] * 5 for e in (1.0, 2.0)}
+    table = results(vals, ref=ref)
+    table = pd.concat([table] * 9, ignore_index=True)  # 90 references, as many as a sweep's rows
+    assert table["reference"].mean() != ref
+    choice = smallest_eps(table, 1.0, relative=True)
+    assert choice.met and choice.eps == 1.0 and choice.grid_floor
