@@ -489,7 +489,8 @@ def decision_metrics(answer: rel.Decision) -> list[tuple[str, str, str]]:
     """The three big numbers under a "which eps" answer: (label, value, help). A target the majority label
     meets too gets no ε figure of its own: a bare "ε 0.25" read as the answer (wine, 95 % of non-private)."""
     c = answer.choice
-    ci = ("95 % CI", f"{c.ci[0]:.3f} – {c.ci[1]:.3f}", "95 % confidence interval of that mean")
+    shown = f"{c.ci[0]:.3f} – {c.ci[1]:.3f}" if all(map(math.isfinite, c.ci)) else "none (under 2 draws)"
+    ci = ("95 % CI", shown, "95 % confidence interval of that mean")
     if answer.uninformative:
         return [
             (
@@ -507,7 +508,7 @@ def decision_metrics(answer: rel.Decision) -> list[tuple[str, str, str]]:
             ci,
         ]
     return [
-        ("ε" if c.met else "largest ε tried", f"{c.eps:.3g}", ""),
+        ("ε" if c.met else "largest ε tried", f"≤ {c.eps:.3g}" if c.grid_floor else f"{c.eps:.3g}", ""),
         (answer.metric, f"{c.estimate:.3f}", "Mean over the repetitions at this ε"),
         ci,
     ]

@@ -601,3 +601,21 @@ def test_a_budget_floor_gives_every_group_a_budget(app: AppTest, small_engine: N
     app.button(key="rel_prepare").click().run(timeout=600)
     _until_landed(app, "rel_prepare_stop")
     assert any("lower the budget floor (min_group_eps) to at most" in e.value for e in app.error)
+
+
+def test_the_big_numbers_say_or_less_at_the_grids_floor_and_no_interval_from_one_draw() -> None:
+    import pandas as pd
+
+    from mdp_core.sweep import EpsChoice
+
+    def shown(**fields: object) -> list[str]:
+        choice = EpsChoice(**{"eps": 0.25, "estimate": 0.8, "ci": (0.78, 0.82), "met": True, "reason": "r",
+                              "settings": {"method": "DepHDP"}, **fields})  # type: ignore[arg-type]  # fmt: skip
+        frontier = pd.DataFrame({"higher_is_better": [True]})
+        target = rel.UtilityTarget("absolute", 0.75)
+        answer = rel.Decision(choice, frontier, target, "accuracy", 0.85, 1.0, "heart")
+        return [value for _, value, _ in view.decision_metrics(answer)]
+
+    assert shown() == ["0.25", "0.800", "0.780 – 0.820"]
+    assert shown(grid_floor=True)[0] == "≤ 0.25"
+    assert shown(met=False, ci=(math.nan, math.nan))[2] == "none (under 2 draws)"
