@@ -58,14 +58,31 @@ def row_sums_master(n: int, **options: bool | int | float | str) -> highspy.High
     return h
 
 
-def run_until(h: highspy.Highs, deadline: float) -> highspy.HighsModelStatus:
+_NO_ITERATION_LIMIT = 2**31 - 1  # HiGHS's default simplex_iteration_limit (kHighsIInf)
+
+
+def run_until(
+    h: highspy.Highs, deadline: float, max_primal_iterations: int | None = None
+) -> highspy.HighsModelStatus:
     """Run HiGHS until ``deadline`` (a ``time.perf_counter()`` value) at the latest; its model status.
 
     HiGHS compares ``time_limit`` with its run clock, which accumulates over ``run()`` calls on one object.
+    With ``max_primal_iterations``, a primal simplex run past that many iterations (a stalled, degenerate
+    LP) goes back to the basis it started from and runs the dual simplex instead.
     """
+    start = h.getBasis() if max_primal_iterations else None
+    if max_primal_iterations:
+        h.setOptionValue("simplex_iteration_limit", max_primal_iterations)
     h.setOptionValue("time_limit", h.getRunTime() + max(deadline - time.perf_counter(), 1e-3))
     h.run()
-    return h.getModelStatus()
+    status = h.getModelStatus()
+    if start is not None:
+        h.setOptionValue("simplex_iteration_limit", _NO_ITERATION_LIMIT)
+        if status == highspy.HighsModelStatus.kIterationLimit:
+            h.setBasis(start)
+            h.setOptionValue("simplex_strategy", 1)  # dual
+            return run_until(h, deadline)
+    return status
 
 
 def highs_model(

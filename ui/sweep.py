@@ -19,7 +19,7 @@ import streamlit as st
 import mdp_core as core
 from mdp_core._figures import log_axis
 from mdp_core.sweep import default_client, describe_engine, frontier
-from mdp_core.sweep.cluster import start_default_client, worker_code
+from mdp_core.sweep.cluster import running_client, start_default_client, worker_code
 from mdp_core.sweep.spec import CODE_VERSION, code_version
 from ui.data import encoding_choices
 from ui.jobs import builder
@@ -110,13 +110,17 @@ def engine(kind: str, *, start: bool = False) -> tuple[Any, str, int]:
     if kind != "dask":
         return False, describe_engine(False), 1
     holder = _engine()
-    ready = holder.starting is not None and not holder.starting.is_alive()
-    if holder.client is None and not start and not ready:
+    client = holder.get() if start else running_client()
+    if client is None:  # not connected: said, never waited for in a page run
         address = dask.config.get("scheduler-address", None)
         where = f"cluster at {address}" if address else f"embedded LocalCluster ({os.cpu_count()} workers)"
-        when = "starting in the background" if holder.starting is not None else "started on the first run"
+        if holder.starting is not None and holder.starting.is_alive():
+            when = "starting in the background"
+        elif holder.starting is not None or holder.client is not None:
+            when = "not connected (the run's error says why; each run tries again)"
+        else:
+            when = "started on the first run"
         return None, f"{where}, {when}", int(os.cpu_count() or 1)
-    client = holder.get()
     return client, describe_engine(client), max(len(client.scheduler_info().get("workers", {})), 1)
 
 

@@ -95,7 +95,10 @@ class WarmStart:
 #: An output enters the master when its pricing value ``mu_y`` is below ``-_ADD_TOL``.
 _ADD_TOL = 2e-10
 _MASTER_DUAL_TOL = 1e-10
-_DUAL, _PRIMAL = 1, 4  # HiGHS simplex_strategy: general masters / masters that carry all their rows
+_DUAL, _PRIMAL = 1, 4  # HiGHS simplex_strategy: after adding rows / after adding columns
+#: Primal iterations after outputs enter before a general master restarts from its basis with the dual:
+#: runs take up to ~11,000; a nominal x near-copy binary group stalled 253,831 (92 s; the dual: 0.35 s).
+_PRIMAL_ITERATIONS = 10_000
 _SHARE_ROWS = False
 _CUTS_PER_INPUT = 1_000_000  # all violated rows (measured: fewer rounds than 1 or 4 per input)
 # a privacy row is "violated" when z[x,y] - e^(eps d) z[x',y] > _ROW_ATOL (absolute, like HiGHS's own row
@@ -380,10 +383,7 @@ class ColumnGeneration:
         # Tree / nominal metrics carry all their rows from the start and take many outputs at once.
         if not max_enter:
             max_enter = 4 if self.kind == "general" else max(8, self.n // 4)
-        # Tree / nominal masters carry every row from the start, so only columns enter: primal simplex.
-        # General masters take rows and columns; after outputs enter, their degenerate master stalled the
-        # primal (nominal x near-copy binary group at eps 3: 92 s, 253,831 iterations) where the dual
-        # takes 0.35 s from the same basis, so they stay on the dual throughout.
+        # every row is present from the start on tree / nominal metrics: only columns ever enter
         strategy = _PRIMAL if self.all_rows else _DUAL
         while True:
             if time.perf_counter() >= deadline:
@@ -393,7 +393,9 @@ class ColumnGeneration:
             self.h.setOptionValue("simplex_strategy", strategy)
             self.h.setOptionValue("solver", "choose" if self.log else self.first_solver)
             t0 = time.perf_counter()
-            status = run_until(self.h, deadline)
+            guarded = strategy == _PRIMAL and not self.all_rows
+            limit = _PRIMAL_ITERATIONS if guarded else None
+            status = run_until(self.h, deadline, max_primal_iterations=limit)
             self.h.setOptionValue("solver", "choose")
             iterations = self.h.getInfo().simplex_iteration_count
             self.log.append((strategy, time.perf_counter() - t0, self.rows, self.outputs.size, iterations))
@@ -414,6 +416,7 @@ class ColumnGeneration:
             pairs, blocks = self.violated(Z)
             if pairs.size:
                 self.add_rows(pairs, blocks)
+                strategy = _DUAL
                 continue
             u = np.asarray(sol.row_dual)[: self.n]
             inactive = np.nonzero(self.block_of < 0)[0]
@@ -425,6 +428,7 @@ class ColumnGeneration:
             if enter.size:
                 enter = enter[np.argsort(mu[enter])[:max_enter]]
                 self.add_outputs(inactive[enter])
+                strategy = _PRIMAL
                 continue
             if not exact:
                 return MasterSolution(ok=False, status="time limit", rounds=rounds)

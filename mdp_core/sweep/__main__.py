@@ -17,12 +17,18 @@ import argparse
 import json
 import sys
 import time
+from concurrent.futures import CancelledError
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 from mdp_core.errors import DataError
 from mdp_core.sweep.cluster import check_worker_code
 from mdp_core.sweep.engine import default_client, describe_engine, run_sweep
 from mdp_core.sweep.spec import CODE_VERSION, SweepSpec
+
+#: Seconds to reach a scheduler (Dask's default, 30 s, made a wrong address wait half a minute).
+_CONNECT_SECONDS = 10
 
 
 def other_code_warning(spec: SweepSpec) -> str:
@@ -49,6 +55,51 @@ def _write(df: object, out: Path) -> None:
         clean.to_parquet(out, index=False, engine="pyarrow")
 
 
+def _is_address(address: str) -> bool:
+    """Whether ``address`` reads as a Dask comm address (``tcp://host:port``, ``inproc://...``)."""
+    try:
+        parts = urlsplit(address)
+        parts.port  # noqa: B018  # raises past 65535
+    except ValueError:
+        return False
+    return parts.scheme in ("tcp", "tls", "ucx", "inproc", "ws", "wss") and bool(parts.hostname)
+
+
+def _engine(serial: bool, scheduler: str | None) -> object:
+    """``False`` (in-process), a client of ``scheduler``, or the default engine; DataError with the reason
+    when the address is malformed (it waited 60 s), nothing answers there (33 s and a traceback), the
+    scheduler has no workers, or a worker cannot run this code."""
+    if serial:
+        return False
+    if scheduler is not None and not _is_address(scheduler):
+        raise DataError(f"--scheduler {scheduler!r} is not a Dask scheduler address such as tcp://host:8786")
+    try:
+        if scheduler is None:
+            client: Any = default_client()
+        else:
+            from distributed import Client
+
+            client = Client(scheduler, set_as_default=False, timeout=_CONNECT_SECONDS)
+    except (OSError, TimeoutError) as exc:
+        raise DataError(
+            f"no Dask scheduler answers at {scheduler or 'DASK_SCHEDULER_ADDRESS'}: {exc}"
+        ) from exc
+    try:
+        if not client.scheduler_info().get("workers"):
+            raise DataError("the Dask scheduler has no workers: start some with `dask worker ADDRESS`")
+        try:
+            check_worker_code(client)
+        except DataError:
+            raise
+        except Exception as exc:  # from a worker that cannot import mdp_core (Dask re-raises it as Exception)
+            raise DataError(f"a Dask worker cannot run this code: {exc}") from exc
+    except DataError:
+        if scheduler is not None:
+            client.close()
+        raise
+    return client
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mdp_core.sweep", description=__doc__.splitlines()[0])
     parser.add_argument("spec", type=Path, help="sweep spec (JSON)")
@@ -66,23 +117,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if warning := other_code_warning(spec):
         print(warning, file=sys.stderr)
-    client: object
-    if args.serial:
-        client = False
-    elif args.scheduler:
-        from distributed import Client
-
-        client = Client(args.scheduler, set_as_default=False)
-    else:
-        client = default_client()
-    if client is not False:
-        try:
-            check_worker_code(client)
-        except DataError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            if args.scheduler:
-                client.close()  # type: ignore[attr-defined]
-            return 2
+    try:
+        client = _engine(args.serial, args.scheduler)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     engine = describe_engine(client)
     print(f"{spec.n_configurations} tasks, {spec.n_rows} rows on {engine}", file=sys.stderr)
     t0 = time.perf_counter()
@@ -94,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
         df = run_sweep(spec, client=client, progress=progress)
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, TimeoutError, CancelledError) as exc:  # a lost scheduler: said, not a traceback
+        print(f"error: the Dask cluster failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     seconds = time.perf_counter() - t0
     workers = 1 if client is False else len(client.scheduler_info().get("workers", {}))  # type: ignore[attr-defined]

@@ -27,6 +27,7 @@ __all__ = [
     "default_client",
     "describe_engine",
     "local_cluster",
+    "running_client",
     "start_default_client",
 ]
 
@@ -181,6 +182,15 @@ def default_client(*, n_workers: int | None = None) -> Any:
         return client
 
 
+def running_client() -> Any:
+    """The client :func:`default_client` holds when it is connected, else None (never connects: a page
+    run that reconnected blocked 30 s on every rerun while the scheduler was unreachable, audit)."""
+    import dask
+
+    client = _EMBEDDED.get(dask.config.get("scheduler-address", None) or "embedded")
+    return client if client is not None and client.status == "running" else None
+
+
 def _warm_worker() -> None:
     # load the task code and what it imports once per worker, before the first task arrives
     importlib.import_module("mdp_core.sweep.engine")
@@ -231,6 +241,17 @@ def check_worker_code(client: Any) -> None:
         raise DataError(
             f"Dask workers run other mdp_core code than this process ({CODE_VERSION}): {shown}; restart them "
             "with this code"
+        )
+
+
+def _refuse_other_code(code: str | None) -> None:
+    """Raise in a task whose worker loaded other mdp_core code than the sweep's caller: the start's check
+    (:func:`check_worker_code`) sees only the workers present then, and a worker that joined later mixed
+    its numbers into the results (258 of 720 rows differed from the serial run, audit)."""
+    if code is not None and code != CODE_VERSION:
+        raise DataError(
+            f"a Dask worker runs other mdp_core code ({CODE_VERSION}) than this sweep ({code}): restart the "
+            "workers with the sweep's code"
         )
 
 

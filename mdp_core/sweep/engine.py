@@ -16,6 +16,7 @@ workers that need them; configurations that differ only in tau_dpn run as one ta
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import resource
@@ -23,6 +24,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import CancelledError
 from typing import Any
 
 import numpy as np
@@ -43,6 +45,7 @@ from mdp_core.sweep._releaser import Releaser
 from mdp_core.sweep.cluster import (
     _as_they_finish,
     _one_blas_thread,
+    _refuse_other_code,
     _setup_if_on_worker,
     _stop_check,
     _stop_tasks,
@@ -51,7 +54,7 @@ from mdp_core.sweep.cluster import (
     describe_engine,
 )
 from mdp_core.sweep.data import _PREPARED, SweepData, prepare_data
-from mdp_core.sweep.spec import Configuration, SweepSpec
+from mdp_core.sweep.spec import CODE_VERSION, Configuration, SweepSpec
 
 __all__ = [
     "SweepData",
@@ -69,11 +72,18 @@ KEY_COLUMNS = ("task_index", "dataset", "task", "tau_group", "tau_dpn", "eps", "
 
 
 def build_profiles(
-    data: SweepData, spec: SweepSpec, c: Configuration, stop: str | None = None, progress: Progress = None
+    data: SweepData,
+    spec: SweepSpec,
+    c: Configuration,
+    stop: str | None = None,
+    progress: Progress = None,
+    code: str | None = None,
 ) -> DepHDPProfiles:
     """Stage 1 of DepHDP (groups, profiles, surrogate) for ``c``'s task and tau_group, through this
     process's bounded cache (a worker that built a group profile for an earlier sweep reuses it).
-    ``stop``: the sweep's stop event (:func:`_stop_check`), unless the serial engine passes ``progress``."""
+    ``stop``: the sweep's stop event (:func:`_stop_check`), unless the serial engine passes ``progress``;
+    ``code``: the caller's code version (:func:`_refuse_other_code`)."""
+    _refuse_other_code(code)
     _setup_if_on_worker()
     check = progress or _stop_check(stop)
     return dephdp_profiles(data.fit, spec.config(c), cache=_BoundedCache(), progress=check)
@@ -233,11 +243,14 @@ def run_bundle(
     bundle: Sequence[Configuration],
     profiles: Any = None,
     stop: str | None = None,
+    code: str | None = None,
 ) -> list[tuple[list[dict], dict]]:
     """:func:`run_configuration` for each configuration of ``bundle`` (one Dask task); ``stop``: the name
-    of the sweep's stop event (:func:`_stop_check`)."""
+    of the sweep's stop event (:func:`_stop_check`); each meta records the code that computed it."""
+    _refuse_other_code(code)
     check = _stop_check(stop)
-    return [run_configuration(data, spec, c, profiles, check) for c in bundle]
+    done = [run_configuration(data, spec, c, profiles, check) for c in bundle]
+    return [(rows, {**meta, "code": CODE_VERSION}) for rows, meta in done]
 
 
 # --------------------------------------------------------------------------- engine
@@ -314,7 +327,13 @@ def run_sweep(
     if client is False:
         with _one_blas_thread():
             return _run_serial(spec, data, configs, progress, t0)
-    return _run_distributed(spec, data, configs, client, progress, t0)
+    try:
+        return _run_distributed(spec, data, configs, client, progress, t0)
+    except CancelledError as exc:  # a worker died with data only it held: once more (deterministic)
+        if "forgotten" not in str(exc) and "lost" not in str(exc):
+            raise
+        report(progress, 0.0, "a Dask worker was lost with data the sweep needed: running it again")
+        return _run_distributed(spec, data, configs, client, progress, t0)
 
 
 def _run_serial(
@@ -372,11 +391,18 @@ def _run_distributed(
             continue
         skey = _stage1_key(data, spec, c)
         known = _STAGE1.get(skey)
-        if known is not None:
-            stage1[key] = client.scatter(known, hash=False)
+        if known is not None:  # on every worker: held by one, it was lost with that worker (audit)
+            stage1[key] = client.scatter(known, hash=False, broadcast=True)
         else:
             stage1[key] = built[skey] = client.submit(
-                build_profiles, shared, spec, c, stop, key=f"{token}-profiles-{len(stage1)}", pure=False
+                build_profiles,
+                shared,
+                spec,
+                c,
+                stop,
+                code=CODE_VERSION,
+                key=f"{token}-profiles-{len(stage1)}",
+                pure=False,
             )
     futures = [
         client.submit(
@@ -386,6 +412,7 @@ def _run_distributed(
             bundle,
             stage1[_profile_key(bundle[0])],
             stop,
+            code=CODE_VERSION,
             key=f"{token}-{k}",
             pure=False,
         )
@@ -402,16 +429,21 @@ def _run_distributed(
     try:
         for fut in _as_they_finish(futures, client, idle):
             for r, meta in fut.result():
+                if meta.get("code") != CODE_VERSION:  # a worker with older code, which does not check
+                    _refuse_other_code(str(meta.get("code", "before the check")))
                 rows += r
                 metas.append(meta)
                 done += 1
             idle()
         for skey, value in zip(built, client.gather(list(built.values())), strict=True):
             _remember_stage1(skey, value)
+        check_worker_code(client)  # and the stage-1 tasks: a worker that joined with other code
         finished = True
     finally:  # release everything on the cluster (stopped, failed or done): a traceback kept by the caller
-        # must not pin results, the scattered table or stage 1 in the workers' memory
-        if not finished:
-            _stop_tasks(client, stop)
-        client.cancel([*futures, *stage1.values(), shared])
+        # must not pin results, the scattered table or stage 1 in the workers' memory; on a lost scheduler
+        # this cleanup fails too, and must not replace the sweep's own error (audit)
+        with contextlib.suppress(Exception):
+            if not finished:
+                _stop_tasks(client, stop)
+            client.cancel([*futures, *stage1.values(), shared])
     return _frame(rows, spec, engine, metas, time.perf_counter() - t0, data.majority_rate, len(data.x_test))

@@ -283,14 +283,14 @@ def smallest_eps(
     cut = tuple(float(e) for e, ok in zip(best.index[: max(first - 1, 0)], ok_flags, strict=False) if ok)
     if first == len(best):
         top = best.iloc[-1]
-        where = "at any budget tried (up to " if not cut else "at the largest budget tried ("
+        said = "at any budget tried (up to " if not cut else "at the largest budget tried ("
         return _choice(
             eps_max,
             top,
             False,
             target,
             metric,
-            f"not met {where}eps = {eps_max:g}): at "
+            f"not met {said}eps = {eps_max:g}): at "
             f"eps = {eps_max:g} the {metric} is {top['mean']:.4g} "
             f"[{top['lo']:.4g}, {top['hi']:.4g}] against the target {target:.4g}",
             passed_below=cut,

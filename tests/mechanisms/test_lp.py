@@ -728,3 +728,34 @@ def test_a_master_highs_calls_optimal_far_from_the_optimum_is_not_certified_and_
     em = core.exponential_mechanism(d, 20.0)
     assert r.objective < float(prior @ (em * d).sum(axis=1))
     assert core.mdp_violation(r.matrix, d, 20.0) <= 1e-9
+
+
+def test_a_primal_run_past_its_iteration_limit_restarts_from_its_basis_by_the_dual() -> None:
+    """The guard for stalled general masters (a nominal x near-copy binary group: 253,831 primal iterations,
+    92 s, where the dual took 0.35 s): past the limit, the dual from the starting basis; the same optimum."""
+    import time
+
+    import highspy
+    import scipy.sparse as sp
+
+    from mdp_core._highs import highs_model, run_until
+
+    cost = np.random.default_rng(4).uniform(1, 2, 60)
+    a = sp.random(40, 60, density=0.3, random_state=5, format="csc") + sp.eye(40, 60)
+
+    def model() -> highspy.Highs:  # min c'x, A x >= 1, x >= 0 (bounded: c > 0)
+        h = highs_model(a, np.ones(40), np.full(40, highspy.kHighsInf), cost)
+        h.setOptionValue("simplex_strategy", 4)
+        return h
+
+    plain = model()
+    assert run_until(plain, time.perf_counter() + 60) == highspy.HighsModelStatus.kOptimal
+    assert plain.getInfo().simplex_iteration_count > 1
+    guarded = model()
+    status = run_until(guarded, time.perf_counter() + 60, max_primal_iterations=1)
+    assert status == highspy.HighsModelStatus.kOptimal
+    assert guarded.getOptionValue("simplex_strategy")[1] == 1  # went on by the dual
+    assert guarded.getOptionValue("simplex_iteration_limit")[1] == 2**31 - 1  # the limit is lifted again
+    assert guarded.getInfo().objective_function_value == pytest.approx(
+        plain.getInfo().objective_function_value, rel=1e-9
+    )

@@ -465,3 +465,80 @@ def test_workers_that_loaded_other_code_are_refused(monkeypatch: pytest.MonkeyPa
             DataError, match=rf"other mdp_core code than this process \(0123456789ab\): .*\({workers_code}\)"
         ):
             run_sweep(tiny(eps=[1.0], task="record", methods=["DepHDP"]), client=client)
+
+
+def _strip_code(*args: object, **kwargs: object) -> object:
+    """run_bundle as code from before the per-task check answers: no code in its meta (module level)."""
+    return [
+        (rows, {k: v for k, v in meta.items() if k != "code"}) for rows, meta in _RUN_BUNDLE(*args, **kwargs)
+    ]
+
+
+def test_a_worker_with_other_code_that_joined_after_the_start_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Cluster audit: a worker with other code joining 6 s into a sweep passed the start's check, and 258
+    of 720 rows differed from the serial run without a word. Each task now checks the caller's code, and
+    the caller refuses a task whose meta does not carry its code (a worker with older code)."""
+    spec = tiny(eps=[1.0], task="record", methods=["DepHDP"])
+    with (
+        local_cluster(1, processes=False) as lc,
+        Client(lc, set_as_default=False) as client,
+    ):
+        monkeypatch.setattr(engine, "check_worker_code", lambda client: None)  # it joined after the check
+        monkeypatch.setattr(engine, "CODE_VERSION", "0123456789ab")  # the caller's code differs
+        with pytest.raises(DataError, match=r"other mdp_core code \(\w+\) than this sweep \(0123456789ab\)"):
+            run_sweep(spec, client=client)
+        monkeypatch.undo()
+        monkeypatch.setattr(engine, "run_bundle", _strip_code)
+        with pytest.raises(DataError, match=r"than this sweep \(before the check\)"):
+            run_sweep(spec, client=client)
+
+
+def test_a_sweep_whose_data_was_lost_with_a_worker_runs_once_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cluster audit: stage 1 reused from an earlier sweep was held by one worker; killed, the sweep died
+    with "cancelled for reason: already forgotten". It is now on every worker, and such a loss runs the
+    (deterministic) sweep once more; other cancellations are not retried."""
+    from concurrent.futures import CancelledError
+
+    calls: list[int] = []
+
+    def flaky(*args: object) -> pd.DataFrame:
+        calls.append(1)
+        if len(calls) == 1:
+            raise CancelledError("sweep-1-2 cancelled for reason: already forgotten.")
+        return pd.DataFrame({"ok": [1]})
+
+    monkeypatch.setattr(engine, "_run_distributed", flaky)
+    said: list[str] = []
+    out = run_sweep(tiny(eps=[1.0], task="record"), client=None, progress=lambda f, m: said.append(m))
+    assert len(calls) == 2 and out["ok"].tolist() == [1]
+    assert "a Dask worker was lost with data the sweep needed: running it again" in said
+
+    def lost(*args: object) -> pd.DataFrame:
+        raise CancelledError("cancelled for reason: scheduler-connection-lost")
+
+    monkeypatch.setattr(engine, "_run_distributed", lost)
+    with pytest.raises(CancelledError, match="scheduler-connection-lost"):
+        run_sweep(tiny(eps=[1.0], task="record"), client=None)
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:99999", "not a address", "http://127.0.0.1:8786"])
+def test_cli_refuses_a_malformed_scheduler_address_at_once(address: str) -> None:
+    """Cluster audit: these waited 32-63 s and ended in a traceback."""
+    from mdp_core.sweep.__main__ import _engine
+
+    start = time.perf_counter()
+    with pytest.raises(DataError, match="is not a Dask scheduler address such as tcp://host:8786"):
+        _engine(False, address)
+    assert time.perf_counter() - start < 1
+
+
+def test_cli_refuses_a_scheduler_without_workers() -> None:
+    from mdp_core.sweep.__main__ import _engine
+
+    with (
+        local_cluster(0, processes=False) as lc,
+        pytest.raises(DataError, match="the Dask scheduler has no workers"),
+    ):
+        _engine(False, lc.scheduler_address)

@@ -245,3 +245,31 @@ def test_the_time_estimate_of_the_default_sweep_is_near_the_measured_time() -> N
     assert 3 < estimate_seconds(spec, 48_842, 15, 1) < 12
     assert 2 < estimate_seconds(spec, 48_842, 15, 2) < 8
     assert estimate_seconds(spec, 303, 14, 2) < 3
+
+
+def test_the_page_never_connects_to_an_unreachable_scheduler_in_its_own_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Cluster audit: with DASK_SCHEDULER_ADDRESS unreachable (or the scheduler dead) every rerun of the
+    Sweep page blocked 30 s, then crashed with "Timed out trying to connect". The page run now only says
+    the engine is not connected; the run's job (in the background) tries and reports the error."""
+    import threading
+
+    import dask
+
+    import ui.sweep as view
+
+    holder = view._Engine()
+    holder.starting = threading.Thread(target=lambda: None)  # a background start that ended (failed)
+    holder.starting.start()
+    holder.starting.join()
+    monkeypatch.setattr(view, "_engine", lambda: holder)
+    with dask.config.set({"scheduler-address": "tcp://127.0.0.1:9"}):
+        start = time.perf_counter()
+        client, where, workers = view.engine("dask")
+        assert time.perf_counter() - start < 1
+    assert client is None and workers >= 1
+    assert (
+        where
+        == "cluster at tcp://127.0.0.1:9, not connected (the run's error says why; each run tries again)"
+    )
