@@ -74,14 +74,16 @@ def run_until(
     if max_primal_iterations:
         h.setOptionValue("simplex_iteration_limit", max_primal_iterations)
     h.setOptionValue("time_limit", h.getRunTime() + max(deadline - time.perf_counter(), 1e-3))
-    h.run()
+    try:
+        h.run()
+    finally:
+        if start is not None:
+            h.setOptionValue("simplex_iteration_limit", _NO_ITERATION_LIMIT)
     status = h.getModelStatus()
-    if start is not None:
-        h.setOptionValue("simplex_iteration_limit", _NO_ITERATION_LIMIT)
-        if status == highspy.HighsModelStatus.kIterationLimit:
-            h.setBasis(start)
-            h.setOptionValue("simplex_strategy", 1)  # dual
-            return run_until(h, deadline)
+    if start is not None and status == highspy.HighsModelStatus.kIterationLimit:
+        h.setBasis(start)
+        h.setOptionValue("simplex_strategy", 1)  # dual
+        return run_until(h, deadline)
     return status
 
 

@@ -110,7 +110,8 @@ def engine(kind: str, *, start: bool = False) -> tuple[Any, str, int]:
     if kind != "dask":
         return False, describe_engine(False), 1
     holder = _engine()
-    client = holder.get() if start else running_client()
+    held = holder.client if holder.client is not None and holder.client.status == "running" else None
+    client = holder.get() if start else held or running_client()
     if client is None:  # not connected: said, never waited for in a page run
         address = dask.config.get("scheduler-address", None)
         where = f"cluster at {address}" if address else f"embedded LocalCluster ({os.cpu_count()} workers)"

@@ -58,11 +58,12 @@ def _write(df: object, out: Path) -> None:
 def _is_address(address: str) -> bool:
     """Whether ``address`` reads as a Dask comm address (``tcp://host:port``, ``inproc://...``)."""
     try:
-        parts = urlsplit(address)
+        parts = urlsplit(address if "://" in address else f"tcp://{address}")  # Dask's default: tcp
         parts.port  # noqa: B018  # raises past 65535
     except ValueError:
         return False
-    return parts.scheme in ("tcp", "tls", "ucx", "inproc", "ws", "wss") and bool(parts.hostname)
+    host_ok = bool(parts.hostname) and not any(ch.isspace() for ch in address)
+    return parts.scheme in ("tcp", "tls", "ucx", "inproc", "ws", "wss") and host_ok
 
 
 def _engine(serial: bool, scheduler: str | None) -> object:

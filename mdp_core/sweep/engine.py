@@ -330,7 +330,8 @@ def run_sweep(
     try:
         return _run_distributed(spec, data, configs, client, progress, t0)
     except CancelledError as exc:  # a worker died with data only it held: once more (deterministic)
-        if "forgotten" not in str(exc) and "lost" not in str(exc):
+        reason = str(getattr(exc, "reason", "") or "")
+        if not reason.startswith(("already forgotten", "lost dependencies")):  # not a lost scheduler
             raise
         report(progress, 0.0, "a Dask worker was lost with data the sweep needed: running it again")
         return _run_distributed(spec, data, configs, client, progress, t0)
@@ -429,8 +430,11 @@ def _run_distributed(
     try:
         for fut in _as_they_finish(futures, client, idle):
             for r, meta in fut.result():
-                if meta.get("code") != CODE_VERSION:  # a worker with older code, which does not check
-                    _refuse_other_code(str(meta.get("code", "before the check")))
+                if (theirs := meta.get("code")) != CODE_VERSION:  # a worker with older code: no own check
+                    raise DataError(
+                        f"a Dask worker runs other mdp_core code ({theirs or 'from before this check'}) "
+                        f"than this sweep ({CODE_VERSION}): restart the workers with the sweep's code"
+                    )
                 rows += r
                 metas.append(meta)
                 done += 1
@@ -442,8 +446,9 @@ def _run_distributed(
     finally:  # release everything on the cluster (stopped, failed or done): a traceback kept by the caller
         # must not pin results, the scattered table or stage 1 in the workers' memory; on a lost scheduler
         # this cleanup fails too, and must not replace the sweep's own error (audit)
-        with contextlib.suppress(Exception):
-            if not finished:
+        if not finished:
+            with contextlib.suppress(Exception):
                 _stop_tasks(client, stop)
+        with contextlib.suppress(Exception):
             client.cancel([*futures, *stage1.values(), shared])
     return _frame(rows, spec, engine, metas, time.perf_counter() - t0, data.majority_rate, len(data.x_test))

@@ -7,10 +7,12 @@
   one of them strictly.
 * :func:`smallest_eps`: the smallest budget on the grid from which on every budget's confidence bound meets
   the target (the lower bound for a higher-is-better metric, the upper bound for a loss), tested from the
-  largest budget down and stopped at the first failure (fixed-sequence testing: the chance of calling a
-  target met that no budget meets stays at 2.5 %, where taking the smallest passing budget of nine made it
-  20 %), optionally refined by bisection (in log eps) between that budget and the failing one below it.
-  The intervals cover the release's randomness on the sweep's test records, not another split of the table.
+  largest budget down and stopped at the first failure (fixed-sequence testing: with one setting and method
+  per budget, as "which eps" asks, the chance of calling a target met that no budget meets stays at 2.5 %,
+  where taking the smallest passing budget of nine made it 20 %; taking the best of k settings or methods
+  per budget raises it towards 1 - 0.975^k), optionally refined by bisection (in log eps) between that
+  budget and the failing one below it. The intervals cover the release's randomness on the sweep's test
+  records, not another split of the table.
 """
 
 from __future__ import annotations
@@ -223,9 +225,10 @@ def smallest_eps(
     """The smallest budget from which on every grid budget's 95 % confidence interval meets ``target``.
 
     Budgets are tested from the largest down, stopping at the first that fails (fixed-sequence testing:
-    with one-sided 2.5 % tests the chance of calling met a target that no budget meets stays 2.5 %; the
-    smallest passing budget of nine made it 20 %). A noisy dip below the target therefore ends the search
-    even if smaller budgets pass again.
+    with one setting and method per budget the chance of calling met a target that no budget meets stays
+    2.5 %; the smallest passing budget of nine made it 20 %; ``method=None`` or free settings take the best
+    of k per budget, which raises it towards 1 - 0.975^k). A noisy dip below the target therefore ends the
+    search even if smaller budgets pass again.
 
     Parameters
     ----------
@@ -377,6 +380,7 @@ def _bisect(
                 f"eps = {mid:.4g} meets the target by bisection "
                 f"between {lo:.4g} (fails) and the grid ({row['mean']:.4g} [{row['lo']:.4g}, "
                 f"{row['hi']:.4g}] vs {target:.4g})",
+                passed_below=choice.passed_below,
             )
         else:
             lo = mid

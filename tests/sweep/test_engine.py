@@ -491,7 +491,9 @@ def test_a_worker_with_other_code_that_joined_after_the_start_is_refused(
             run_sweep(spec, client=client)
         monkeypatch.undo()
         monkeypatch.setattr(engine, "run_bundle", _strip_code)
-        with pytest.raises(DataError, match=r"than this sweep \(before the check\)"):
+        with pytest.raises(
+            DataError, match=r"other mdp_core code \(from before this check\) than this sweep"
+        ):
             run_sweep(spec, client=client)
 
 
@@ -501,12 +503,14 @@ def test_a_sweep_whose_data_was_lost_with_a_worker_runs_once_more(monkeypatch: p
     (deterministic) sweep once more; other cancellations are not retried."""
     from concurrent.futures import CancelledError
 
+    from distributed.client import FutureCancelledError
+
     calls: list[int] = []
 
     def flaky(*args: object) -> pd.DataFrame:
         calls.append(1)
         if len(calls) == 1:
-            raise CancelledError("sweep-1-2 cancelled for reason: already forgotten.")
+            raise FutureCancelledError("sweep-1-2", "already forgotten")
         return pd.DataFrame({"ok": [1]})
 
     monkeypatch.setattr(engine, "_run_distributed", flaky)
@@ -515,12 +519,15 @@ def test_a_sweep_whose_data_was_lost_with_a_worker_runs_once_more(monkeypatch: p
     assert len(calls) == 2 and out["ok"].tolist() == [1]
     assert "a Dask worker was lost with data the sweep needed: running it again" in said
 
-    def lost(*args: object) -> pd.DataFrame:
-        raise CancelledError("cancelled for reason: scheduler-connection-lost")
+    def lost(*args: object) -> pd.DataFrame:  # the scheduler itself went away: Dask's own words
+        calls.append(1)
+        raise FutureCancelledError("k", "scheduler-connection-lost", "Client lost the connection")
 
+    calls.clear()
     monkeypatch.setattr(engine, "_run_distributed", lost)
     with pytest.raises(CancelledError, match="scheduler-connection-lost"):
         run_sweep(tiny(eps=[1.0], task="record"), client=None)
+    assert len(calls) == 1  # not retried
 
 
 @pytest.mark.parametrize("address", ["tcp://127.0.0.1:99999", "not a address", "http://127.0.0.1:8786"])
@@ -542,3 +549,10 @@ def test_cli_refuses_a_scheduler_without_workers() -> None:
         pytest.raises(DataError, match="the Dask scheduler has no workers"),
     ):
         _engine(False, lc.scheduler_address)
+
+
+def test_cli_takes_a_scheduler_address_without_a_scheme_as_dask_does() -> None:
+    from mdp_core.sweep.__main__ import _is_address
+
+    assert _is_address("127.0.0.1:8786") and _is_address("localhost:8786") and _is_address("tcp://h:1")
+    assert not _is_address("localhost:99999") and not _is_address("http://h:8786")

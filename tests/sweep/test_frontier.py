@@ -227,3 +227,18 @@ def test_a_release_scoring_exactly_the_reference_meets_100_percent() -> None:
     assert table["reference"].mean() != ref
     choice = smallest_eps(table, 1.0, relative=True)
     assert choice.met and choice.eps == 1.0 and choice.grid_floor
+
+
+def test_bisection_keeps_the_budgets_that_met_below_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    vals = {
+        ("DepHDP", 1.0): [0.70, 0.71, 0.72],
+        ("DepHDP", 2.0): [0.50, 0.55, 0.60],
+        ("DepHDP", 4.0): [0.80, 0.81, 0.82],
+    }
+    monkeypatch.setattr(
+        engine, "run_sweep", lambda spec, client=None: results({("DepHDP", spec.eps[0]): [0.8] * 3})
+    )
+    table = results(vals)
+    table.attrs["spec"] = SweepSpec(dataset="heart", eps=[1.0, 2.0, 4.0]).to_json()
+    choice = smallest_eps(table, 0.65, refine=2)
+    assert choice.eps < 4.0 and choice.met and choice.passed_below == (1.0,)

@@ -273,3 +273,20 @@ def test_the_page_never_connects_to_an_unreachable_scheduler_in_its_own_run(
         where
         == "cluster at tcp://127.0.0.1:9, not connected (the run's error says why; each run tries again)"
     )
+
+
+def test_the_page_shows_the_engine_it_holds_after_the_core_was_imported_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Review: a re-import of the core empties its client registry while the page's holder keeps a running
+    client; the page said "not connected"."""
+    from types import SimpleNamespace
+
+    import ui.sweep as view
+
+    holder = view._Engine()
+    holder.client = SimpleNamespace(status="running", scheduler_info=lambda: {"workers": {"a": 1, "b": 2}})
+    monkeypatch.setattr(view, "_engine", lambda: holder)
+    monkeypatch.setattr(view, "running_client", lambda: None)  # the registry the re-import emptied
+    monkeypatch.setattr(view, "describe_engine", lambda client: "cluster: 2 workers")
+    assert view.engine("dask") == (holder.client, "cluster: 2 workers", 2)
