@@ -5,9 +5,9 @@ split with :func:`mdp_core.run_dephdp` (the baselines are composed from the same
 :func:`mdp_core.compose_mechanism`, as :func:`mdp_core.evaluate_dephdp` does), privatises the held-out test
 split ``repetitions`` times per method and scores each release with :func:`mdp_core.dephdp.task_utility`.
 Every privatisation draws from ``numpy.random.default_rng([seed, settings key, repetition, method index])``
-with the settings key a hash of (task, tau_group, tau_dpn, eps) (:func:`settings_key`): results do not
-depend on the number of workers, the order in which tasks finish, or the other budgets of the grid (with
-the grid position as key, eps 3 scored 0.626 on one grid and 0.674 on another, and changed the answer).
+with the settings key a hash of (task, tau_group, tau_dpn, eps) (:func:`~mdp_core.sweep.spec.settings_key`):
+results do not depend on the number of workers, the order in which tasks finish, or the other budgets of the
+grid (with the grid position as key, eps 3 scored 0.626 on one grid and 0.674 on another).
 
 The encoded table (fitting and test split) is broadcast to the workers once per sweep. The expensive group
 profiles (stage 1) are built once per (task, tau_group) as their own Dask task and moved by Dask to the
@@ -17,7 +17,6 @@ workers that need them; configurations that differ only in tau_dpn run as one ta
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import resource
 import threading
@@ -54,7 +53,7 @@ from mdp_core.sweep.cluster import (
     describe_engine,
 )
 from mdp_core.sweep.data import _PREPARED, SweepData, prepare_data
-from mdp_core.sweep.spec import CODE_VERSION, Configuration, SweepSpec
+from mdp_core.sweep.spec import CODE_VERSION, Configuration, SweepSpec, settings_key
 
 __all__ = [
     "SweepData",
@@ -205,12 +204,6 @@ def run_configuration(
                 }
             )
     return rows, _task_meta(c, t_start, cpu_start)
-
-
-def settings_key(c: Configuration) -> int:
-    """A 64-bit integer of the configuration's settings (not of its position in the grid)."""
-    text = "|".join([c.task, *(float(v).hex() for v in (c.tau_group, c.tau_dpn, c.eps))])
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
 
 
 def _task_meta(c: Configuration, t_start: float, cpu_start: float, skipped: str = "") -> dict:

@@ -35,6 +35,7 @@ __all__ = [
     "SweepSpec",
     "code_version",
     "loaded_code_version",
+    "settings_key",
 ]
 
 SPEC_VERSION = 1
@@ -96,6 +97,12 @@ class Configuration(NamedTuple):
     tau_group: float
     tau_dpn: float
     eps: float
+
+
+def settings_key(c: Configuration) -> int:
+    """A 64-bit integer of the configuration's settings (not of its position in the grid)."""
+    text = "|".join([c.task, *(float(v).hex() for v in (c.tau_group, c.tau_dpn, c.eps))])
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
 
 
 def _floats(value: object, name: str, *, lo: float, hi: float, lo_open: bool) -> tuple[float, ...]:

@@ -24,7 +24,7 @@ import mdp_core.sweep.engine as engine
 from mdp_core.errors import DataError
 from mdp_core.sweep import SweepSpec, default_client, describe_engine, prepare_data, run_sweep
 from mdp_core.sweep.cluster import STOP_CHECK_SECONDS, local_cluster
-from mdp_core.sweep.engine import settings_key
+from mdp_core.sweep.spec import settings_key
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = Path(sys.executable)
