@@ -172,8 +172,9 @@ class Decision:
             if c.grid_floor
             else f"ε = {c.eps:.3g}"
         )
+        lead = "from which on every budget tried keeps" if c.passed_below else "that keeps"  # not "smallest"
         return (
-            f"The smallest budget that keeps {what} on {self.dataset} is {budget} "
+            f"The smallest budget {lead} {what} on {self.dataset} is {budget} "
             f"({c.settings.get('method', 'DepHDP')}): {metric} {c.estimate:.3f}, 95 % CI "
             f"{_ci(c)}, and every larger budget tried meets it too.{self._dip()} {self._split_scope()}"
             f"{budget_sentence(c.eps)} "

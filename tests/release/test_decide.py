@@ -276,6 +276,9 @@ def test_the_answer_says_what_its_interval_covers_and_what_it_does_not_rest_on()
     assert "is ε = 0.25 or less (the smallest budget tried meets it)" in floor
     dip = _accuracy_answer(passed_below=(1.0,))
     assert "(ε = 1 met it too, but a larger budget did not" in dip
+    assert dip.startswith(
+        "The smallest budget from which on every budget tried keeps accuracy ≥ 0.75 on heart"
+    )
     unmet = _accuracy_answer(eps=20.0, met=False, estimate=0.7, ci=(0.68, 0.72), passed_below=(2.0,))
     assert "not met at the largest budget tried (ε = 20)" in unmet and "ε = 2 met it too" in unmet
     none = _accuracy_answer(eps=20.0, met=False, estimate=0.76, ci=(math.nan, math.nan))
