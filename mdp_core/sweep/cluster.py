@@ -244,14 +244,15 @@ def check_worker_code(client: Any) -> None:
         )
 
 
-def _refuse_other_code(code: str | None) -> None:
-    """Raise in a task whose worker loaded other mdp_core code than the sweep's caller: the start's check
+def _refuse_other_code(worker: str | None, sweep: str | None) -> None:
+    """Raise when a task ran on ``worker`` code other than the ``sweep``'s (None: not checked), in the task
+    or, for a worker with code from before this check, in the caller: the start's check
     (:func:`check_worker_code`) sees only the workers present then, and a worker that joined later mixed
     its numbers into the results (258 of 720 rows differed from the serial run, audit)."""
-    if code is not None and code != CODE_VERSION:
+    if sweep is not None and worker != sweep:
         raise DataError(
-            f"a Dask worker runs other mdp_core code ({CODE_VERSION}) than this sweep ({code}): restart the "
-            "workers with the sweep's code"
+            f"a Dask worker runs other mdp_core code ({worker or 'from before this check'}) than this sweep "
+            f"({sweep}): restart the workers with the sweep's code"
         )
 
 

@@ -53,7 +53,7 @@ from mdp_core.sweep.cluster import (
     describe_engine,
 )
 from mdp_core.sweep.data import _PREPARED, SweepData, prepare_data
-from mdp_core.sweep.spec import CODE_VERSION, Configuration, SweepSpec, settings_key
+from mdp_core.sweep.spec import CODE_VERSION, Configuration, SweepSpec, loaded_code_version, settings_key
 
 __all__ = [
     "SweepData",
@@ -82,7 +82,7 @@ def build_profiles(
     process's bounded cache (a worker that built a group profile for an earlier sweep reuses it).
     ``stop``: the sweep's stop event (:func:`_stop_check`), unless the serial engine passes ``progress``;
     ``code``: the caller's code version (:func:`_refuse_other_code`)."""
-    _refuse_other_code(code)
+    _refuse_other_code(loaded_code_version(), code)
     _setup_if_on_worker()
     check = progress or _stop_check(stop)
     return dephdp_profiles(data.fit, spec.config(c), cache=_BoundedCache(), progress=check)
@@ -240,10 +240,10 @@ def run_bundle(
 ) -> list[tuple[list[dict], dict]]:
     """:func:`run_configuration` for each configuration of ``bundle`` (one Dask task); ``stop``: the name
     of the sweep's stop event (:func:`_stop_check`); each meta records the code that computed it."""
-    _refuse_other_code(code)
+    _refuse_other_code(loaded_code_version(), code)
     check = _stop_check(stop)
     done = [run_configuration(data, spec, c, profiles, check) for c in bundle]
-    return [(rows, {**meta, "code": CODE_VERSION}) for rows, meta in done]
+    return [(rows, {**meta, "code": loaded_code_version()}) for rows, meta in done]
 
 
 # --------------------------------------------------------------------------- engine
@@ -423,11 +423,7 @@ def _run_distributed(
     try:
         for fut in _as_they_finish(futures, client, idle):
             for r, meta in fut.result():
-                if (theirs := meta.get("code")) != CODE_VERSION:  # a worker with older code: no own check
-                    raise DataError(
-                        f"a Dask worker runs other mdp_core code ({theirs or 'from before this check'}) "
-                        f"than this sweep ({CODE_VERSION}): restart the workers with the sweep's code"
-                    )
+                _refuse_other_code(meta.get("code"), CODE_VERSION)  # a worker with older code: no own check
                 rows += r
                 metas.append(meta)
                 done += 1

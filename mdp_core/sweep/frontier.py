@@ -41,11 +41,12 @@ _HIGHER = {"accuracy", "auc", "agreement", "accuracy_reference", "auc_reference"
 _TARGET_RTOL = 1e-12
 
 
-def _ci_half(sd: pd.Series, n: pd.Series) -> pd.Series:
-    """Half-width of the Student t 95 % interval of a mean of ``n`` values (NaN below two values: one
-    draw, or all but one NaN, gives no interval rather than a zero-width one)."""
+def _ci(mean: pd.Series, sd: pd.Series, n: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """The Student t 95 % interval of a mean of ``n`` values, its lower end clipped at 0 (every metric here
+    is >= 0); NaN below two values (one draw, or all but one NaN, gives no interval, not a zero-width one)."""
     q = pd.Series(student_t.ppf(0.975, np.maximum(n.to_numpy() - 1, 1)), index=n.index)
-    return (q * sd / np.sqrt(n)).where(n >= 2)
+    half = (q * sd / np.sqrt(n)).where(n >= 2)
+    return (mean - half).clip(lower=0.0), mean + half
 
 
 def _check_results(results: object) -> pd.DataFrame:
@@ -95,9 +96,8 @@ def frontier(results: pd.DataFrame) -> pd.DataFrame:
     )
     agg = agg.reset_index()
     for col in ("utility", "loss"):
-        half = _ci_half(agg[f"{col}_sd"], agg[f"{col}_n"] if col == "loss" else agg["n"])
-        agg[f"{col}_ci_lo"] = (agg[f"{col}_mean"] - half).clip(lower=0.0)  # every metric here is >= 0
-        agg[f"{col}_ci_hi"] = agg[f"{col}_mean"] + half
+        n = agg[f"{col}_n"] if col == "loss" else agg["n"]
+        agg[f"{col}_ci_lo"], agg[f"{col}_ci_hi"] = _ci(agg[f"{col}_mean"], agg[f"{col}_sd"], n)
     agg["utility_lo"] = agg["utility_mean"] - 1.96 * agg["utility_sd"].fillna(0.0)
     agg["utility_hi"] = agg["utility_mean"] + 1.96 * agg["utility_sd"].fillna(0.0)
     agg["pareto"] = False
@@ -182,8 +182,7 @@ def _points(df: pd.DataFrame, metric: str) -> pd.DataFrame:
     keys = [*SETTINGS, "method", "eps"]
     g = df.groupby(keys, sort=True)[metric]
     out = g.agg(["mean", "std", "count"]).reset_index()
-    half = _ci_half(out["std"], out["count"])
-    out["lo"], out["hi"] = (out["mean"] - half).clip(lower=0.0), out["mean"] + half  # metrics are >= 0
+    out["lo"], out["hi"] = _ci(out["mean"], out["std"], out["count"])
     return out
 
 
