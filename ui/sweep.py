@@ -104,14 +104,15 @@ def prestart() -> None:
             holder.starting = start_default_client()
 
 
-def engine(kind: str, *, start: bool = False) -> tuple[Any, str, int]:
+def engine(kind: str) -> tuple[Any, str, int]:
     """``(client, where, workers)`` for ``kind``: ``client`` is ``False`` in-process and ``None`` while the
-    Dask engine has not been started (``start=True`` starts it); ``where`` is the one line shown."""
+    Dask engine is not connected (a page run never connects: the run's job does, :func:`engine_getter`);
+    ``where`` is the one line shown."""
     if kind != "dask":
         return False, describe_engine(False), 1
     holder = _engine()
     held = holder.client if holder.client is not None and holder.client.status == "running" else None
-    client = holder.get() if start else held or running_client()
+    client = held or running_client()
     if client is None:  # not connected: said, never waited for in a page run
         address = dask.config.get("scheduler-address", None)
         where = f"cluster at {address}" if address else f"embedded LocalCluster ({os.cpu_count()} workers)"
