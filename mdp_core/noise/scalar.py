@@ -51,6 +51,7 @@ __all__ = [
 
 
 _TAIL_CAP = 2000.0  # |u|^p beyond which the GG tail mass (< e^-2000) is treated as zero
+_SMALL_LOG_X = -600.0  # ln |u|^p below which P(1/p, |u|^p) takes its closed form (_log_cdf)
 
 
 # --------------------------------------------------------------------------- standard GG law
@@ -67,10 +68,20 @@ def _log_q(a: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def _log_cdf(t: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """``ln F(t)`` for the standard GG law with shape ``p`` (scale 1), finite ``p >= 1``."""
+    """``ln F(t)`` for the standard GG law with shape ``p`` (scale 1), finite ``p >= 1``.
+
+    Near the centre of a large shape ``x = |t|^p`` underflows (|t| = 0.2, p = 500) although the mass within
+    ``|t|`` is not small: there ``P(1/p, x) = x^(1/p) / Gamma(1 + 1/p) (1 - O(x))`` is taken in closed form,
+    ``|t| / Gamma(1 + 1/p)``, instead of ``Q(1/p, 0) = 1`` (which made F = 1/2 on the whole centre).
+    """
     with np.errstate(divide="ignore", over="ignore"):
-        x = np.exp(p * np.log(np.abs(t)))
-    log_half_q = np.log(0.5) + _log_q(1.0 / p, x)
+        log_t = np.log(np.abs(t))
+        log_x = p * log_t
+        x = np.exp(log_x)
+        small = log_x < _SMALL_LOG_X
+        lower = np.exp(np.where(small, log_t, -np.inf) - sc.gammaln(1.0 + 1.0 / p))  # P(1/p, x), small x
+        log_q = np.where(small, np.log1p(-np.minimum(lower, 1.0)), _log_q(1.0 / p, x))
+    log_half_q = np.log(0.5) + log_q
     return np.where(t <= 0, log_half_q, np.log1p(-np.exp(log_half_q)))
 
 

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate
 from scipy.optimize import brentq
+from scipy.special import gammaln
 from scipy.stats import gennorm, norm
 
 from mdp_core import DataError
@@ -88,6 +89,30 @@ def test_uniform_closed_form_ignores_eps(eps: float) -> None:
 @pytest.mark.parametrize(("eps", "b"), [(1.0, 2.0), (0.2, 5.0), (3.0, 1.1)])
 def test_exact_delta_matches_quadrature(p: float, eps: float, b: float) -> None:
     assert ggm_delta(p, b, eps, 3.0) == pytest.approx(hockey_stick_quad(p, b, eps, 3.0), rel=1e-7, abs=1e-14)
+
+
+def _delta_by_grid(p: float, b: float, eps: float) -> float:
+    """The hockey stick integrated on a fine grid (no cdf): max(f(z) - e^eps f(z - 1), 0), scale b."""
+    z = np.linspace(-b - 1.5, b + 2.5, 4_000_001)
+    log_c = np.log(p / (2 * b)) - gammaln(1 / p)
+    f0, f1 = np.exp(log_c - np.abs(z / b) ** p), np.exp(log_c - np.abs((z - 1) / b) ** p)
+    return float(integrate.trapezoid(np.maximum(f0 - np.exp(eps) * f1, 0.0), z))
+
+
+@pytest.mark.parametrize("p", [300.0, 1000.0, 1e4])
+@pytest.mark.parametrize("b", [0.6, 0.82, 3.0])
+def test_exact_delta_for_large_shapes(p: float, b: float) -> None:
+    # |u|^p underflows near the centre (p = 500, |u| = 0.2): the cdf there was taken as 1/2, so
+    # ggm_delta(500, 0.818) read 0.499 instead of 0.611 and ggm_scale(500, 1, 0.6) was not private
+    assert ggm_delta(p, b, 1.0) == pytest.approx(_delta_by_grid(p, b, 1.0), abs=2e-3)
+
+
+def test_scale_for_large_shapes_is_feasible() -> None:
+    b = ggm_scale(500.0, 1.0, 0.6)
+    assert _delta_by_grid(500.0, b, 1.0) <= 0.6 + 1e-4
+    assert ggm_scale(1e4, 1.0, 0.3) == pytest.approx(
+        ggm_scale(np.inf, 1.0, 0.3), rel=1e-3
+    )  # b -> 1/(2 delta)
 
 
 @pytest.mark.parametrize("p", [1.0 + 1e-6, 1.2, 2.0, 4.0, 12.0])
