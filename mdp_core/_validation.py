@@ -17,6 +17,7 @@ __all__ = [
     "check_delta",
     "check_distance_matrix",
     "check_eps",
+    "check_log_ratio",
     "check_loss_matrix",
     "check_positive",
     "check_prior",
@@ -75,6 +76,21 @@ def check_positive(value: object, name: str, *, allow_inf: bool = False) -> floa
 def check_eps(eps: object, name: str = "eps") -> float:
     """Privacy budget: a finite number > 0."""
     return check_positive(eps, name)
+
+
+#: Largest log-ratio between two probabilities of one row that float64 carries: e^-700 is still a normal
+#: number, e^-745 rounds to 0 (a zero beside a positive entry breaks eps-mDP for every eps).
+MAX_LOG_RATIO = 700.0
+
+
+def check_log_ratio(span: float, what: str) -> None:
+    """Refuse a mechanism whose probabilities would span more than e^MAX_LOG_RATIO (they round to 0)."""
+    if span > MAX_LOG_RATIO:
+        raise DataError(
+            f"{what}: eps times the distances reaches {span:.4g}, so some probabilities fall below "
+            f"e^-{MAX_LOG_RATIO:g} and round to 0, which no eps-mDP mechanism allows; use a smaller eps "
+            "(the mechanism is then close to releasing the value as it is)"
+        )
 
 
 def check_distance_matrix(

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.spatial import cKDTree
 
-from mdp_core._validation import Progress, check_eps, report
+from mdp_core._validation import Progress, check_eps, check_log_ratio, report
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.seed_lp import axis_budget, solve_seed_lp
 from mdp_core.geo.utility import GeoProblem, travel_loss
@@ -36,6 +36,7 @@ def exponential_geo(problem: GeoProblem, eps: float) -> GeoMechanism:
         d = np.linalg.norm(targets[lo : lo + _CHUNK, None, :] - outputs[None, :, :], axis=2)
         score = -0.5 * eps * d
         score -= score.max(axis=1, keepdims=True)
+        check_log_ratio(float(-score.min()), "exponential mechanism")
         block = np.exp(score)
         matrix[lo : lo + _CHUNK] = block / block.sum(axis=1, keepdims=True)
     seconds = time.perf_counter() - start

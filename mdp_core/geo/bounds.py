@@ -186,6 +186,11 @@ def _solve(
     h.run()
     status = h.modelStatusToString(h.getModelStatus())
     sol = h.getSolution()
+    if len(sol.col_value) != n * m:  # no solution at all (ratios e^(eps d) beyond the solver's range)
+        raise DataError(
+            f"the LP solver returned no solution (HiGHS status {status!r}): the privacy ratios reach "
+            f"e^{np.log(ratios.max(initial=1.0)):.0f}; try a smaller eps"
+        )
     p = np.asarray(sol.col_value).reshape(n, m)
     nu = -np.asarray(sol.row_dual)[:r]  # HiGHS: duals of binding <= rows are <= 0 in a minimisation
     return p, nu, float(h.getInfo().objective_function_value), status

@@ -249,6 +249,8 @@ def _raised_mechanism(
     the matrix of least expected error, checked over all pairs, as the "spanner" mechanism; ``times`` are
     the ``perf_counter`` times at which the build and its repair started."""
     dist = problem.target_distances_km()
+    # a row the solver left without mass (PDLP at ratios near e^40) is raised from its neighbours' columns
+    start_rows = np.where(start_rows.sum(axis=1, keepdims=True) > 0, start_rows, np.finfo(np.float64).tiny)
     candidates = []
     for slack in slacks:
         raised, _, rounds = raise_repair(start_rows, dist, eps, slack=slack)

@@ -188,13 +188,15 @@ def build_problem(
 def check_lp_inputs(problem: GeoProblem, eps: float, time_limit: float) -> float:
     """The checked eps (1/km) of an LP built on ``problem`` within ``time_limit`` seconds.
 
-    Raises TypeError when ``problem`` is not a GeoProblem, DataError for a bad eps or time limit.
+    Raises TypeError when ``problem`` is not a GeoProblem, DataError for a bad eps or time limit, or an eps
+    too large for the map (:func:`check_reach`).
     """
     if not isinstance(problem, GeoProblem):
         raise TypeError(f"problem must be a GeoProblem, got {type(problem).__name__}")
     eps = check_eps(eps)
     if not (np.isfinite(time_limit) and time_limit > 0):
         raise DataError(f"time_limit must be positive seconds, got {time_limit!r}")
+    check_reach(problem, eps)  # the LPs' ratios e^(eps d) must stay finite (eps 600 / km: a raw LAPACK error)
     return eps
 
 

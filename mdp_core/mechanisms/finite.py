@@ -14,6 +14,7 @@ from numpy.typing import ArrayLike, NDArray
 from mdp_core._validation import (
     as_float_array,
     check_eps,
+    check_log_ratio,
     check_loss_matrix,
     check_prior,
     check_rng,
@@ -52,6 +53,7 @@ def exponential_mechanism(dist: ArrayLike, eps: float) -> NDArray[np.float64]:
         raise DataError("dist must be non-negative")
     eps = check_eps(eps)
     logits = -0.5 * eps * (d - d.min(axis=1, keepdims=True))
+    check_log_ratio(float(-logits.min(initial=0.0)), "exponential mechanism")
     P = np.exp(logits)
     P /= P.sum(axis=1, keepdims=True)
     return P
@@ -168,7 +170,7 @@ def sample(P: ArrayLike, codes: ArrayLike, rng: np.random.Generator) -> NDArray[
     out = np.empty(x.size, dtype=np.int64)
     order = np.argsort(x, kind="stable")
     values, starts = np.unique(x[order], return_index=True)
-    bounds = [*starts[1:], x.size]
+    bounds = [*starts[1:], x.size][: len(starts)]  # no records: no groups
     for value, lo, hi in zip(values, starts, bounds, strict=True):
         idx = order[lo:hi]
         out[idx] = np.searchsorted(cdf[value], u[idx], side="right")

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from mdp_core._text import listed
-from mdp_core._validation import check_eps, check_rng
+from mdp_core._validation import check_eps, check_log_ratio, check_rng
 from mdp_core.data import Encoded
 from mdp_core.dephdp import DepHDPResult, release_attributes
 from mdp_core.errors import DataError
@@ -64,6 +64,7 @@ def target_channel(encoded: Encoded, eps: float) -> np.ndarray:
     m = len(encoded.levels[target])
     if encoded.schema.kind(target) in ("nominal", "binary"):
         # log-domain normalisation: diagonal e^eps / (e^eps + m - 1) without overflow
+        check_log_ratio(e, "randomised response of the target")
         log_den = e + math.log1p((m - 1) * math.exp(-e))
         P = np.full((m, m), math.exp(-log_den))
         np.fill_diagonal(P, math.exp(e - log_den))

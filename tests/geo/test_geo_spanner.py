@@ -21,6 +21,7 @@ from mdp_core.geo import (
     compare_methods,
     geo_lower_bound,
     grid_road_network,
+    optimal_geo_mechanism,
     relaxation_pairs,
     run_bench,
     spanner_mechanism,
@@ -391,3 +392,32 @@ def test_target_distances_are_the_euclidean_ones_to_the_bit() -> None:
     dist = problem.target_distances_km()
     assert np.array_equal(dist, np.linalg.norm(pts[:, None, :] - pts[None, :, :], axis=2))
     assert np.array_equal(dist, dist.T) and dist.shape == (len(pts), len(pts))
+
+
+def test_a_row_the_solver_left_without_mass_is_raised_from_its_neighbours(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # PDLP at ratios near e^40 (the district at eps 20 / km) left rows without mass, and the repair
+    # refused them: "every row of Z needs positive mass"
+    problem, eps = tiny_problem(4, 4, seed=2, depth=0, seed_n=3), 2.0
+    solve = spanner_module._solve
+
+    def massless_row(*args: Any) -> Any:
+        p, *rest = solve(*args)
+        p = p.copy()
+        p[0] = 0.0
+        return (p, *rest)
+
+    monkeypatch.setattr(spanner_module, "_solve", massless_row)
+    mech = spanner_mechanism(problem, eps)
+    assert mech.matrix[0].sum() == pytest.approx(1.0)
+    assert mdp_violation(mech.matrix, problem.target_distances_km(), eps) <= 1e-9
+
+
+def test_an_lp_beyond_the_solvers_range_is_refused_in_words() -> None:
+    problem = tiny_problem(4, 4, seed=2, depth=0, seed_n=3)
+    reach = float(np.hypot(*np.ptp(problem.targets_km, axis=0)))
+    with pytest.raises(DataError, match=r"the LP solver returned no solution .* try a smaller eps"):
+        spanner_mechanism(problem, 300.0 / reach)  # coefficients above HiGHS's 1e15: it takes no model
+    with pytest.raises(DataError, match="beyond what numbers can hold"):
+        optimal_geo_mechanism(problem, 700.0 / reach)  # was a raw LAPACK error (NaN in cho_factor)

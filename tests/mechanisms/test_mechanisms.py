@@ -160,3 +160,17 @@ def test_bad_input_names_the_argument(call, match: str) -> None:  # type: ignore
 def test_sample_requires_generator() -> None:
     with pytest.raises(TypeError, match="rng"):
         core.sample(np.eye(2), np.array([0, 1]), 3)  # type: ignore[arg-type]
+
+
+def test_em_refuses_probabilities_float64_rounds_to_zero() -> None:
+    d = np.array([[0.0, 1.0], [1.0, 0.0]])
+    P = core.exponential_mechanism(d, 1400.0)  # e^-700: still a positive float
+    assert P[0, 1] > 0 and core.mdp_violation(P, d, 1400.0) <= 0.0
+    with pytest.raises(core.DataError, match="round to 0"):
+        core.exponential_mechanism(d, 1600.0)  # was [[1, 0], [0, 1]]: violation inf
+
+
+def test_sample_of_no_records_is_empty() -> None:
+    P = core.exponential_mechanism([[0.0, 1.0], [1.0, 0.0]], 1.0)
+    out = core.sample(P, np.array([], dtype=np.int64), np.random.default_rng(0))
+    assert out.shape == (0,) and out.dtype == np.int64

@@ -211,3 +211,11 @@ def test_a_wide_table_s_flags_name_a_dozen_columns_and_count_the_rest() -> None:
     for message in check.messages[:2] + check.messages[-1:]:
         assert "c11" in message and "c12," not in message and "and 18 more" in message
     assert listed(names[:12]) == ", ".join(names[:12])  # up to the limit: every name
+
+
+def test_target_channel_refuses_probabilities_float64_rounds_to_zero(case: Case) -> None:
+    assert (
+        core.mdp_violation(target_channel(case.encoded, 690.0), case.encoded.components["target"], 690.0) <= 0
+    )
+    with pytest.raises(core.DataError, match="round to 0"):
+        target_channel(case.encoded, 800.0)  # its off-diagonal was exactly 0
