@@ -25,6 +25,7 @@ from mdp_core.errors import DataError
 from ._parse import (
     MISSING_TOKENS,
     NUMERIC_SHARE,
+    check_width,
     clean_headers,
     decode_text,
     fill_short_header,
@@ -173,7 +174,8 @@ def load_dataset_report(
     if title:
         first = next((ln.strip() for ln in lines[skip : skip + title] if ln.strip()), "")
         notes.append(f"Skipped {title} line(s) above the header (starting {first[:60]!r}).")
-    header = lines[skip + title].strip() if skip + title < len(lines) else ""
+    rows = min(len(lines) - skip - title - 1, INTERACTIVE_ROW_LIMIT)
+    header = check_width(lines[skip + title].strip() if skip + title < len(lines) else "", sep, rows, name)
     if header.startswith("#"):
         notes.append(f"Read {header[:60]!r} as the header, not as a comment: the line below it is data.")
     if skip + title or short:
@@ -286,8 +288,7 @@ def _read_table(text: str, sep: str, name: str) -> pd.DataFrame:
 
 def _parser_message(exc: Exception) -> str:
     """pandas' parser message without its "Error tokenizing data. C error:" prefix, on one line."""
-    text = " ".join(str(exc).split())
-    return text.removeprefix("Error tokenizing data. C error: ")
+    return " ".join(str(exc).split()).removeprefix("Error tokenizing data. C error: ")
 
 
 def _header(df: pd.DataFrame, name: str) -> tuple[pd.DataFrame, list[str]]:

@@ -69,6 +69,9 @@ _UNDEFINED = 2_147_483_647
 _FORMATS = ((".osm.pbf", "pbf"), (".pbf", "pbf"), (".osm.bz2", "osm.bz2"), (".osm", "osm"), (".xml", "osm"))
 #: A ``.bz2`` map may unpack to at most this many bytes (or 100 x its size, if that is larger).
 MAX_BZ2_BYTES = 256 * 2**20
+#: Road-node references read from a map at most (the 15 km city has 23,760): each costs ~0.5 kB until the
+#: ways are simplified, and a 152 kB .pbf of 4 M references took 2.15 GB before the node limit refused it.
+MAX_WAY_REFS = 1_000_000
 #: Largest east-west distance (m) of a road node from its UTM zone's central meridian (scale error ~1.3 %).
 MAX_UTM_OFFSET_M = 1_000_000.0
 #: Largest span (m, the longer side of the bounding box): a city or a region. Across more, e^(eps d) of the
@@ -161,6 +164,7 @@ def read_osm_roads(path: str | Path, *, roads: str = "drive") -> OsmRoads:
         _check_bz2(path)
     ways: list[tuple[np.ndarray, np.ndarray]] = []  # (node ids, lon/lat) per kept way, split at gaps
     kept = refs = missing = negative = 0
+    kind = "drivable road" if roads == "drive" else "highway"
     try:
         processor = (
             osmium.FileProcessor(osmium.io.File(str(path), fmt), osmium.osm.NODE | osmium.osm.WAY)
@@ -176,6 +180,12 @@ def read_osm_roads(path: str | Path, *, roads: str = "drive") -> OsmRoads:
             for ref in way.nodes:  # type: ignore[union-attr]  # a Way, by the handler's filter
                 loc = ref.location
                 refs += 1
+                if refs > MAX_WAY_REFS:
+                    raise DataError(
+                        f"the map {path.name!r} has more than {MAX_WAY_REFS:,} {kind} node references, "
+                        "far more than a city (the 15 km Baltimore extract has about 24,000). Cut a smaller "
+                        "area (e.g. 'osmium extract --bbox') and upload it again."
+                    )
                 if loc.valid():
                     ids.append(ref.ref)
                     coords.append((loc.lon, loc.lat))
@@ -206,7 +216,6 @@ def read_osm_roads(path: str | Path, *, roads: str = "drive") -> OsmRoads:
             f"could not read the map file {path.name!r}: {type(exc).__name__}: {exc}. "
             "Expected OpenStreetMap data (.osm.pbf, .osm or .osm.bz2) with highway ways."
         ) from exc
-    kind = "drivable road" if roads == "drive" else "highway"
     if negative:
         raise DataError(
             f"{negative:,} node references of the {kind} ways in {path.name!r} use negative ids (new, "

@@ -65,7 +65,10 @@ def _table(df: pd.DataFrame, floatfmt: str = "{:.4g}") -> str:
 
 
 def _json_script(obj: object) -> str:
-    text = json.dumps(obj, indent=1, allow_nan=False).replace("</", "<\\/")
+    # no <, > or & inside the script element: "<!--<script>" in a column name made the rest of the page
+    # part of this element (a blank report, an unparsable record); JSON reads the escapes back as the text
+    text = json.dumps(obj, indent=1, allow_nan=False)
+    text = text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
     return f'<script type="application/json" id="audit-record">{text}</script>'
 
 

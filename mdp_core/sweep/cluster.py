@@ -148,7 +148,9 @@ def local_cluster(n_workers: int | None = None, *, processes: bool = True) -> An
             processes=processes,
             threads_per_worker=1,
             dashboard_address=None,
-            scheduler_kwargs={"dashboard_address": ":0"},
+            # the scheduler's and workers' HTTP servers on this machine only (they served logs on 0.0.0.0)
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+            worker_dashboard_address="127.0.0.1:0",
             silence_logs=logging.ERROR,
         )
 

@@ -510,3 +510,21 @@ def test_a_saved_row_index_without_name_is_dropped_with_a_note() -> None:
     )
     with pytest.raises(DataError, match=r"column 1 .* has a blank name"):  # no row index: still refused
         _load(b",age,sex\n7,30,f\n3,41,m\n")
+
+
+def test_a_table_too_wide_to_hold_is_refused_before_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # security audit: 2,000 rows x 5,000 columns (20 MB) took 795 MB and 79 s; 15,000 columns 2.5 GB
+    import mdp_core.data._parse as parse
+
+    wide = (
+        ",".join(f"c{j}" for j in range(1_001)) + "\n" + ",".join("1" * 1_001) + "\n" + ",".join("2" * 1_001)
+    )
+    with pytest.raises(
+        DataError, match=r"wide\.csv has 1,001 columns and 2 rows to read: more than the 1,000"
+    ):
+        core.load_dataset(_file(wide.encode(), "wide.csv"))
+    monkeypatch.setattr(parse, "MAX_CELLS", 3 * 59)
+    tall = "a,b,c\n" + "".join(f"{i},{i % 3},x\n" for i in range(60))
+    with pytest.raises(DataError, match=r"3 columns and 60 rows to read: .* 177 cells"):
+        core.load_dataset(_file(tall.encode(), "tall.csv"))
+    assert core.load_dataset(_file(tall[: tall.index("58,")].encode(), "short.csv")).shape == (58, 3)

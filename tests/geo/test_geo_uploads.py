@@ -123,6 +123,19 @@ def test_bz2_bomb_is_refused_quickly(tmp_path: Path, monkeypatch: pytest.MonkeyP
         load_road_network(garbage)
 
 
+def test_a_map_of_too_many_road_nodes_is_refused_while_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write_osm
+) -> None:  # type: ignore[no-untyped-def]
+    # security audit: a 152 kB .pbf of 4 M road-node references took 2.15 GB before the node limit refused it
+    import mdp_core.geo.osm as osm
+
+    path = write_osm(tmp_path / "grid.osm", 6, 5)  # 5 ways of 6 nodes and 6 of 5: 60 references
+    load_road_network(path)
+    monkeypatch.setattr(osm, "MAX_WAY_REFS", 59)
+    with pytest.raises(DataError, match=r"'grid\.osm' has more than 59 drivable road node references"):
+        load_road_network(path)
+
+
 def test_map_across_the_antimeridian_gets_its_own_utm_zone(tmp_path: Path) -> None:
     # before: the mean longitude of 179.9 E and 179.9 W is 0, so Fiji was projected in UTM zone 31 (3 E)
     nodes: list[Node] = [(1, -17.0, 179.99), (2, -17.0, -179.99), (3, -17.01, -179.99), (4, -17.01, 179.99)]

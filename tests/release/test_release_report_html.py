@@ -303,3 +303,17 @@ def test_a_target_the_majority_label_meets_is_flagged_not_answered_in_the_report
     page = build_report(out, decision=majority)
     assert "<div class='flag'>Always predicting the more frequent label already scores 0.840" in page
     assert "<div class='answer'>" not in page
+
+
+def test_markup_in_names_keeps_the_report_whole() -> None:
+    """Security audit: a column (or file) named "<!--<script>" turned the rest of the page into the audit
+    record's script element: no heading visible, and the record no longer parsed."""
+    evil = "<!--<script>"
+    df = make_table().rename(columns={"colour": evil})
+    sc = replace(scenario(df), name=f"s{evil}", dataset=f"a{evil}.csv")
+    page = build_report(evaluate_scenario(sc, df, repetitions=2))
+    m = re.search(r'<script type="application/json" id="audit-record">(.*?)</script>', page, re.S)
+    assert m is not None and "<" not in m.group(1) and ">" not in m.group(1)
+    record = json.loads(m.group(1))
+    assert evil in json.dumps(record) and f"a{evil}.csv" in json.dumps(record)
+    assert page.rstrip().endswith("</html>") and page.count("<h2>") >= 10

@@ -556,3 +556,17 @@ def test_cli_takes_a_scheduler_address_without_a_scheme_as_dask_does() -> None:
 
     assert _is_address("127.0.0.1:8786") and _is_address("localhost:8786") and _is_address("tcp://h:1")
     assert not _is_address("localhost:99999") and not _is_address("http://h:8786")
+
+
+def test_the_embedded_cluster_listens_on_this_machine_only() -> None:
+    import psutil
+
+    before = {c.laddr for c in psutil.Process().net_connections("tcp") if c.status == psutil.CONN_LISTEN}
+    with local_cluster(1, processes=False):
+        listening = [
+            c.laddr
+            for c in psutil.Process().net_connections("tcp")
+            if c.status == psutil.CONN_LISTEN and c.laddr not in before
+        ]
+    assert len(listening) >= 2  # the scheduler and its HTTP server (it served its logs on 0.0.0.0)
+    assert {address.ip for address in listening} == {"127.0.0.1"}
