@@ -30,9 +30,14 @@ def test_exponential_mechanism_matches_definition() -> None:
     P = core.exponential_mechanism(d, 2.0)
     ref = np.exp(-d) / np.exp(-d).sum(axis=1, keepdims=True)  # exp(-eps d / 2), eps = 2
     np.testing.assert_allclose(P, ref, rtol=1e-14)
-    # huge eps * d must not underflow whole rows
-    P = core.exponential_mechanism(1000 * (1 - np.eye(3)), 50.0)
-    np.testing.assert_allclose(P, np.eye(3), atol=1e-300)
+    # large eps * d must not underflow whole rows (the row minimum is subtracted first) ...
+    d = 1000 * (1 - np.eye(3))
+    P = core.exponential_mechanism(d, 1.0)
+    np.testing.assert_allclose(P, np.eye(3), atol=1e-200)
+    assert P.min() > 0 and core.mdp_violation(P, d, 1.0) <= 0.0
+    # ... and one that rounds entries to 0 is refused (it was the identity: not private at all)
+    with pytest.raises(core.DataError, match="round to 0"):
+        core.exponential_mechanism(d, 50.0)
 
 
 def test_mdp_violation_exact_values() -> None:
