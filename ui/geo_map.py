@@ -70,8 +70,11 @@ def sample_reports(mech: GeoMechanism, true_index: int, count: int, seed: int) -
 # --------------------------------------------------------------------------------------------------- drawing
 
 
-def colour_scale(values: np.ndarray, vmax: float, alpha: int = 170) -> np.ndarray:
-    """RGBA (uint8, shape (n, 4)) of ``values`` on the sequential scale from 0 to ``vmax`` (linear)."""
+def colour_scale(
+    values: np.ndarray, vmax: float, alpha: int = 170, hide_at_most: float | None = None
+) -> np.ndarray:
+    """RGBA (uint8, shape (n, 4)) of ``values`` on the sequential scale from 0 to ``vmax`` (linear); values
+    at most ``hide_at_most`` are transparent (cells never reported looked like rarely reported ones)."""
     stops = np.array([[int(c[i : i + 2], 16) for i in (1, 3, 5)] for c in _SCALE], dtype=np.float64)
     t = np.clip(np.asarray(values, dtype=np.float64) / vmax if vmax > 0 else 0.0, 0.0, 1.0)
     pos = t * (len(stops) - 1)
@@ -81,6 +84,8 @@ def colour_scale(values: np.ndarray, vmax: float, alpha: int = 170) -> np.ndarra
     out = np.empty((len(t), 4), dtype=np.uint8)
     out[:, :3] = np.round(rgb)
     out[:, 3] = alpha
+    if hide_at_most is not None:
+        out[np.asarray(values) <= hide_at_most, 3] = 0
     return out
 
 
@@ -130,11 +135,14 @@ def _polygon_texts(polygons: list[list[list[float]]]) -> list[str]:
     return [json.dumps(poly, separators=(",", ":")) for poly in polygons]
 
 
-def _cell_data(cells: list[str], values: np.ndarray, vmax: float, field: str, tip: str, scale: float) -> str:
+def _cell_data(
+    cells: list[str], values: np.ndarray, vmax: float, field: str, tip: str, scale: float, hide: float | None
+) -> str:
     """JSON text of a cell layer's data: one object per cell (polygon, colour on the scale to ``vmax``, value
     under ``field``, tooltip ``tip.format(scale * value)``), spliced from the cells' cached polygon texts
-    (json.dumps of the nested polygon lists was most of a recolour's time at depth 4)."""
-    colours = colour_scale(values, vmax).tolist()
+    (json.dumps of the nested polygon lists was most of a recolour's time at depth 4); cells at most ``hide``
+    are transparent."""
+    colours = colour_scale(values, vmax, hide_at_most=hide).tolist()
     shown = (scale * np.asarray(values, dtype=np.float64)).tolist()
     rows = (  # the tips are this module's plain-ASCII formats: nothing to escape
         f'{{"polygon":{poly},"color":[{r},{g},{b},{a}],"{field}":{v!r},"tip":"{tip.format(t)}"}}'
@@ -226,12 +234,12 @@ def deck(
     if mech is not None:
         if view.colour_by == "error":  # where privacy is expensive: expected error per true location
             values, cells, field, layer_id = mech.error_by_target_km(problem), target_cells, "e", "geo_error"
-            tip, scale = "expected error {:.3f} km", 1.0
-        else:  # the mechanism's row: P(report | true location)
+            tip, scale, hide = "expected error {:.3f} km", 1.0, None
+        else:  # the mechanism's row: P(report | true location); cells never reported from it are clear
             values, cells, field, layer_id = mech.matrix[view.true_index], out_cells, "p", "geo_heat"
-            tip, scale = "P(report here) = {:.2f} %", 100.0
+            tip, scale, hide = "P(report here) = {:.2f} %", 100.0, IN_USE
         vmax = float(values.max())
-        cell_data = _cell_data(cells, values, vmax, field, tip, scale)
+        cell_data = _cell_data(cells, values, vmax, field, tip, scale, hide)
         layers.append(_polygon_layer(layer_id, "__CELLS__"))
     layers.append(
         {
@@ -415,7 +423,8 @@ def show(
         + (
             "Colour: expected travel error for a user at each location (all locations). "
             if view.colour_by == "error"
-            else f"Colour: probability of each reported cell for the true location {true_label}. "
+            else f"Colour: probability of each reported cell for the true location {true_label}; cells "
+            "without colour are never reported from it. "
         )
         + f"Black: the true location; blue discs: {N_REPORTS} sampled reports (a disc's size: how "
         "many fell in that cell); white dots: candidate true locations (click one). "

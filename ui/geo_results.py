@@ -347,7 +347,7 @@ def comparison_table(comps: dict[str, GeoComparison], bound: Any | None = None) 
         row["private (checked)"] = "yes" if private else "NO"
         rival = cgeo.EM_REMAP_RIVAL.get(key)  # like with like: the calibrated tree against calibrated EM
         if rival in utility and u > utility[rival]:
-            row["note"] = f"worse than {labels[rival]} by {100 * (u / utility[rival] - 1):.1f} %"
+            row["note"] = f"worse than {labels[rival]} by {_percent(100 * (u / utility[rival] - 1))}"
         if key == "optimal":  # out of time, it is not the optimum: say how close it is
             row["note"] = _optimum_note(comp.mechanisms[key], u)
         rows.append(row)
@@ -395,6 +395,11 @@ def _closer_hint(n_targets: int) -> str:
         "it (built in the background; which is closer depends on the map and depth) to see how much of the "
         "range a mechanism can close."
     )
+
+
+def _percent(value: float) -> str:
+    """A positive percentage in words: "< 0.1 %" rather than "0.0 %" (the table's "worse by" note)."""
+    return "< 0.1 %" if value < 0.05 else f"{value:.1f} %"
 
 
 def _optimum_note(optimum: GeoMechanism, utility: float) -> str:

@@ -554,6 +554,10 @@ def test_a_tree_worse_than_its_em_remap_says_so_like_with_like() -> None:
     assert notes[labels["tree"]] == f"worse than {labels['em_remap']} by 5.0 %"
     assert notes[labels["tree_cal"]] == f"worse than {labels['em_remap_cal']} by 0.5 %"
     assert 1.005 * remap_cal < remap  # against the plain EM + remap it would have passed unsaid
+    barely = {**comps, "tree": at("tree", 1.00006 * remap)}  # audit: it read "by 0.0 %"
+    assert geo_results.comparison_table(barely).set_index("method")["note"][labels["tree"]] == (
+        f"worse than {labels['em_remap']} by < 0.1 %"
+    )
     better = {**worse, "tree_cal": at("tree_cal", 0.99 * remap_cal)}
     assert geo_results.comparison_table(better).set_index("method")["note"][labels["tree_cal"]] == ""
 
@@ -1278,3 +1282,15 @@ def test_a_custom_eps_starts_at_the_named_level_and_reuses_its_mechanisms(app: A
     assert slider.format_func(slider.value) == "1.39" and slider.format_func(1.5) == "1.5"
     assert store().get(("mech", _config(), medium, "em")) is before  # nothing rebuilt
     _assert_agreement(at)
+
+
+def test_cells_never_reported_are_clear(app: AppTest) -> None:
+    """Audit: every output cell got the scale's first colour, so the 109 of 112 cells the tree never reports
+    on the district looked like rarely reported ones."""
+    at = _run(app.switch_page("views/geo.py"))
+    cells = _layer(at, "geo_heat")["data"]
+    alpha = np.array([cell["color"][3] for cell in cells])
+    reported = np.array([cell["p"] for cell in cells]) > geo_map.IN_USE
+    assert reported.any() and (~reported).any()
+    assert set(alpha[reported]) == {170} and set(alpha[~reported]) == {0}
+    assert "cells without colour are never reported from it" in " ".join(c.value for c in at.caption)
