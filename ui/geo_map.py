@@ -52,6 +52,9 @@ FIT_WIDTH = 900
 #: Streamlit's deck.gl frontend (1.67) fills a missing/null ``mapStyle`` with a CARTO basemap from
 #: basemaps.cartocdn.com; this sentinel value is the one it treats as "no base map" (checked in its bundle).
 NO_BASE_MAP = "__MAP_STYLE__"
+#: Poll interval (s) of the shown mechanism's build: the picture lands up to this long after it (a
+#: fragment run reads one progress value, so a quarter second costs nothing; the table polls each second).
+MAP_POLL_SECONDS = 0.25
 #: Sampled reports drawn from the shown row.
 N_REPORTS = 40
 #: Probability above which an output counts as reported (the caption's "of them reported").
@@ -455,7 +458,7 @@ def _follow(
     if jobs.wait([job], seconds, tick):
         return
 
-    @st.fragment(run_every=jobs.POLL_SECONDS)
+    @st.fragment(run_every=MAP_POLL_SECONDS)
     def poll() -> None:
         fraction, message = jobs.builder().progress(key)
         st.progress(fraction, text=f"Building {label}: {message} (the page stays usable)")
