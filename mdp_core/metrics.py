@@ -87,6 +87,9 @@ def product_distance(
     mats = [as_float_array(c, f"components[{i}]", ndim=2) for i, c in enumerate(components)]
     if not mats:
         raise DataError("components must contain at least one distance matrix")
+    for i, m in enumerate(mats):
+        if m.shape[0] != m.shape[1]:
+            raise DataError(f"components[{i}] must be a square distance matrix, got shape {m.shape}")
     w = np.ones(len(mats)) if weights is None else as_float_array(weights, "weights", ndim=1)
     if w.size != len(mats) or np.any(w < 0):
         raise DataError(f"weights must be {len(mats)} non-negative numbers")
@@ -109,6 +112,12 @@ def joint_codes(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
     arr = np.asarray(codes, dtype=np.int64)
     if arr.ndim != 2 or arr.shape[1] != len(sizes):
         raise DataError(f"codes must have shape (n, {len(sizes)}), got {arr.shape}")
+    for j, (col, m) in enumerate(zip(arr.T, sizes, strict=True)):
+        if col.size and (col.min() < 0 or col.max() >= m):
+            raise DataError(
+                f"codes of attribute {j} must lie in 0..{m - 1} (sizes[{j}] = {m}), "
+                f"got {col.min()}..{col.max()}"
+            )
     return np.ravel_multi_index(tuple(arr.T), tuple(sizes))
 
 

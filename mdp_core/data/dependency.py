@@ -116,6 +116,9 @@ def dependency_graph(nmi: pd.DataFrame, tau: float) -> nx.Graph:
 
 def group_domain_size(group: tuple[str, ...], domain_sizes: Mapping[str, int]) -> int:
     """Joint domain size ``prod_l m_l`` of a group (Python int: never overflows)."""
+    missing = [a for a in group if a not in domain_sizes]
+    if missing:
+        raise DataError(f"domain_sizes has no size for attribute(s) {missing} of the group {list(group)}")
     size = 1
     for a in group:
         size *= int(domain_sizes[a])

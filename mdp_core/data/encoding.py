@@ -19,7 +19,7 @@ import pandas as pd
 from mdp_core.errors import DataError
 from mdp_core.metrics import nominal_distance, numeric_distance, ordinal_distance
 
-from .guards import DATE_GRANULARITIES, date_labels, detect_date, exclusion_reason
+from .guards import DATE_GRANULARITIES, check_column_names, date_labels, detect_date, exclusion_reason
 from .public import (
     categorised_column,
     checked_categories,
@@ -151,6 +151,7 @@ def infer_schema(
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    check_column_names(df)
     names = [str(c) for c in df.columns]
     include = dict(include) if isinstance(include, Mapping) else dict.fromkeys(include)
     exclude = list(exclude)
@@ -341,6 +342,7 @@ def discretize(
         raise DataError(
             f"no attribute is left to encode: every column is excluded ({reasons}); re-include a column"
         )
+    check_column_names(df)
     absent = [c for c in schema.columns if c not in df.columns]
     if absent:
         raise DataError(f"schema columns {absent} are not in the table")
@@ -356,6 +358,9 @@ def discretize(
         number = pd.to_numeric(table[c], errors="coerce")
         if (number.isna() & table[c].notna()).any():
             raise DataError(f"column {c!r} is not numeric; set its kind to nominal or ordinal")
+        infinite = int(np.isinf(number.to_numpy(dtype=float, na_value=np.nan)).sum())
+        if infinite:
+            raise DataError(f"column {c!r} has {infinite:,} infinite value(s); replace them or exclude it")
         table[c] = number
     missing = tuple((str(c), int(n)) for c, n in table.isna().sum().items() if n > 0)
     complete = table[numeric].notna().all(axis=1).to_numpy()

@@ -21,6 +21,7 @@ __all__ = [
     "DATE_GRANULARITIES",
     "MIN_ROWS_FOR_RATIO",
     "DateFormat",
+    "check_column_names",
     "date_labels",
     "detect_date",
     "exclusion_reason",
@@ -155,6 +156,22 @@ def date_labels(col: pd.Series, fmt: DateFormat, granularity: str) -> pd.Series:
 def _is_integral(values: pd.Series) -> bool:
     arr = values.to_numpy(dtype=float)
     return bool(np.all(np.isfinite(arr)) and np.all(np.mod(arr, 1.0) == 0))
+
+
+def check_column_names(df: pd.DataFrame) -> None:
+    """Refuse column names that are not text or that occur twice: schemas, recipes and reports name the
+    columns by text, and ``df[name]`` of a repeated name is a table, not a column."""
+    other = [c for c in df.columns if not isinstance(c, str)]
+    if other:
+        raise DataError(
+            f"column names must be text, got {other[:5]!r}{' ...' if len(other) > 5 else ''}; rename the "
+            "columns first, e.g. df.columns = df.columns.astype(str)"
+        )
+    repeated = sorted(set(df.columns[df.columns.duplicated()]))
+    if repeated:
+        raise DataError(
+            f"column names must be unique: {repeated} occur more than once; rename or drop the copies"
+        )
 
 
 def exclusion_reason(col: pd.Series, name: str) -> str | None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from mdp_core._validation import as_float_array, check_eps
 from mdp_core.dephdp._grouploss import Surrogate
 from mdp_core.dephdp._profiles import GroupProfile
 from mdp_core.dephdp.adequacy import select_mechanism
@@ -195,8 +196,10 @@ def largest_floor(eps_grid: np.ndarray, groups: int, eps: float, p: float) -> fl
     metric: the largest budget ``b`` of the profiles' grid with ``||(b, ..., b)||_q <= eps``. A floor is
     raised to the next grid point (:func:`floor_offset`), so ``eps / K^(1/q)`` itself may not work (audit:
     heart at eps 1 named 0.333, and 0.3 failed as 0.356); 0.0 when not even the grid's smallest fits."""
-    grid = np.asarray(eps_grid, dtype=float)
-    j = _fitting_index(grid, groups, float(eps), dual_exponent(p))
+    grid = as_float_array(eps_grid, "eps_grid", ndim=1)
+    if not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise DataError(f"groups must be a positive integer, got {groups!r}")
+    j = _fitting_index(grid, groups, check_eps(eps), dual_exponent(p))
     return float(grid[j]) if j >= 0 else 0.0
 
 

@@ -84,11 +84,25 @@ class BudgetAllocation:
 
 def pl_value(eps_grid: np.ndarray, values: np.ndarray, eps: np.ndarray) -> np.ndarray:
     """PL interpolation of each row of ``values`` (K x N) at ``eps[k]``; returns (K,)."""
-    return np.array([np.interp(e, eps_grid, row) for e, row in zip(eps, values, strict=True)])
+    grid, rows = _check_curves(eps_grid, values, "values")
+    e = as_float_array(eps, "eps", ndim=1)
+    if e.size != rows.shape[0]:
+        raise DataError(f"eps must have one budget per row of values ({rows.shape[0]}), got {e.size}")
+    return np.array([np.interp(ek, grid, row) for ek, row in zip(e, rows, strict=True)])
+
+
+def _check_points(x: object, y: object) -> tuple[np.ndarray, np.ndarray]:
+    xs, ys = as_float_array(x, "x", ndim=1), as_float_array(y, "y", ndim=1)
+    if ys.size != xs.size:
+        raise DataError(f"x and y must have the same length, got {xs.size} and {ys.size}")
+    if np.any(np.diff(xs) <= 0):
+        raise DataError("x must be strictly ascending")
+    return xs, ys
 
 
 def greatest_convex_minorant(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Lower convex hull of the points ``(x_i, y_i)`` evaluated at ``x`` (the optimum of 000 Eq. 36)."""
+    x, y = _check_points(x, y)
     hull: list[int] = []
     for i in range(x.size):
         while len(hull) >= 2:
@@ -107,6 +121,7 @@ def least_convex_majorant(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
     Solved with HiGHS; the result is raised to ``max(u, y)`` to remove solver tolerance.
     """
+    x, y = _check_points(x, y)
     n = x.size
     if n <= 2:
         return y.copy()
@@ -161,13 +176,13 @@ def shifted_envelopes(eps_grid: object, losses: object) -> tuple[np.ndarray, np.
     return lower, upper
 
 
-def _check_curves(eps_grid: object, losses: object) -> tuple[np.ndarray, np.ndarray]:
+def _check_curves(eps_grid: object, losses: object, name: str = "losses") -> tuple[np.ndarray, np.ndarray]:
     grid = as_float_array(eps_grid, "eps_grid", ndim=1)
-    L = as_float_array(losses, "losses", ndim=2)
+    L = as_float_array(losses, name, ndim=2)
     if grid[0] <= 0 or np.any(np.diff(grid) <= 0):
         raise DataError("eps_grid must be strictly ascending with eps_grid[0] > 0")
     if L.shape[1] != grid.size:
-        raise DataError(f"losses must have {grid.size} columns (one per grid point), got shape {L.shape}")
+        raise DataError(f"{name} must have {grid.size} columns (one per grid point), got shape {L.shape}")
     return grid, L
 
 

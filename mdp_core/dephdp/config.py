@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from numbers import Integral, Real
 from typing import Literal
 
 import numpy as np
@@ -15,6 +16,20 @@ from mdp_core.dephdp.tasks import TASKS
 from mdp_core.metrics import dual_exponent
 
 BASELINES = ("SPL+DPN", "SPL+RMP", "ALC+DPN", "ALC+RMP")
+#: Most points of the profiles' eps grid (default 36): every point costs an EM, a remap and an LP per group.
+MAX_GRID_POINTS = 500
+_NUMBERS = (
+    "eps",
+    "p",
+    "tau_group",
+    "tau_dim",
+    "tau_dpn",
+    "grid_lo",
+    "grid_hi",
+    "min_group_eps",
+    "opt_seconds",
+)
+_COUNTS = ("max_group_domain", "opt_max_domain", "grid_points", "calibration_pairs", "max_contexts", "seed")
 NoteKind = Literal["tau_dim_cap", "grouping", "lp_time", "method"]
 
 
@@ -61,7 +76,7 @@ class DepHDPConfig:
         a 36-point OPT profile takes ~5 s at 32 states but 50-180 s at 48-64 states and > 100 s for
         heart's 168-state group (column-generation LP of 2026-11, 2 shared cores).
     grid_lo, grid_hi, grid_points : float, float, int
-        Geometric eps grid of the loss-budget profiles.
+        Geometric eps grid of the loss-budget profiles (3 to ``MAX_GRID_POINTS = 500`` points).
     calibration_pairs, max_contexts, seed : int
         Surrogate pairs, context records per group loss matrix, and the seed of both samples.
     task_attribute, task_threshold : optional
@@ -99,6 +114,11 @@ class DepHDPConfig:
     opt_seconds: float = 30.0
 
     def __post_init__(self) -> None:
+        for name in _NUMBERS + _COUNTS:  # a JSON "1" would pass float() here and fail deep in a run
+            value, kinds = getattr(self, name), (Integral if name in _COUNTS else Real)
+            if not isinstance(value, kinds) or isinstance(value, bool):
+                what = "an integer" if name in _COUNTS else "a number"
+                raise TypeError(f"{name} must be {what}, got {type(value).__name__} {value!r}")
         check_eps(self.eps)
         dual_exponent(self.p)
         if not 0.0 <= self.tau_group <= 1.0:
@@ -111,8 +131,8 @@ class DepHDPConfig:
             raise DataError(f"task must be one of {sorted(TASKS)}, got {self.task!r}")
         if self.score not in ("radial", "mse"):
             raise DataError(f"score must be 'radial' or 'mse', got {self.score!r}")
-        if not 0 < self.grid_lo < self.grid_hi or int(self.grid_points) < 3:
-            raise DataError("need 0 < grid_lo < grid_hi and grid_points >= 3")
+        if not 0 < self.grid_lo < self.grid_hi or not 3 <= self.grid_points <= MAX_GRID_POINTS:
+            raise DataError(f"need 0 < grid_lo < grid_hi and grid_points in [3, {MAX_GRID_POINTS}]")
         if not (isinstance(self.min_group_eps, (int, float)) and 0.0 <= self.min_group_eps <= self.grid_hi):
             raise DataError(
                 f"min_group_eps must lie in [0, grid_hi = {self.grid_hi:g}], got {self.min_group_eps!r}"

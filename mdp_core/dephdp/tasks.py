@@ -342,6 +342,29 @@ def _fit_logistic(
 # --------------------------------------------------------------------------- population metrics (Case III)
 
 
+def _code_tables(true_codes: object, priv_codes: object) -> tuple[np.ndarray, np.ndarray]:
+    """Both tables (arrays or DataFrames) as int64 code matrices: records x the same attributes, codes
+    >= 0 (DataError naming the argument otherwise)."""
+    tables = []
+    for name, codes in (("true_codes", true_codes), ("priv_codes", priv_codes)):
+        arr = np.asarray(codes)
+        if arr.ndim != 2 or 0 in arr.shape:
+            raise DataError(
+                f"{name} must be a 2-D table (records x attributes) of at least one record, "
+                f"got shape {arr.shape}"
+            )
+        if arr.dtype.kind not in "iu":
+            raise DataError(f"{name} must hold integer codes (see discretize), got dtype {arr.dtype}")
+        if arr.min() < 0:
+            raise DataError(f"{name} must hold codes >= 0, got {arr.min()}")
+        tables.append(arr.astype(np.int64, copy=False))
+    if tables[0].shape[1] != tables[1].shape[1]:
+        raise DataError(
+            f"true_codes and priv_codes must have the same attributes, got shapes {[t.shape for t in tables]}"
+        )
+    return tables[0], tables[1]
+
+
 def _entropy_of_counts(counts: np.ndarray) -> float:
     p = counts[counts > 0] / counts.sum()
     return float(-(p * np.log(p)).sum())
@@ -375,7 +398,7 @@ def _joint_entropy(codes: np.ndarray) -> float:
 
 def marginal_tv(true_codes: np.ndarray, priv_codes: np.ndarray) -> float:
     """Mean over attributes of the total-variation distance between the two empirical marginals."""
-    a, b = np.asarray(true_codes), np.asarray(priv_codes)
+    a, b = _code_tables(true_codes, priv_codes)
     tv = []
     for j in range(a.shape[1]):
         m = int(max(a[:, j].max(), b[:, j].max())) + 1
@@ -387,14 +410,13 @@ def marginal_tv(true_codes: np.ndarray, priv_codes: np.ndarray) -> float:
 
 def entropy_change(true_codes: np.ndarray, priv_codes: np.ndarray) -> float:
     """Mean over attributes of ``|H(X_l) - H(Y_l)|`` (nats), the marginal-entropy change of 000 Case III."""
-    return float(
-        np.mean(np.abs(_marginal_entropies(np.asarray(true_codes)) - _marginal_entropies(priv_codes)))
-    )
+    a, b = _code_tables(true_codes, priv_codes)
+    return float(np.mean(np.abs(_marginal_entropies(a) - _marginal_entropies(b))))
 
 
 def total_correlation_change(true_codes: np.ndarray, priv_codes: np.ndarray) -> float:
     """``|TC(X) - TC(Y)|`` with ``TC = sum_l H(X_l) - H(X)`` (nats, empirical joint), 000 Case III."""
-    a, b = np.asarray(true_codes), np.asarray(priv_codes)
+    a, b = _code_tables(true_codes, priv_codes)
     tc = lambda c: float(_marginal_entropies(c).sum() - _joint_entropy(c))  # noqa: E731
     return abs(tc(a) - tc(b))
 
@@ -403,7 +425,7 @@ def entropy_loss(true_codes: np.ndarray, priv_codes: np.ndarray) -> float:
     """Case III loss of 000 (Sec. IV-A): the change of the information-theoretic statistics (nats),
     ``sum_l |H(X_l) - H(Y_l)| + |H(X) - H(Y)| + |TC(X) - TC(Y)|`` with empirical (plug-in) entropies of
     the marginals, of the joint records, and ``TC = sum_l H(X_l) - H(X)``."""
-    a, b = np.asarray(true_codes), np.asarray(priv_codes)
+    a, b = _code_tables(true_codes, priv_codes)
     ha, hb = _marginal_entropies(a), _marginal_entropies(b)
     ja, jb = _joint_entropy(a), _joint_entropy(b)
     return float(np.abs(ha - hb).sum() + abs(ja - jb) + abs((ha.sum() - ja) - (hb.sum() - jb)))
@@ -412,7 +434,7 @@ def entropy_loss(true_codes: np.ndarray, priv_codes: np.ndarray) -> float:
 def population_metrics(true_codes: np.ndarray, priv_codes: np.ndarray) -> dict[str, float]:
     """All three population metrics: ``marginal_tv``, ``entropy_change``, ``total_correlation_change``
     (each table's entropies computed once: the held-out evaluation calls this 20 times per budget)."""
-    a, b = np.asarray(true_codes), np.asarray(priv_codes)
+    a, b = _code_tables(true_codes, priv_codes)
     ha, hb = _marginal_entropies(a), _marginal_entropies(b)
     tc_a, tc_b = ha.sum() - _joint_entropy(a), hb.sum() - _joint_entropy(b)
     return {

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from scipy.spatial import cKDTree
 
 from mdp_core._validation import Progress, check_eps, check_log_ratio, report
+from mdp_core.errors import DataError
 from mdp_core.geo.extension import GeoMechanism
 from mdp_core.geo.seed_lp import axis_budget, solve_seed_lp
 from mdp_core.geo.utility import GeoProblem, travel_loss
@@ -49,6 +50,12 @@ def remap_matrix(matrix: np.ndarray, prior: np.ndarray, loss: np.ndarray) -> np.
     The (m x m) score ``matrix' diag(prior) loss`` is accumulated over target chunks in float32 for the
     argmin search (ENGINEERING.md), then the columns are merged exactly in float64.
     """
+    matrix, prior, loss = np.asarray(matrix), np.asarray(prior), np.asarray(loss)
+    if matrix.ndim != 2 or prior.shape != matrix.shape[:1] or loss.shape != matrix.shape:
+        raise DataError(
+            "remap_matrix needs matrix (n x m), prior (n,) and loss (n x m) alike; got shapes "
+            f"{matrix.shape}, {prior.shape} and {loss.shape}"
+        )
     m = matrix.shape[1]
     score = np.zeros((m, m), dtype=np.float64)
     for lo in range(0, matrix.shape[0], _CHUNK):

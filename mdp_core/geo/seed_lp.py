@@ -46,7 +46,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from mdp_core._highs import highs_model
-from mdp_core._validation import Progress, report
+from mdp_core._validation import Progress, check_eps, report
 from mdp_core.errors import DataError
 from mdp_core.geo.bounds import _privacy_rows, certified_bound
 from mdp_core.geo.grid import GeoGrid
@@ -106,12 +106,13 @@ def axis_budget(eps: float, p: float = 2.0, *, halve: bool = True) -> float:
     """Per-axis budget eps_t: eps_bar / sqrt 2 (p = 2) or eps_bar (p = 1), eps_bar = eps/2 if ``halve``.
 
     Seed 004 Eq. (12)-(13): sum_t eps_t^(p/(p-1)) <= eps_bar^(p/(p-1)) for p > 1, max_t eps_t <= eps_bar
-    for p = 1; with two equal axes eps_t = eps_bar * 2^(-(p-1)/p).
+    for p = 1; with two equal axes eps_t = eps_bar * 2^(-(p-1)/p) (eps_bar / 2 for p = inf, the limit).
     """
-    if p < 1:
-        raise DataError(f"p must be >= 1, got {p}")
+    eps = check_eps(eps)
+    if not p >= 1:  # (also NaN)
+        raise DataError(f"p must be >= 1 (or inf), got {p}")
     bar = eps / 2.0 if halve else eps
-    return bar if p == 1 else bar * 2.0 ** (-(p - 1.0) / p)
+    return bar if p == 1 else bar * 2.0 ** (-1.0 if np.isinf(p) else -(p - 1.0) / p)
 
 
 def bilinear_weights(grid: GeoGrid) -> sp.csr_matrix:

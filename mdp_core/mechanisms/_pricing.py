@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from mdp_core._highs import new_highs
 from mdp_core._validation import check_distance_matrix
+from mdp_core.errors import DataError
 
 #: ln 1e9. A privacy row ``z_i <= exp(eps d) z_j`` whose factor passes 1e9 is left out of the LPs (master
 #: and pricing): a relaxation, so the LP optimum stays a lower bound, and the repair sets the tails it
@@ -124,6 +125,8 @@ def chain_implied(d: np.ndarray, *, rtol: float = 1e-10) -> np.ndarray:
     """``implied[a, b]``: the pair's rows follow from those of shorter pairs through some ``z``
     (:func:`chain_free_pairs`, which validates ``d``; here ``d`` is taken as given). Boolean, n x n,
     symmetric when ``d`` is; O(n^3) time (0.1 s at 406 targets)."""
+    if not 0.0 <= rtol < 1e-3:  # a large one would drop rows that no chain implies
+        raise DataError(f"rtol must lie in [0, 0.001) (a relative tolerance), got {rtol!r}")
     n = d.shape[0]
     tol = rtol * max(float(d.max()), 1e-300)
     implied = np.zeros((n, n), dtype=bool)

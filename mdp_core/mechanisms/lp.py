@@ -41,6 +41,7 @@ from mdp_core._validation import (
     check_distance_matrix,
     check_eps,
     check_loss_matrix,
+    check_positive,
     check_prior,
     part,
     report,
@@ -288,7 +289,7 @@ def optimal_mechanism(
     """
     started = time.perf_counter()
     p, c, d = _validate(prior, loss, dist_in, max_inputs)
-    eps = check_eps(eps)
+    eps, time_limit = check_eps(eps), check_positive(time_limit, "time_limit")
     limit = _size_problem(c.shape, max_inputs, max_variables)
     if limit:
         return _failure(c.shape, "size limit", limit, time.perf_counter() - started, eps)
@@ -427,7 +428,7 @@ def optimal_mechanisms(
         One per grid point, in grid order.
     """
     p, c, d = _validate(prior, loss, dist_in, max_inputs)
-    grid = as_float_array(eps_grid, "eps_grid", ndim=1)
+    grid, time_limit = as_float_array(eps_grid, "eps_grid", ndim=1), check_positive(time_limit, "time_limit")
     if np.any(grid <= 0) or np.any(np.diff(grid) <= 0):
         raise DataError("eps_grid must be strictly ascending budgets > 0")
     limit = _size_problem(c.shape, max_inputs, max_variables)

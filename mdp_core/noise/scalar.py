@@ -307,7 +307,10 @@ def ggm_scale_curve(p_values: object, eps: float, delta: float, sensitivity: flo
     ndarray
         ``b(p)`` for every shape (same shape as ``p_values``), each equal to ``ggm_scale(p, ...)``.
     """
-    ps = np.asarray(p_values, dtype=np.float64)
+    try:
+        ps = np.asarray(p_values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"p_values must be numbers (shapes in [1, inf]), got {p_values!r:.80}") from exc
     if ps.size == 0 or np.any(np.isnan(ps)) or np.any(ps < 1.0):
         raise DataError("p_values must be non-empty shapes in [1, inf]")
     eps = check_eps(eps)
@@ -361,6 +364,9 @@ def ggm_sample(p: float, scale: float, size: int | tuple[int, ...], rng: np.rand
     p = check_shape(p)
     b = check_positive(scale, "scale")
     check_rng(rng)
+    dims = tuple(size) if isinstance(size, (tuple, list)) else (size,)
+    if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0 for n in dims):
+        raise DataError(f"size must be a count >= 0 or a tuple of counts, got {size!r}")
     if np.isinf(p):
         return rng.uniform(-b, b, size=size)
     magnitude = rng.gamma(1.0 / p, size=size) ** (1.0 / p)

@@ -76,6 +76,19 @@ def _check_criterion(criterion: str, m: float | None, t: float | None) -> tuple[
     return mm, tt
 
 
+#: Largest ``p_max`` and smallest ``coarse_step`` of a shape search (the page goes to p = 20 by 0.1): at
+#: most ~10^5 exact solves, a few seconds; GG(p) for p in the hundreds is already the uniform's shape.
+MAX_P = 1000.0
+MIN_COARSE_STEP = 0.01
+
+
+def _check_p_max(p_max: float) -> float:
+    p_max = check_positive(p_max, "p_max")
+    if not 1.0 < p_max <= MAX_P:
+        raise DataError(f"p_max must lie in (1, {MAX_P:g}] (p = inf is always compared), got {p_max!r}")
+    return p_max
+
+
 def _coarse_grid(p_max: float, step: float) -> np.ndarray:
     count = int(np.floor((p_max - 1.0) / step + 1e-9))
     grid = np.round(1.0 + step * np.arange(count + 1), 10)
@@ -110,7 +123,9 @@ def select_shape(
     eps, delta, sensitivity : float
         ``eps > 0``, ``delta in (0, 1)``, ``Delta > 0``.
     p_max : float
-        Largest finite shape searched (``> 1``).
+        Largest finite shape searched, in ``(1, MAX_P = 1000]``.
+    coarse_step : float
+        Step of the first grid, at least ``MIN_COARSE_STEP = 0.01``; ``p_tol`` is the zoom's precision.
     criterion : {"second_moment", "moment", "tolerance"}
         Loss; ``m`` (order) or ``t`` (tolerance, query units) as needed.
 
@@ -121,11 +136,12 @@ def select_shape(
     eps = check_eps(eps)
     delta = check_delta(delta)
     sens = check_positive(sensitivity, "sensitivity")
-    p_max = check_positive(p_max, "p_max")
-    if p_max <= 1.0:
-        raise DataError(f"p_max must be > 1, got {p_max!r}")
+    p_max = _check_p_max(p_max)
     mm, tt = _check_criterion(criterion, m, t)
     step = check_positive(coarse_step, "coarse_step")
+    if step < MIN_COARSE_STEP:
+        raise DataError(f"coarse_step must be at least {MIN_COARSE_STEP:g} (the zoom refines), got {step!r}")
+    p_tol = check_positive(p_tol, "p_tol")  # (a negative one never ended the zoom)
 
     def loss(ps: np.ndarray, h0: np.ndarray | None = None) -> np.ndarray:
         h = _solve_h(ps, np.full(ps.shape, eps), np.full(ps.shape, delta), h0)
@@ -232,6 +248,7 @@ def shape_heatmap(
     for value in d:
         check_delta(value)
     sens = check_positive(sensitivity, "sensitivity")
+    p_max = _check_p_max(p_max)
     E, D = np.meshgrid(e, d)
     flat_e, flat_d = E.ravel(), D.ravel()
 

@@ -54,11 +54,13 @@ class VectorShapeChoice:
 
 
 def vector_shape_grid(p_max: float, step: float = 0.05, coarse: int = 12) -> np.ndarray:
-    """Shapes 1 to 2 by ``step`` (where the optimum of a few coordinates lies), then ``coarse`` shapes
-    spaced geometrically up to ``p_max``, then inf."""
+    """Shapes 1 to 2 by ``step`` (where the optimum of a few coordinates lies; ``step`` in [0.001, 1]),
+    then ``coarse`` shapes spaced geometrically up to ``p_max``, then inf."""
     p_max = check_positive(p_max, "p_max")
     if p_max < 2:
         raise DataError(f"p_max must be at least 2, got {p_max!r}")
+    if not 1e-3 <= check_positive(step, "step") <= 1.0:  # every shape is a Monte Carlo certificate
+        raise DataError(f"step must lie in [0.001, 1], got {step!r}")
     fine = np.round(np.arange(1.0, 2.0 + step / 2, step), 6)
     wide = np.round(np.geomspace(2.0, p_max, coarse + 1)[1:], 4) if p_max > 2 else np.zeros(0)
     return np.concatenate([fine, wide, [np.inf]])

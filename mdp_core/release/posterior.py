@@ -13,11 +13,15 @@ output whose likelihood ratio is exactly ``e^(eps d)`` (e.g. randomised response
 from __future__ import annotations
 
 import math
+import sys
 
 from mdp_core._validation import check_eps
 from mdp_core.errors import DataError
 
 __all__ = ["budget_sentence", "odds_factor", "posterior_bound", "posterior_table", "whole_record_note"]
+
+#: ln of the largest float64: e^t overflows above it.
+_LN_MAX = math.log(sys.float_info.max)
 
 #: Priors of the plain-words table on every page (1 %, 10 %, 50 %).
 PRIORS: tuple[float, ...] = (0.01, 0.10, 0.50)
@@ -44,8 +48,10 @@ def _check_distance(distance: object) -> float:
 
 
 def odds_factor(eps: float, distance: float = 1.0) -> float:
-    """``e^(eps d)``: the most an attacker's odds between two records ``d`` apart can move (unitless)."""
-    return math.exp(check_eps(eps) * _check_distance(distance))
+    """``e^(eps d)``: the most an attacker's odds between two records ``d`` apart can move (unitless);
+    ``math.inf`` beyond float64's range (``eps d > 709.78``: :func:`budget_sentence` words it exactly)."""
+    t = check_eps(eps) * _check_distance(distance)
+    return math.exp(t) if t <= _LN_MAX else math.inf
 
 
 def posterior_bound(prior: float, eps: float, distance: float = 1.0) -> float:
@@ -86,7 +92,7 @@ def budget_sentence(eps: float, distance: float = 1.0, *, unit: str = "") -> str
     e, d = check_eps(eps), _check_distance(distance)
     return (
         f"Two records {d:g}{unit} apart: whatever is released, an attacker's odds between them move by at "
-        f"most a factor of {_factor_text(odds_factor(e, d))} (e^(ε·d) = e^({e:.4g} × {d:.4g}))."
+        f"most a factor of {_factor_text(e * d)} (e^(ε·d) = e^({e:.4g} × {d:.4g}))."
     )
 
 
@@ -103,12 +109,16 @@ def whole_record_note(features: float, record: float, *, at_most: bool = False) 
     )
 
 
-def _factor_text(factor: float) -> str:
-    """A factor in words a reader takes in at once: 2.72, about 163,000, about 2.4 × 10^12 (audit: the
-    plain-words answer said "a factor 1.63e+05")."""
-    if factor < 999.5:  # (999.6 to 3 figures is 1e+03)
-        return f"{factor:.3g}"
-    digits = math.floor(math.log10(factor))
+def _factor_text(log_factor: float) -> str:
+    """The factor ``e^log_factor`` in words a reader takes in at once: 2.72, about 163,000, about 2.4 ×
+    10^12 (audit: the plain-words answer said "a factor 1.63e+05"); worked out from the exponent, so that
+    e^1000 (past float64) reads "about 2 × 10^434" instead of overflowing."""
+    if log_factor < math.log(999.5):  # (999.6 to 3 figures is 1e+03)
+        return f"{math.exp(log_factor):.3g}"
+    log10 = log_factor / math.log(10.0)
+    if not log10 < 1e15:  # a count of digits beyond words (inf: eps d itself overflowed)
+        return f"about 10^({log10:.3g})" if math.isfinite(log10) else "more than 10^(10^308)"
+    digits = math.floor(log10)
     if digits < 9:
-        return f"about {round(factor, 2 - digits):,.0f}"
-    return f"about {factor / 10.0**digits:.2g} × 10^{digits}"
+        return f"about {round(math.exp(log_factor), 2 - digits):,.0f}"
+    return f"about {10.0 ** (log10 - digits):.2g} × 10^{digits}"
