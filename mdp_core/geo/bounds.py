@@ -178,8 +178,7 @@ def _solve(
     60-120 s; PDLP's multipliers certified 0.395 / 0.400 / 0.404 km after 15 / 30 / 60 s (tree 0.414).
     PDLP stops at ``deadline`` wherever it is: its multipliers still certify a bound (module docstring).
     """
-    n, m = cost.shape
-    r = len(rows)
+    (n, m), r = cost.shape, len(rows)
     solver = "ipm" if r <= IPM_ROWS else "pdlp"
     h = highs_model(*_relaxation_lp(cost, rows, ratios), cost.ravel(), solver=solver)
     h.setOptionValue("time_limit", max(deadline - time.perf_counter(), 1.0))
