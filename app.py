@@ -14,6 +14,7 @@ from ui.data import (
     target_options,
 )
 from ui.jobs import background_work
+from ui.markdown import md
 from ui.state import AppState, get_state
 
 UPLOAD = "Upload CSV/TSV…"
@@ -59,20 +60,20 @@ def target_and_notes(state: AppState) -> None:
     state.target = None if target == "(none)" else target
     if state.target is None:
         st.caption("No target: a prediction task needs one; pick the column it should predict.")
-    st.caption(f"Loaded **{state.dataset}**: {len(state.frame):,} rows × {state.frame.shape[1]} columns")
+    st.caption(f"Loaded **{md(state.dataset)}**: {len(state.frame):,} rows × {state.frame.shape[1]} columns")
     for note in state.notes:
-        st.caption(note)
+        st.caption(md(note))
     schema = inferred_schema()
     if schema is not None and schema.excluded:
         shown = "; ".join(
-            f"**{c}** ({r.split(': ', 1)[0]})" for c, r in schema.excluded
+            f"**{md(c)}** ({md(r.split(': ', 1)[0])})" for c, r in schema.excluded
         )  # the kind, up to ': '
         st.info(f"Excluded, never released: {shown}. See *Data & dependencies* to re-include.")
     encoded = current_encoded()
     if encoded is None and state.encode_error:
-        st.error(state.encode_error)
+        st.error(md(state.encode_error))
     if encoded is not None and encoded.dropped_rows:
-        st.warning(encoded.warnings[0])
+        st.warning(md(encoded.warnings[0]))
 
 
 def sidebar() -> None:
@@ -106,7 +107,7 @@ def sidebar() -> None:
         else:
             select_sample(state, choice)
         if state.error:
-            st.error(state.error)
+            st.error(md(state.error))
         if state.frame is not None:
             target_and_notes(state)
         background_work()

@@ -13,6 +13,7 @@ import streamlit as st
 
 import mdp_core as core
 from mdp_core.data.public import checked_categories, checked_ranges
+from ui.markdown import md
 from ui.state import AppState, get_state
 
 __all__ = [
@@ -380,11 +381,11 @@ def guard_text(missing: str, *, need: int = 1) -> str:
     encoded = current_encoded()
     if encoded is None:
         reason = (state.encode_error or "The table cannot be encoded.").rstrip(".")
-        return f"**{state.dataset}** is loaded, but this page cannot use it. {reason}. {fix}"
+        return f"**{md(state.dataset)}** is loaded, but this page cannot use it. {md(reason)}. {fix}"
     usable = len(encoded.columns)
     return (
-        f"**{state.dataset}** is loaded, but this page needs at least {need} attributes and only {usable} "
-        f"{'is' if usable == 1 else 'are'} usable ({', '.join(encoded.columns)}). {fix}"
+        f"**{md(state.dataset)}** is loaded, but this page needs at least {need} attributes and only "
+        f"{usable} {'is' if usable == 1 else 'are'} usable ({md(', '.join(encoded.columns))}). {fix}"
     )
 
 

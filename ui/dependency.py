@@ -13,6 +13,7 @@ from scipy.cluster.hierarchy import leaves_list, linkage, optimal_leaf_ordering
 from scipy.spatial.distance import squareform
 
 import mdp_core as core
+from ui.markdown import md
 
 __all__ = [
     "GRAPH_CAPTION",
@@ -333,7 +334,7 @@ def sparse_pairs_warning(
     N more"), how biased, and which numeric attributes' bin counts to lower to what (or, when bins cannot
     help, that those pairs need more rows)."""
     pairs = list(zip(sparse["a"], sparse["b"], strict=True))
-    named = [f"({_md(a)}, {_md(b)})" for a, b in pairs[:shown]]
+    named = [f"({md(a)}, {md(b)})" for a, b in pairs[:shown]]
     more = len(pairs) - len(named)
     listed = _and(named + ([f"{more} more"] if more else []))
     fewest = float(sparse["rows_per_cell"].min())
@@ -347,12 +348,12 @@ def sparse_pairs_warning(
     if lower:
         by_count: dict[int, list[str]] = {}
         for a, count in lower.items():
-            by_count.setdefault(count, []).append(f"**{_md(a)}**")
+            by_count.setdefault(count, []).append(f"**{md(a)}**")
         steps = "; ".join(f"{_and(attrs)} to {count}" for count, attrs in by_count.items())
         text += f" To fix: in the Attributes table above, lower the bins of {steps}."
     if left:
         stuck = _and(
-            [f"({_md(a)}, {_md(b)})" for a, b in left[:shown]]
+            [f"({md(a)}, {md(b)})" for a, b in left[:shown]]
             + ([f"{len(left) - shown} more"] if len(left) > shown else [])
         )
         text += (
@@ -383,7 +384,7 @@ def dephdp_groups_caption(
     split = len(core.dependency_groups(sub, tau, domain_sizes=domain_sizes, max_domain=max_group_domain))
     if target is not None:
         parts.append(
-            f"The DepHDP page never releases the target **{_md(target)}**, so it groups the other "
+            f"The DepHDP page never releases the target **{md(target)}**, so it groups the other "
             f"{len(released)} only: {plain} group{'s' if plain != 1 else ''}"
             + (" (the target linked attributes that are otherwise apart)." if plain > shown else ".")
         )
@@ -406,8 +407,3 @@ def dephdp_groups_caption(
 def _and(items: list[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else "".join(items)
-
-
-def _md(name: str) -> str:
-    """An attribute name safe inside markdown (no bold, no LaTeX)."""
-    return name.replace("*", r"\*").replace("$", r"\$")

@@ -24,6 +24,7 @@ from mdp_core import (
 from mdp_core._text import listed
 from ui.data import HASH_FUNCS
 from ui.jobs import builder
+from ui.markdown import md
 from ui.state import get_state
 from ui.store import store
 
@@ -449,7 +450,7 @@ def degeneracy_message(d: Degeneracy) -> str:
         parts.append(
             f"{len(d.starved)} group(s) sit at the grid's minimum budget ε_k = {d.grid_min:g}, where their "
             "released values say almost nothing about the records (nearly random, or one value where the "
-            f"channel remaps): {listed(d.starved)}.{why}"
+            f"channel remaps): {md(listed(d.starved))}.{why}"
         )
         if d.task_fix:
             helps.append("a task that uses these attributes (record fidelity counts every attribute)")
@@ -459,9 +460,9 @@ def degeneracy_message(d: Degeneracy) -> str:
         budgets = f"{low:.3g}" if high <= low * 1.001 else f"{low:.3g}-{high:.3g}"
         parts.append(
             f"In the privatised test split {len(d.constant_columns)} of {d.columns} columns are constant "
-            f"({listed(d.constant_columns)}) and only {d.distinct_rows} of {d.rows} rows are distinct. Their "
-            f"groups' budgets are ε_k = {budgets}: at so small a budget a report is nearly random, and the "
-            "channel with the least expected loss releases the most likely value for every record."
+            f"({md(listed(d.constant_columns))}) and only {d.distinct_rows} of {d.rows} rows are distinct. "
+            f"Their groups' budgets are ε_k = {budgets}: at so small a budget a report is nearly random, and "
+            "the channel with the least expected loss releases the most likely value for every record."
         )
         helps += [
             "a larger ε",
@@ -490,9 +491,10 @@ def grouping_caption(result: DepHDPResult, fit: core.Encoded, encoded: core.Enco
         )
     else:
         split = f"gives {k} groups (none over the cap of {cap:,} joint values, so none was split)."
+    kept_back = f" (the target {md(repr(target))} is not released)" if target else ""
     return (
         f"{k} groups: the NMI graph at τ_group = {result.config.tau_group:g} on the {released} released "
-        f"attributes{f' (the target {target!r} is not released)' if target else ''} of the fitting split "
+        f"attributes{kept_back} of the fitting split "
         f"({len(fit.codes):,} of {len(encoded.codes):,} rows) {split} The Data page groups every column of "
         "the whole table, so its count can differ."
     )
@@ -514,7 +516,7 @@ def page_notes(result: DepHDPResult) -> list[str]:
             f"are computed only for groups of at most {cfg.opt_max_domain} joint values, so larger groups "
             "always get distance-based noise (DPN)."
         )
-    return notes + [n for n in result.notes if n.kind not in _RESTATED_NOTES]
+    return notes + [md(n) for n in result.notes if n.kind not in _RESTATED_NOTES]  # core text: plain
 
 
 def suggested_floor(result: DepHDPResult) -> float:
@@ -533,7 +535,7 @@ def large_attributes_note(encoded: core.Encoded) -> str | None:
     }
     if not large:
         return None
-    named = ", ".join(f"{a} ({n:,} values)" for a, n in sorted(large.items(), key=lambda kv: -kv[1]))
+    named = ", ".join(f"{md(a)} ({n:,} values)" for a, n in sorted(large.items(), key=lambda kv: -kv[1]))
     return (
         f"Large attributes: {named}. DepHDP's profiles of an attribute grow with the cube of its values "
         "(its loss matrix, and one remapping per budget): 5,000 values take about 4 minutes on 2 cores. "

@@ -29,6 +29,7 @@ from ui.geo import (
     stored_mechanism,
 )
 from ui.jobs import builder
+from ui.markdown import md
 from ui.store import store
 
 __all__ = [
@@ -254,5 +255,5 @@ def bound_controls(config: GeoConfig, eps: float, comps: dict[str, GeoComparison
         if isinstance(error, jobs.BuildStoppedError):
             b1.info("The bound was stopped; start it again to finish it.")
         else:
-            b1.warning(f"The bound could not be computed: {error}")
+            b1.warning(f"The bound could not be computed: {md(error)}")
     return best_bound(cached_bound(config, eps), comps)  # a job may have landed since the top of this run

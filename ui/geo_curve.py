@@ -28,6 +28,7 @@ from ui.geo import (
     stored_mechanism,
 )
 from ui.jobs import builder
+from ui.markdown import md
 from ui.store import store
 
 __all__ = [
@@ -197,7 +198,7 @@ def show_curve(config: GeoConfig, shown: list[str], left: Callable[[], float]) -
                 st.progress(now / len(points), text=f"Sweeping ε: {now} of {len(points)} points built")
             else:
                 fraction, message = builder().progress(curve_key(config, private))
-                st.progress(fraction, text=f"Sweeping ε on the cluster: {message}")
+                st.progress(fraction, text=f"Sweeping ε on the cluster: {md(message)}")
             if now > built:  # more points: redraw the curve with them
                 st.rerun()
 
@@ -206,7 +207,7 @@ def show_curve(config: GeoConfig, shown: list[str], left: Callable[[], float]) -
     failed = [p.exception() for p in points if p.done() and p.exception() is not None]
     if failed and kind != "serial":
         st.warning(
-            f"The sweep on the cluster failed ({failed[0]}); the curve shows the points built before. "
+            f"The sweep on the cluster failed ({md(failed[0])}); the curve shows the points built before. "
             f"Choose “{sweep.ENGINES['serial']}” to build the rest here."
         )
     elif failed:

@@ -21,6 +21,7 @@ from mdp_core.errors import DataError
 from mdp_core.geo import GeoProblem, RoadNetwork
 from ui import geo
 from ui.geo_map import GeoView
+from ui.markdown import md
 from ui.store import store
 from ui.widgets import eps_slider
 
@@ -100,11 +101,11 @@ def read_network(city: str) -> RoadNetwork:
             network = geo.cached_network(city)
     except DataError as exc:
         status.empty()
-        st.error(str(exc))
+        st.error(md(exc))
         st.stop()
     status.empty()
     for note in network.notes:
-        st.caption(note)
+        st.caption(md(note))
     return network
 
 
@@ -115,7 +116,7 @@ def load_problem(config: geo.GeoConfig, slot: DeltaGenerator) -> GeoProblem:
             return geo.cached_problem(config)
     except DataError as exc:
         slot.empty()
-        st.error(str(exc))
+        st.error(md(exc))
         st.stop()
 
 

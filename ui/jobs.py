@@ -15,6 +15,7 @@ from typing import Any
 import streamlit as st
 
 from mdp_core._validation import Progress
+from ui.markdown import md
 from ui.store import store
 
 __all__ = [
@@ -197,7 +198,7 @@ def follow(key: Hashable, job: Future[Any], label: str, seconds: float) -> None:
 
     def tick() -> None:
         fraction, message = builder().progress(key)
-        bar.progress(fraction, text=f"{label}: {message}")
+        bar.progress(fraction, text=f"{label}: {md(message)}")
 
     wait([job], seconds, tick)
     st.rerun()
@@ -221,7 +222,9 @@ def poll(
             st.rerun()
         fraction, message = builder().progress(key)
         asked = builder().stopping(key)
-        st.progress(fraction, text=stopping if asked else text(QUEUED if message == "queued" else message))
+        st.progress(
+            fraction, text=stopping if asked else text(QUEUED if message == "queued" else md(message))
+        )
         if not asked and st.button(stop_label, key=stop_key):
             builder().cancel(key)
             st.rerun()  # the stopping text (a running job) or the start button (a queued one) at once
@@ -266,7 +269,7 @@ def start_button(
     if isinstance(error := failure(key), BuildStoppedError):
         st.info(f"{name} was stopped; start it again to finish it.")
     elif error is not None:
-        st.error(f"{name} failed: {error}")
+        st.error(f"{name} failed: {md(error)}")
     if st.button(label, key=button_key, type="primary" if primary else "secondary"):
         remember(key, name)
         follow(key, start(), name, wait)
@@ -304,7 +307,9 @@ def _background_list() -> None:
     for key, name in started.items():
         fraction, message = builder().progress(key)
         asked = builder().stopping(key)
-        status = "stopping…" if asked else (QUEUED if message == "queued" else f"{fraction:.0%}, {message}")
+        status = (
+            "stopping…" if asked else (QUEUED if message == "queued" else f"{fraction:.0%}, {md(message)}")
+        )
         st.caption(f"**{name}**: {status}")
         button = f"background_stop_{hashlib.sha1(repr(key).encode()).hexdigest()[:12]}"  # one per job, stable
         if not asked and st.button("Stop", key=button, help=f"Stop {name.lower()}"):

@@ -20,6 +20,7 @@ from mdp_core._text import listed
 from mdp_core._validation import Progress
 from ui.data import HASH_FUNCS, level_labels
 from ui.jobs import builder
+from ui.markdown import md
 from ui.store import store as result_store
 
 __all__ = [
@@ -76,7 +77,7 @@ def pairs_too_large(encoded: core.Encoded) -> str | None:
     wide = {c: n for c, n in encoded.domain_sizes.items() if n > PAIRS_LEVEL_LIMIT}
     if not wide:
         return None
-    named = ", ".join(f"{c} ({n:,} levels)" for c, n in wide.items())
+    named = ", ".join(f"{md(c)} ({n:,} levels)" for c, n in wide.items())
     return (
         "Leakage for every pair is not offered while an attribute has more than "
         f"{PAIRS_LEVEL_LIMIT:,} levels: {named}. Each pair compares every two of its levels (memory and time "
@@ -96,6 +97,7 @@ def pair_too_large(
     if work <= PAIR_WORK_LIMIT:
         return None
     per_source = f" for each of {sources} sources" if sources else ""
+    target, other = md(target), md(other)
     return (
         f"{target} has {n_t:,} levels and {other} {n_o:,}: the exact leakage compares every pair of "
         f"{target}'s levels over every released value ({n_t:,}² × {n_o:,} steps per budget{per_source}), "
@@ -266,6 +268,7 @@ def stored_calibration(
 def odds_sentence(eps: float, cpl: float, target: str, other: str, robust: float | None = None) -> str:
     """Budget and leakage in plain words (odds ratios an attacker can reach). ``robust``: the DT bound with
     the chosen prior uncertainty (nats); the exact CPL* holds for this table's distribution only."""
+    target, other = md(target), md(other)
     text = (
         f"In plain words: releasing {other} with ε = {eps:g} moves an attacker's odds about {other} by at "
         f"most a factor e^ε = {np.exp(eps):.3g}; through the correlation it moves their odds about {target} "
@@ -553,7 +556,9 @@ def calibration_caption(cal: core.BudgetCalibration) -> str:
     leakage on this table, not what attributes reveal jointly)."""
     n = len(cal.columns)
     left_out = [c for c, e in zip(cal.columns, cal.eps, strict=True) if e <= 0]
-    out = f" {len(left_out)} of {n} get ε = 0 and are not released: {listed(left_out)}." if left_out else ""
+    out = (
+        f" {len(left_out)} of {n} get ε = 0 and are not released: {md(listed(left_out))}." if left_out else ""
+    )
     return (
         f"Total Σε = {cal.total:.3f} nats over {n} attributes, against {n * cal.uniform_eps:.3f} for the "
         f"uniform split.{out} In plain words: with these budgets the leakage about any one attribute (its "

@@ -17,6 +17,7 @@ from mdp_core._figures import log_axis
 from mdp_core._validation import Progress
 from ui.data import level_labels
 from ui.jobs import builder
+from ui.markdown import md
 from ui.store import store
 
 __all__ = [
@@ -126,7 +127,7 @@ def budget_note(domain: Domain, eps: float) -> str:
 
     def pair(ij: tuple[np.intp, ...]) -> tuple[str, float]:
         d = float(dist[ij])
-        return f"{domain.labels[ij[0]]} and {domain.labels[ij[1]]} (d = {d:.3g})", d
+        return f"{md(domain.labels[ij[0]])} and {md(domain.labels[ij[1]])} (d = {d:.3g})", d
 
     near_text, d_near = pair(near)
     far_text, d_far = pair(far)

@@ -26,6 +26,7 @@ from mdp_core.release.posterior import whole_record_note
 from ui.data import encoding_choices
 from ui.dephdp import FLOOR_LABELS, FLOOR_OPTIONS, floor_value, largest_floor
 from ui.jobs import builder
+from ui.markdown import md
 from ui.release_pair import INFORMATIVE, information_shares
 from ui.state import AppState
 from ui.store import store
@@ -199,9 +200,9 @@ def information_caption(outcome: rel.ScenarioOutcome) -> str:
     kept = information_shares(outcome)
     empty = [str(a) for a, v in kept.items() if v < INFORMATIVE]
     said = (
-        f"{len(empty)} of the {len(kept)} feature columns keep less than 1 % ({listed(empty)}). "
+        f"{len(empty)} of the {len(kept)} feature columns keep less than 1 % ({md(listed(empty))}). "
         if empty
-        else f"Every feature column keeps at least 1 % (the least: {kept.idxmin()}, {kept.min():.0%}). "
+        else f"Every feature column keeps at least 1 % (the least: {md(kept.idxmin())}, {kept.min():.0%}). "
     )
     return (
         f"{said}0 %: the released column says nothing about the true value (one constant value, or values "
@@ -622,20 +623,20 @@ def scenario_name(typed: str | None, scenario: rel.Scenario, saved: dict[str, re
     own = (typed or "").strip()
     if not own:
         name = suggested_name(scenario, saved)
-        note = f"Saving stores these settings as “{name}”: the name follows them until you type your own."
+        note = f"Saving stores these settings as “{md(name)}”: the name follows them until you type your own."
         if settings_title(scenario) != name:
-            note += f" (“{settings_title(scenario)}” is saved with other settings.)"
+            note += f" (“{md(settings_title(scenario))}” is saved with other settings.)"
         return NameChoice(name, False, note)
     if own in saved and not same_settings(saved[own], scenario):
         other = settings_title(saved[own])
         return NameChoice(
             own,
             True,
-            f"A scenario named “{own}” is saved already with other settings ({other}): saving replaces it. "
-            "Clear the box to save under the suggested name instead.",
+            f"A scenario named “{md(own)}” is saved already with other settings ({md(other)}): saving "
+            "replaces it. Clear the box to save under the suggested name instead.",
         )
     same = " (saved already with these settings)" if own in saved else ""
-    note = f"Saving stores these settings as “{own}”{same}."
+    note = f"Saving stores these settings as “{md(own)}”{same}."
     return NameChoice(own, False, note)
 
 

@@ -24,6 +24,7 @@ from ui.dependency import (
     sparse_pairs_warning,
     table_height,
 )
+from ui.markdown import md
 from ui.state import get_state
 
 MIN_ROWS_PER_CELL = 5.0  # below it a pair's plug-in MI is biased upward (see core.sparse_pairs)
@@ -42,7 +43,7 @@ c3.metric("Missing values", f"{int(frame.isna().sum().sum()):,}")
 with st.expander("Preview (first 200 rows)"):
     st.dataframe(frame.head(200), width="stretch")
 for note in state.notes:
-    st.caption(note)
+    st.caption(md(note))
 
 # --- excluded columns (guard rails) ---------------------------------------------------------------------
 st.subheader("Excluded columns")
@@ -72,7 +73,7 @@ chosen: dict[str, str | None] = {}
 for col in include:
     ways = date_granularities(auto[col])
     chosen[col] = (
-        inc_col.radio(f"{col} as", ways, horizontal=True, key=f"data_date_{state.dataset_key}_{col}")
+        inc_col.radio(f"{md(col)} as", ways, horizontal=True, key=f"data_date_{state.dataset_key}_{col}")
         if ways
         else None
     )
@@ -91,7 +92,7 @@ st.subheader("Attributes")
 schema = current_schema()
 encoded = current_encoded()
 if schema is None or encoded is None:
-    st.error(state.encode_error or "The table could not be encoded.")
+    st.error(md(state.encode_error or "The table could not be encoded."))
     st.stop()
 # blank where no range is declared, and for kinds that are not binned
 spans = {
@@ -169,7 +170,7 @@ for r in edited.itertuples():
 new_ranges, range_problems = view.public_ranges(edited, state.ranges)
 new_lists, list_problems = view.public_categories(edited, state.categories)
 for problem in (*range_problems, *list_problems):
-    st.warning(problem)
+    st.warning(md(problem))
 new_overrides |= view.declared_kinds(edited, new_ranges, new_lists)  # no record may change a declared kind
 new_choices = (new_overrides, new_bins, new_ranges, new_lists)
 if new_choices != (state.kind_overrides, state.bins, state.ranges, state.categories):
@@ -177,9 +178,9 @@ if new_choices != (state.kind_overrides, state.bins, state.ranges, state.categor
     st.rerun()
 messages = list(encoded.warnings)
 if encoded.dropped_rows:  # the first message says how many rows are left out and why
-    st.warning(messages.pop(0))
+    st.warning(md(messages.pop(0)))
 for message in messages:
-    st.info(message)
+    st.info(md(message))
 
 # --- dependencies --------------------------------------------------------------------------------------
 st.subheader("Dependencies")

@@ -14,8 +14,9 @@ from ui import dephdp as view
 from ui import dephdp_display as display
 from ui import jobs
 from ui.data import current_encoded, guard_text
+from ui.markdown import md
 from ui.state import get_state
-from ui.widgets import eps_slider
+from ui.widgets import eps_slider, formula_note
 
 st.title("Mechanism selection (DepHDP)")
 encoded = current_encoded()
@@ -32,11 +33,11 @@ with st.expander("Load a saved configuration (JSON)"):
             try:
                 loaded = view.config_from_json(upload.getvalue())
             except core.DataError as exc:
-                st.error(f"Could not load {upload.name}: {exc}")
+                st.error(f"Could not load {md(upload.name)}: {md(exc)}")
             else:
                 view.apply_config(loaded)
                 st.session_state["dep_config_applied"] = digest  # the page's own marker, not a widget
-                st.success(f"Loaded {upload.name}.")
+                st.success(f"Loaded {md(upload.name)}.")
 
 base = view.base_config()
 tasks = list(core.TASKS)
@@ -103,7 +104,7 @@ config = replace(
 try:
     fit, test = view.fit_test_split(encoded, state.seed)
 except core.DataError as exc:  # e.g. a 2-row upload: too few rows to hold some out
-    st.error(f"DepHDP cannot run on this table: {exc}.")
+    st.error(f"DepHDP cannot run on this table: {md(exc)}.")
     st.stop()
 stage = view.ready_profiles(fit, config)
 if stage is None:
@@ -127,7 +128,7 @@ if stage is None:
 try:
     result = view.result_for(fit, config, stage)
 except core.DataError as exc:
-    st.error(str(exc))
+    st.error(md(exc))
     st.stop()
 st.caption(view.grouping_caption(result, fit, encoded))
 for note in view.page_notes(result):
@@ -215,6 +216,7 @@ d2.download_button(
     key="dep_download_csv",
     help=caveat or None,
 )
+formula_note(view.privatized_test(result, test), d2)
 
 if st.toggle("Evaluate on the held-out test split (ε ∈ {1, 2, 5, 10})", key="dep_evaluate"):
     reps = st.slider("Repetitions", 5, 50, 20, 5, key="dep_reps")

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from ui.markdown import md
 from ui.state import get_state
 
 st.title("mDP Lab")
@@ -15,7 +16,7 @@ assumed: no probability ratio between two records may exceed e^(ε·d) by more t
 state = get_state()
 if state.frame is not None:
     st.success(
-        f"Working on **{state.dataset}** ({len(state.frame):,} rows × {state.frame.shape[1]} columns). "
+        f"Working on **{md(state.dataset)}** ({len(state.frame):,} rows × {state.frame.shape[1]} columns). "
         "Change it in the sidebar: embedded samples or your own CSV/TSV."
     )
 

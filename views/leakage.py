@@ -7,6 +7,7 @@ import streamlit as st
 import ui.leakage as leak
 from ui import jobs
 from ui.data import current_encoded, guard_text
+from ui.markdown import md
 from ui.state import get_state
 from ui.widgets import eps_slider
 
@@ -149,7 +150,7 @@ else:
         )
     if cal is not None:
         if not cal.success:
-            st.error(cal.message)
+            st.error(md(cal.message))
         st.plotly_chart(leak.calibration_figure(cal), key="leak_cal_fig")
         cal_table = leak.calibration_table(cal)
         st.dataframe(

@@ -9,6 +9,7 @@ import streamlit as st
 from ui import jobs
 from ui import mechanisms as mech
 from ui.data import current_encoded, guard_text, level_labels
+from ui.markdown import md
 from ui.widgets import eps_slider
 
 st.title("Mechanism playground")
@@ -68,7 +69,7 @@ threshold = 0
 if task == "threshold":
     levels = level_labels(encoded.levels[chosen[0]])
     threshold = st.selectbox(
-        f"Threshold t on {chosen[0]} (the query asks: is the value above t?)",
+        f"Threshold t on {md(chosen[0])} (the query asks: is the value above t?)",
         options=list(range(max(len(levels) - 1, 1))),
         index=max(len(levels) - 2, 0) // 2,
         format_func=lambda i: levels[i],
@@ -108,7 +109,7 @@ if "OPT" in play.losses:
 
 st.subheader("The channels: P(released value | true value)")
 if len(chosen) > 1:
-    st.caption(f"A joint value is written {' · '.join(chosen)}.")
+    st.caption(f"A joint value is written {md(' · '.join(chosen))}.")
 st.plotly_chart(mech.fig_heatmaps(play, domain.labels), key="mech_heatmaps")
 
 st.subheader("Expected loss versus ε")
@@ -117,7 +118,7 @@ if st.toggle("Compute loss–budget curves", value=n <= mech.AUTO_CURVES, key="m
     curves = mech.ready_curves(selection, grid)
     if curves is None and n <= mech.AUTO_CURVES:  # a small domain: a few seconds at most, in this run
         bar = st.progress(0.0, text="Solving along the ε grid…")
-        curves = mech.curves(selection, grid, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
+        curves = mech.curves(selection, grid, progress=lambda f, m: bar.progress(min(f, 1.0), text=md(m)))
         bar.empty()
     elif curves is None:
         jobs.start_button(

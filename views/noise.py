@@ -7,6 +7,7 @@ import streamlit as st
 
 import mdp_core as core
 from ui import jobs, noise
+from ui.markdown import md
 from ui.widgets import eps_slider
 
 st.title("Noise shape: Laplace, Gaussian, or in between?")
@@ -123,7 +124,7 @@ if st.toggle("Compute the (ε, δ) heatmap", key="ggm_heatmap"):
         if isinstance(error, jobs.BuildStoppedError):
             st.info("The heatmap was stopped; compute it again to finish it.")
         else:
-            st.warning(f"{error} (the quick grid takes about a third of the time).")
+            st.warning(f"{md(error)} (the quick grid takes about a third of the time).")
         if st.button("Compute the heatmap again", key="ggm_heat_go"):
             jobs.remember(heat_key, HEATMAP_JOB)
             jobs.follow(heat_key, noise.request_heatmap(n_delta, n_eps, p_max), "Selecting shapes", 0.5)
@@ -149,7 +150,7 @@ try:
     vector = noise.parse_vector(vector_text)
 except core.DataError as exc:
     if st.button("Find the shape with the least error", key="ggm_vector_go"):
-        st.error(str(exc))
+        st.error(md(exc))
     vector = None
 if vector is not None:
     query = noise.VectorQuery(eps, delta, alpha, vector, float(p_max), seed=0)
@@ -170,7 +171,7 @@ if vector is not None:
             wait=noise.HEATMAP_WAIT_SECONDS,
         )
     elif isinstance(found, str):
-        st.warning(f"No shape could be certified at these settings: {found}")
+        st.warning(f"No shape could be certified at these settings: {md(found)}")
     else:
         st.info(noise.vector_sentence(found))
         table = noise.vector_table(found, eps)
@@ -185,7 +186,7 @@ if vector is not None:
         if failed.any():
             st.warning(
                 "Some shapes have no certified scale at these settings (see the table): "
-                + "; ".join(table.loc[failed, "method"].str.removeprefix("not certified: "))
+                + md("; ".join(table.loc[failed, "method"].str.removeprefix("not certified: ")))
             )
         st.caption(
             "p = 2 and p = ∞ are exact (α plays no part). Every other scale is private for (ε, δ) with "

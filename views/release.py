@@ -16,8 +16,9 @@ from ui import release as view
 from ui import release_pair as pair
 from ui.data import current_encoded, guard_text
 from ui.dephdp import large_attributes_note
+from ui.markdown import md
 from ui.state import get_state
-from ui.widgets import eps_slider
+from ui.widgets import eps_slider, formula_note
 
 st.title("Decide & release")
 st.caption(
@@ -168,10 +169,10 @@ if done is None:
     )
 else:
     comp = done.audit["composition"]
-    st.markdown(f"**Records released:** {done.audit['scope']['statement']}")
+    st.markdown(f"**Records released:** {md(done.audit['scope']['statement'])}")
     st.markdown(
         f"**Composition of the group budgets** (ℓ_{p_text} record metric, q = {comp['q']}): "
-        f"{comp['statement']}"
+        f"{md(comp['statement'])}"
     )
     u = done.utility
     st.markdown(
@@ -181,7 +182,7 @@ else:
     )
     st.caption(view.utility_caption(u, view.WHICH_REPETITIONS))
     for message in done.check.messages:
-        st.warning(message)
+        st.warning(md(message))
     if not done.check.messages:
         st.success("No degenerate output found.")
     if done.check.constant_columns and method == "DepHDP":
@@ -198,6 +199,7 @@ else:
     )
     if csv_note:
         d1.caption(csv_note)
+    formula_note(done.released, d1)
     d2.download_button(
         "Audit record (JSON)",
         json.dumps(done.audit, indent=2),
@@ -251,7 +253,7 @@ if s2.button(save_label, key="rel_save"):
     saved[name] = replace(scenario, name=name, pages=view.page_settings())
     picked = [n for n in st.session_state.get("rel_compare_pick", []) if n in saved and n != name]
     st.session_state["rel_compare_pick"] = [*picked, name][-4:]
-    st.toast(f"Saved {name}")
+    st.toast(f"Saved {md(name)}")
 upload = st.file_uploader("Load scenarios (JSON)", type=["json"], key="rel_scenarios_upload")
 if upload is not None:
     try:
@@ -261,7 +263,7 @@ if upload is not None:
             if item.name not in picked:
                 st.session_state["rel_compare_pick"] = [*picked, item.name][-4:]
     except core.DataError as exc:
-        st.error(f"Could not load {upload.name}: {exc}")
+        st.error(f"Could not load {md(upload.name)}: {md(exc)}")
 if saved:
     st.download_button(
         "Download scenarios (JSON)",

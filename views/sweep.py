@@ -7,8 +7,9 @@ import streamlit as st
 import mdp_core as core
 from ui import jobs, sweep
 from ui.data import current_encoded, guard_text
+from ui.markdown import md
 from ui.state import get_state
-from ui.widgets import log_grid
+from ui.widgets import formula_note, log_grid
 
 st.title("Sweep & frontier")
 st.caption(
@@ -74,7 +75,7 @@ try:
         code=sweep.CODE_VERSION,  # the code the numbers come from: the store key and the CLI's check
     )
 except (core.DataError, TypeError) as exc:
-    st.error(f"Invalid sweep: {exc}")
+    st.error(f"Invalid sweep: {md(exc)}")
     st.stop()
 
 if kind == "dask":
@@ -129,6 +130,7 @@ d1, d2, d3 = st.columns(3)
 d1.download_button(
     "Results (CSV)", results.to_csv(index=False).encode(), "sweep_results.csv", "text/csv", key="sweep_dl_csv"
 )
+formula_note(results, d1)
 d2.download_button(
     "Results (Parquet)", sweep.parquet_bytes(results), "sweep_results.parquet", key="sweep_dl_parquet"
 )

@@ -21,6 +21,7 @@ import mdp_core as core
 from mdp_core import DepHDPConfig
 from ui import dephdp as view
 from ui import dephdp_display as display
+from ui.markdown import plain
 from ui.widgets import log_grid
 
 #: Settings that keep a cold profile computation to a few seconds (small OPT groups, short grid).
@@ -107,7 +108,7 @@ def test_dephdp_page_config_upload_validates(app: AppTest) -> None:
         ("bad.json", b'{"tau_dpn": 7}', "application/json")
     ).run()
     assert not app.exception
-    assert any("tau_dpn must lie in [0, 1]" in e.value for e in app.error)
+    assert any("tau_dpn must lie in [0, 1]" in plain(e.value) for e in app.error)
     good = json.dumps({"tau_dpn": 0.5, "eps": 2.0, "p": "inf", "task": "record", **FAST}).encode()
     app.file_uploader(key="dep_config_upload").set_value(("good.json", good, "application/json")).run()
     assert not app.exception
@@ -287,7 +288,7 @@ def test_a_failed_evaluation_says_why(app: AppTest, monkeypatch: pytest.MonkeyPa
     app.button(key="dep_run_eval").click().run()
     assert not app.exception, app.exception
     assert (
-        app.error[-1].value
+        plain(app.error[-1].value)
         == "Running the held-out evaluation failed: repetitions must be an integer >= 2, got 1"
     )
     assert "dep_run_eval" in [b.key for b in app.button]  # it can be run again
@@ -316,7 +317,7 @@ def test_infeasible_floor_is_explained(app: AppTest) -> None:
     _open(app, FAST)
     app.select_slider(key="dep_floor_1").set_value("1").run()
     assert not app.exception
-    assert any("lower the budget floor (min_group_eps) to at most" in e.value for e in app.error)
+    assert any("lower the budget floor (min_group_eps) to at most" in plain(e.value) for e in app.error)
 
 
 def test_release_utility_in_the_tasks_own_units(app: AppTest) -> None:
@@ -531,7 +532,7 @@ def test_a_two_row_upload_says_why_dephdp_cannot_run_instead_of_a_traceback(app:
     app.file_uploader(key="side_upload").set_value(("two.csv", raw, "text/csv")).run()
     app.switch_page("views/dephdp.py").run()
     assert not app.exception
-    assert [e.value for e in app.error] == [
+    assert [plain(e.value) for e in app.error] == [
         "DepHDP cannot run on this table: the table has 2 rows; at least 3 are needed, as 62.5% of the rows "
         "fit the mechanisms and the rest are held out to measure the utility of the release."
     ]

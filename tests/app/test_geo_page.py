@@ -25,6 +25,7 @@ import mdp_core.geo as cgeo
 from mdp_core.mechanisms import mdp_violation
 from mdp_core.sweep.cluster import local_cluster
 from ui import geo, geo_bound, geo_curve, geo_map, geo_results, jobs
+from ui.markdown import plain
 from ui.store import store
 
 HELSINKI = Path(__file__).resolve().parents[2] / "data" / "helsinki.osm.bz2"
@@ -160,7 +161,7 @@ def test_geo_page_default_city(app: AppTest) -> None:
     assert _layer(at, "geo_reports")["getFillColor"][:3] == [0, 90, 255]
     assert any("blue discs:" in c.value and "white dots: candidate" in c.value for c in at.caption)
     # what the reader left out is said (the embedded district: 111 nodes in 44 unconnected parts)
-    assert geo.cached_network("default").notes[0] in [c.value for c in at.caption]
+    assert geo.cached_network("default").notes[0] in [plain(c.value) for c in at.caption]
     table = at.dataframe[0].value
     assert list(table["method"]) == [
         "Tree extension (MLaEt-A)",
@@ -394,7 +395,7 @@ def test_geo_page_bad_upload(app: AppTest) -> None:
     assert at.error and "map" in at.error[0].value.lower()
     at = _upload(at, "my_footpaths.osm", _osm_grid().replace(b"residential", b"footway"))
     assert not at.exception  # audit: the message named the temp file (mdp_geo_14ed5a342b8490ae.osm)
-    assert "'my_footpaths.osm' contains no drivable road ways" in at.error[0].value
+    assert "'my_footpaths.osm' contains no drivable road ways" in plain(at.error[0].value)
 
 
 def test_interactions_are_fast_on_the_district(app: AppTest) -> None:
@@ -883,7 +884,7 @@ def test_the_background_bound_can_be_stopped(app: AppTest, monkeypatch: pytest.M
     at.run()
     assert started.wait(10)
     at.run()
-    assert any("stand-in step" in p.proto.text for p in at.get("progress"))
+    assert any("stand-in step" in plain(p.proto.text) for p in at.get("progress"))
     at.button(key="geo_bound_stop").click()
     at.run()
     job = jobs.builder().job(geo_bound.bound_key(UNBOUNDED, geo.level_eps("Medium"), 300.0))

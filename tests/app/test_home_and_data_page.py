@@ -23,6 +23,7 @@ from ui.dependency import (
     label_extent,
     sparse_pairs_warning,
 )
+from ui.markdown import plain
 
 STATE = "mdp_app_state"
 
@@ -270,13 +271,16 @@ def test_declared_public_domains_are_shown_used_and_what_falls_outside_is_counte
     assert attributes.loc["sex", ["public min", "public max"]].isna().all()  # not numeric: blank
     df = core.load_dataset("heart")
     beyond = int(((df["chol"] < 150) | (df["chol"] > 350)).sum())
-    assert any(f"'chol' ({beyond} beyond 150..350, set to the nearer end)" in i.value for i in app.info)
+    said = f"'chol' ({beyond} beyond 150..350, set to the nearer end)"
+    assert any(said in plain(i.value) for i in app.info)
     assert _column_config(app, "public min")["help"].startswith("A range known without looking")
     assert attributes.loc["cp", "levels"] == 4  # the three declared and 'other'
     table = _table(app, "attribute", "public categories").set_index("attribute")["public categories"]
     assert table["cp"] == "0, 1, 2" and pd.isna(table["chol"])
     other = int((~df["cp"].astype(str).isin(["0", "1", "2"])).sum())  # independent: by the labels' text
-    assert any(f"'cp' ({other} not among its categories, released as 'other')" in i.value for i in app.info)
+    assert any(
+        f"'cp' ({other} not among its categories, released as 'other')" in plain(i.value) for i in app.info
+    )
 
 
 # --- uploads with real-file guard rails (issue 11 "Real files") -------------------------------------------
@@ -304,12 +308,12 @@ def test_upload_european_file_excludes_columns_and_preselects_no_target(app: App
     assert target.value == "(none)"  # never guessed (the old default was the last column, 'Zufrieden')
     assert any(c.value.startswith("No target: a prediction task needs one") for c in app.sidebar.caption)
     assert not {"ID", "Datum", "Notiz"} & set(target.options)  # excluded columns cannot be the target
-    info = " ".join(i.value for i in app.sidebar.info)
+    info = " ".join(plain(i.value) for i in app.sidebar.info)
     assert "**ID** (identifier-like)" in info and "**Datum** (date (dd.mm.yyyy))" in info
     assert "**Notiz** (free text)" in info
-    assert any("decimal comma: Einkommen, Größe" in c.value for c in app.sidebar.caption)
+    assert any("decimal comma: Einkommen, Größe" in plain(c.value) for c in app.sidebar.caption)
     dropped = int(np.isnan(truth["age"]).sum())
-    assert [w.value for w in app.sidebar.warning] == [
+    assert [plain(w.value) for w in app.sidebar.warning] == [
         f"{dropped} of 800 rows are left out because a numeric attribute is missing: 'Alter' ({dropped} "
         "missing). To keep them, exclude these columns or set their kind to ordinal or nominal (a 'missing' "
         "level)."
@@ -321,7 +325,7 @@ def test_upload_european_file_excludes_columns_and_preselects_no_target(app: App
     assert excluded["column"].tolist() == ["ID", "Datum", "Notiz"]
     assert excluded["reason"].iloc[0].startswith("identifier-like: 800 distinct values in 800 rows")
     assert any("never" not in c.value and "no mechanism" in c.value for c in app.caption)
-    assert app.warning[0].value.startswith(f"{dropped} of 800 rows are left out")
+    assert plain(app.warning[0].value).startswith(f"{dropped} of 800 rows are left out")
     assert "'Geschlecht'" in app.info[0].value  # blanks kept as a 'missing' level
 
     # re-include the date as ordinal year, exclude the numeric column with gaps: every row comes back
@@ -368,7 +372,7 @@ def test_upload_with_every_column_excluded_says_why_and_recovers(app: AppTest) -
     rows = "".join(f"K{i:04d},call back later about order {i}\n" for i in range(30))
     _upload(app, "notes.csv", ("Kunde,Notiz\n" + rows).encode())
     assert not app.exception
-    errors = [e.value for e in app.sidebar.error]
+    errors = [plain(e.value) for e in app.sidebar.error]
     assert len(errors) == 1
     assert "every column is excluded (Kunde: identifier-like; Notiz: free text)" in errors[0]
     app.switch_page("views/data.py").run()
@@ -391,10 +395,10 @@ def test_large_gzipped_upload_is_sampled_with_a_stated_note(app: AppTest) -> Non
     assert not app.exception and not app.sidebar.error
     state = app.session_state[STATE]
     assert len(state.frame) == 60_000 and state.target is None
-    notes = [c.value for c in app.sidebar.caption]
+    notes = [plain(c.value) for c in app.sidebar.caption]
     sampled = "big.csv.gz has 70,000 rows; using a uniform random sample of 60,000 rows (seed 0) to stay"
     assert any(note.startswith(sampled) for note in notes)
-    assert "**row** (identifier-like)" in app.sidebar.info[0].value  # a running row number is a row key
+    assert "**row** (identifier-like)" in plain(app.sidebar.info[0].value)  # a running row number: a row key
 
 
 def test_bad_uploads_say_what_to_do_and_keep_the_previous_table(app: AppTest) -> None:
@@ -410,7 +414,7 @@ def test_bad_uploads_say_what_to_do_and_keep_the_previous_table(app: AppTest) ->
     for name, raw, message in cases:
         app.file_uploader(key="side_upload").set_value((name, raw, "text/csv")).run()
         assert not app.exception, name
-        errors = [e.value for e in app.sidebar.error]
+        errors = [plain(e.value) for e in app.sidebar.error]
         assert len(errors) == 1 and errors[0].startswith(f"Could not load {name}: "), (name, errors)
         assert message in errors[0], (name, errors)
         assert app.session_state[STATE].frame.shape == (303, 14)  # heart stays loaded
@@ -458,7 +462,7 @@ def test_pages_say_a_loaded_table_is_unusable_instead_of_asking_to_load_one(app:
     ):
         app.switch_page(page).run()
         assert not app.exception, page
-        shown = [i.value for i in app.main.info]
+        shown = [plain(i.value) for i in app.main.info]
         assert len(shown) == 1, (page, shown)
         assert shown[0].startswith("**const.csv** is loaded, but this page cannot use it."), (page, shown)
         assert "every column is excluded (k: constant; m: constant)" in shown[0], page
@@ -470,7 +474,7 @@ def test_the_leakage_page_says_a_one_attribute_table_has_too_few(app: AppTest) -
     _upload(app, "one.csv", ("level,const\n" + rows).encode())
     app.switch_page("views/leakage.py").run()
     assert not app.exception
-    shown = [i.value for i in app.main.info]
+    shown = [plain(i.value) for i in app.main.info]
     assert shown == [
         "**one.csv** is loaded, but this page needs at least 2 attributes and only 1 is usable (level). "
         "Fix it on the *Data & dependencies* page, or load another table in the sidebar."
@@ -519,5 +523,5 @@ def test_the_sidebar_names_why_each_column_is_excluded_in_whole(app: AppTest) ->
     app.run()
     stamps = "\n".join(f"2024-01-{1 + i % 28:02d} 0{i % 10}:15:00,{i % 3},{i % 5}" for i in range(60))
     _upload(app, "times.csv", f"when,a,b\n{stamps}\n".encode())
-    (said,) = [i.value for i in app.sidebar.info if "Excluded, never released" in i.value]
+    (said,) = [plain(i.value) for i in app.sidebar.info if "Excluded, never released" in i.value]
     assert "**when** (date and time (yyyy-mm-dd hh:mm:ss))" in said

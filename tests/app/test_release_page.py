@@ -17,6 +17,7 @@ import mdp_core as core
 import ui.release as view
 from mdp_core import release as rel
 from mdp_core._text import share
+from ui.markdown import plain
 from ui.state import AppState
 
 FAST = {"grid_points": 8, "opt_max_domain": 8, "calibration_pairs": 200, "max_contexts": 20}
@@ -181,10 +182,10 @@ def test_a_strict_release_holds_only_the_held_out_records(app: AppTest, small_en
     app.button(key="rel_prepare").click().run(timeout=600)
     _until_landed(app, "rel_prepare_stop")
     assert not app.exception
-    statement = next(m.value for m in app.markdown if m.value.startswith("**Records released:**"))
+    statement = next(plain(m.value) for m in app.markdown if m.value.startswith("**Records released:**"))
     assert statement.startswith("**Records released:** Only the 114 held-out records are released; the 189")
     assert "computed from the records that tuned the channels only" in statement
-    assert any("189 record(s) tuned the channels and are not released" in w.value for w in app.warning)
+    assert any("189 record(s) tuned the channels and are not released" in plain(w.value) for w in app.warning)
     done = view.store().get(next(k for k in view.store()._items if k[0] == "outcome"))
     assert len(done.released) == done.audit["rows_released"] == 114 == len(app.dataframe[1].value) + 94
     assert done.audit["scope"]["release_rows"] == "held_out"
@@ -208,7 +209,7 @@ def test_a_release_of_a_sampled_file_says_the_rest_is_not_released(
     app.switch_page("views/release.py").run()
     app.button(key="rel_prepare").click().run(timeout=600)
     _until_landed(app, "rel_prepare_stop")
-    statement = next(m.value for m in app.markdown if m.value.startswith("**Records released:**"))
+    statement = next(plain(m.value) for m in app.markdown if m.value.startswith("**Records released:**"))
     assert statement.startswith(
         "**Records released:** The table is a uniform random sample of 150 of the file's 400 rows: the other "
         "250 are not released. All 150 records are released"
@@ -293,7 +294,7 @@ def test_scenarios_saved_compared_and_bad_files_refused(app: AppTest, small_engi
         ("s.json", b'{"scenarios": 3}', "application/json")
     )
     app.run()
-    assert any("Could not load s.json: not a scenario file" in e.value for e in app.error)
+    assert any("Could not load s.json: not a scenario file" in plain(e.value) for e in app.error)
 
 
 def test_the_scenario_name_follows_the_settings_until_typed_and_a_save_says_it_replaces(
@@ -321,7 +322,9 @@ def test_the_scenario_name_follows_the_settings_until_typed_and_a_save_says_it_r
     app.text_input(key="rel_scenario_name").input("ε = 1, prediction").run()
     assert app.button(key="rel_save").label == "Replace the saved scenario"
     assert any(
-        c.value.startswith("A scenario named “ε = 1, prediction” is saved already with other settings (ε = 1")
+        plain(c.value).startswith(
+            "A scenario named “ε = 1, prediction” is saved already with other settings (ε = 1"
+        )
         and "saving replaces it" in c.value
         for c in app.caption
     )
@@ -372,7 +375,7 @@ def test_a_save_never_replaces_a_scenario_with_other_settings_unasked(
     app.button(key="rel_save").click().run()
     app.slider(key="rel_share").set_value(80).run()
     assert app.text_input(key="rel_scenario_name").placeholder == "ε = 1, prediction (2)"
-    assert any("(“ε = 1, prediction” is saved with other settings.)" in c.value for c in app.caption)
+    assert any("(“ε = 1, prediction” is saved with other settings.)" in plain(c.value) for c in app.caption)
     assert app.button(key="rel_save").label == "Save current settings"
     app.button(key="rel_save").click().run()
     saved = app.session_state["rel_saved_scenarios"]
@@ -523,7 +526,7 @@ def test_a_comparison_runs_in_the_background_and_can_be_stopped(
     app.button(key="rel_compare").click().run()
     assert time.monotonic() - started < view.JOB_WAIT_SECONDS + 10 and not app.exception
     assert re.match(
-        r"Comparing the scenarios: scenario a: repetition \d+$", app.get("progress")[-1].proto.text
+        r"Comparing the scenarios: scenario a: repetition \d+$", plain(app.get("progress")[-1].proto.text)
     )
     app.button(key="rel_compare_stop").click().run()
     until_button(app, "rel_compare")
@@ -563,7 +566,9 @@ def test_a_blank_name_saves_under_the_suggestion(app: AppTest) -> None:
     for blank in ("", "   "):
         app.text_input(key="rel_scenario_name").input(blank).run()
         assert not app.button(key="rel_save").disabled
-        assert any("Saving stores these settings as “ε = 1, prediction”" in c.value for c in app.caption)
+        assert any(
+            "Saving stores these settings as “ε = 1, prediction”" in plain(c.value) for c in app.caption
+        )
     app.button(key="rel_save").click().run()
     app.text_input(key="rel_scenario_name").input("  mine ").run()
     app.button(key="rel_save").click().run()
@@ -600,7 +605,7 @@ def test_a_budget_floor_gives_every_group_a_budget(app: AppTest, small_engine: N
     app.select_slider(key="rel_floor").set_value("1").run()  # above eps / sqrt(K): no release exists
     app.button(key="rel_prepare").click().run(timeout=600)
     _until_landed(app, "rel_prepare_stop")
-    assert any("lower the budget floor (min_group_eps) to at most" in e.value for e in app.error)
+    assert any("lower the budget floor (min_group_eps) to at most" in plain(e.value) for e in app.error)
 
 
 def test_the_big_numbers_say_or_less_at_the_grids_floor_and_no_interval_from_one_draw() -> None:

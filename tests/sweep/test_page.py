@@ -12,6 +12,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from ui.markdown import md
+
 APP = Path(__file__).resolve().parents[2] / "app.py"
 
 
@@ -94,9 +96,12 @@ def test_a_two_row_upload_says_why_the_sweep_cannot_run_instead_of_a_traceback(p
     at.button(key="sweep_run").click().run()
     _until_done(at)
     assert not at.exception
-    assert [e.value for e in at.error] == [
-        "The sweep failed: the table has 2 rows; at least 3 are needed, as 62.5% of the "
-        "rows fit the mechanisms and the rest are held out to measure the utility of the release"
+    assert [e.value for e in at.error] == [  # the core's message, escaped for Markdown (ui.markdown.md)
+        "The sweep failed: "
+        + md(
+            "the table has 2 rows; at least 3 are needed, as 62.5% of the "
+            "rows fit the mechanisms and the rest are held out to measure the utility of the release"
+        )
     ]
     assert not at.get("progress")
 
