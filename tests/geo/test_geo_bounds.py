@@ -214,3 +214,22 @@ def test_aggregated_bound_never_above_a_verified_mechanism(
         assert verify_geo(mech, exhaustive=True).holds
         assert bound.value <= mech.utility_km(problem) + 1e-12
     assert bound.value <= em_remap_geo(problem, eps, em=em).utility_km(problem) + 1e-12
+
+
+def test_certified_bound_subtracts_its_rounding_margin() -> None:
+    """(mutation audit, stop 67) adding the margin instead of subtracting it passed every test."""
+    rows, none = np.empty((0, 3), dtype=np.int64), np.empty(0)
+    # nu = 0, no rows: sum_x min_y c = 1, less 64 machine epsilons of (max |c| + |min|) = 3
+    assert certified_bound(np.array([[1.0, 2.0]]), rows, none, none) == 1.0 - 192 * np.finfo(float).eps
+
+
+def test_certified_bound_clips_negative_multipliers() -> None:
+    """(mutation audit, stop 67) without the clip, nu = -0.5 "certified" 3.0, above the optimum 2 of the LP
+    with that one row (target 0 reports output 1, target 1 output 0)."""
+    cost, rows, ratios = np.array([[2.0, 1.0], [1.0, 2.0]]), np.array([[0, 1, 0]]), np.array([2.0])
+    reference = linprog(
+        cost.ravel(), A_ub=[[1.0, 0.0, -2.0, 0.0]], b_ub=[0.0], A_eq=np.kron(np.eye(2), np.ones(2)), b_eq=[1, 1]
+    ).fun
+    assert reference == pytest.approx(2.0)
+    clipped = certified_bound(cost, rows, ratios, np.array([-0.5]))
+    assert clipped <= reference and clipped == certified_bound(cost, rows, ratios, np.array([0.0]))

@@ -95,3 +95,22 @@ def test_variants_share_one_seed_lp(small_problem: GeoProblem) -> None:
         tree_extension(small_problem, 0.5, seed=tree_seed(small_problem, 2.0))
     with pytest.raises(TypeError, match="seed must be a SeedLPResult"):
         tree_extension(small_problem, 1.0, seed=seed.z)  # type: ignore[arg-type]
+
+
+def test_tree_extension_refuses_a_lattice_that_breaks_the_axis_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """(mutation audit, stop 67) with the lattice's privacy guard disabled every test passed."""
+    import mdp_core.geo.extension as extension
+
+    city = grid_road_network(7, 5, spacing_km=0.2, rng=np.random.default_rng(3))
+    problem = build_problem(city, seed_n=5, depth=2, n_tasks=12, rng=np.random.default_rng(1))
+
+    def broken(log_seed: np.ndarray, grid: object, step: float) -> np.ndarray:  # one vertex 10 steps up
+        lattice = _lattice_mcshane_whitney(log_seed, grid, step).copy()  # type: ignore[arg-type]
+        lattice[1, 1, :] += 10 * step
+        return lattice
+
+    monkeypatch.setattr(extension, "_lattice_mcshane_whitney", broken)
+    with pytest.raises(DataError, match="exceeds the axis budget"):
+        tree_extension(problem, 1.0, variant="M")

@@ -145,3 +145,20 @@ def test_the_check_of_every_pair_reports_and_can_be_stopped() -> None:
 
     with pytest.raises(RuntimeError, match="stopped at checking every pair: block 1 of"):
         verify_geo(mech, exhaustive=True, progress=stop)
+
+
+def _randomised_response(log_ratio: float) -> GeoMechanism:
+    """Two targets 1 km apart reporting their own place with odds e^log_ratio."""
+    a = np.exp(log_ratio) / (1 + np.exp(log_ratio))
+    points = np.array([[0.0, 0.0], [1.0, 0.0]])
+    return GeoMechanism(points, points.copy(), np.array([[a, 1 - a], [1 - a, a]]), 1.0, 0.0)
+
+
+@pytest.mark.parametrize("exhaustive", [True, False])
+def test_both_checks_see_a_planted_excess(exhaustive: bool) -> None:
+    """(mutation audit, stop 67) the sampled check at 2 eps, or a verdict threshold of 1e-3, passed every
+    test: none handed the checker a mechanism that is not private."""
+    check = verify_geo(_randomised_response(1.5), exhaustive=exhaustive, samples=50)  # eps 1/km, 1 km
+    assert check.max_excess == pytest.approx(0.5, rel=1e-12) and not check.holds
+    tiny = verify_geo(_randomised_response(1.0 + 1e-6), exhaustive=exhaustive, samples=50)
+    assert tiny.max_excess == pytest.approx(1e-6, rel=1e-6) and not tiny.holds

@@ -432,3 +432,24 @@ def test_sources_leave_out_a_target_level_no_record_takes_as_conditional_does() 
     np.testing.assert_allclose(sources[0], [[1.0, 0.0], [0.0, 1.0]])  # group 0: t=0 -> o=0, t=2 -> o=1
     boot = source_conditionals(codes, "t", "o", n_boot=5, rng=np.random.default_rng(0))
     assert boot.shape[1:] == (2, 2)
+
+
+def test_calibration_reports_a_violated_tpl_as_infeasible(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(mutation audit, stop 67) a success flag that ignored TPL <= eps_bar passed every test: no ascent
+    ever overshot."""
+    import mdp_core.leakage.calibration as calibration
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 3, 400)
+    df = pd.DataFrame({"x": x, "y": (x + rng.integers(0, 2, 400)) % 3, "z": rng.integers(0, 2, 400)})
+    model = calibration.pairwise_leakage(df, method="exact")
+    ascend = calibration.ascend
+
+    def overshoot(budgets, eps_bar, tol):  # type: ignore[no-untyped-def]  # a broken ascent: 3 eps_bar
+        ascend(budgets, eps_bar, tol)
+        budgets.set(0, 3.0 * eps_bar)
+
+    monkeypatch.setattr(calibration, "ascend", overshoot)
+    cal = calibration.calibrate_budgets(model, 1.0)
+    assert np.any(calibration.total_leakage(model, cal.eps) > 1.0)  # independent: TPL_x >= eps_x = 3
+    assert not cal.success and cal.status == "infeasible"

@@ -759,3 +759,20 @@ def test_a_primal_run_past_its_iteration_limit_restarts_from_its_basis_by_the_du
     assert guarded.getInfo().objective_function_value == pytest.approx(
         plain.getInfo().objective_function_value, rel=1e-9
     )
+
+
+def test_lagrangian_bound_holds_for_any_row_duals_on_a_nominal_metric() -> None:
+    """(mutation audit, stop 67) an active bound that always read 0 passed every test: HiGHS's duals
+    were always right. Weak duality holds for any row duals, so duals far from the optimum still bound."""
+    from mdp_core.mechanisms._colgen import ColumnGeneration
+
+    rng = np.random.default_rng(0)
+    n = 4
+    d = 1.0 - np.eye(n)
+    prior, loss = np.full(n, 1 / n), rng.uniform(0, 1, (n, n))
+    a, b = core.chain_free_pairs(d)
+    cg = ColumnGeneration(prior, loss, d, a, b, start=np.arange(n))
+    cg.set_eps(1.0)
+    cg.add_outputs(np.arange(n))
+    u = (prior[:, None] * loss).max(axis=1) + 1.0  # row duals no master optimum would give
+    assert u.sum() + cg.active_bound(u) <= loop_lp(prior, loss, d, 1.0) + 1e-9

@@ -170,3 +170,38 @@ def test_flat_tolerance_loss_is_selected_in_seconds() -> None:
         choice = select_shape(0.1, 0.01, 1e-6, p_max=20.0, criterion="tolerance", t=3.0)
     assert time.perf_counter() - start < 5
     assert choice.objective == 0.0 and choice.p == 1.0 and choice.improvement == 0.0
+
+
+def test_bernstein_radius_is_maurer_pontil() -> None:
+    """(mutation audit, stop 67) a constant 7/30 instead of 7/3 passed every test (they compared results
+    with each other)."""
+    var, n, log_term = 0.25, 100, np.log(2 / 0.05)
+    expected = np.sqrt(2 * var * log_term / n) + 7 * log_term / (3 * (n - 1))
+    assert vector_module._radius(var, n, log_term) == pytest.approx(expected, rel=1e-14)
+
+
+def test_certification_rounds_split_alpha_by_a_union_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(mutation audit, stop 67) every round at the whole alpha (no union bound) passed every test."""
+    events: list[tuple[str, float]] = []
+    radius, moments = vector_module._radius, vector_module._stream_moments
+
+    def spy_radius(var, n, log_term):  # type: ignore[no-untyped-def]
+        events.append(("radius", log_term))
+        return radius(var, n, log_term)
+
+    def spy_moments(*args, **kwargs):  # type: ignore[no-untyped-def]
+        events.append(("moments", 0.0))
+        return moments(*args, **kwargs)
+
+    monkeypatch.setattr(vector_module, "_radius", spy_radius)
+    monkeypatch.setattr(vector_module, "_stream_moments", spy_moments)
+    alpha = 1e-3
+    res = ggm_scale_vector(
+        1.5, 1.0, 1e-2, [1.0, 1.0], rng=np.random.default_rng(0), alpha=alpha, time_limit=60
+    )
+    assert not res.exact and res.attempts >= 1
+    certifying = [events[i + 1][1] for i, event in enumerate(events) if event[0] == "moments"]
+    assert len(certifying) == res.attempts  # the radius right after the k-th sample: alpha / 2^(k+1)
+    for k, log_term in enumerate(certifying):
+        assert log_term == pytest.approx(np.log(2.0 / (alpha / 2.0 ** (k + 1))), rel=1e-12)
+    assert sum(2.0 / np.exp(t) for t in certifying) <= alpha  # the failure probabilities add up to <= alpha

@@ -102,3 +102,17 @@ def test_the_scope_says_the_order_and_the_draws_only_when_it_knows_them(case: Ca
     )
     assert KEPT_ORDER_NOTE in said["scope"]["statement"] and said["scope"]["statement"].endswith(SEEDED_NOTE)
     assert said["release_seed"] == 4
+
+
+def test_composition_does_not_hold_when_the_groups_overspend(case: Case) -> None:
+    """(mutation audit, stop 67) a record that always said "holds": True passed every release test."""
+    import dataclasses
+
+    mech = case.result.mechanism
+    over = dataclasses.replace(
+        case.result, mechanism=dataclasses.replace(mech, eps=np.asarray(mech.eps) * 3.0)
+    )
+    record = audit_record(case.df, case.encoded, over, seed=0, include_target=False)
+    q = core.dual_exponent(case.result.config.p)
+    assert core.budget_norm(3.0 * np.asarray(mech.eps), q) > case.result.config.eps  # independent
+    assert record["composition"]["holds"] is False

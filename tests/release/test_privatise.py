@@ -219,3 +219,14 @@ def test_target_channel_refuses_probabilities_float64_rounds_to_zero(case: Case)
     )
     with pytest.raises(core.DataError, match="round to 0"):
         target_channel(case.encoded, 800.0)  # its off-diagonal was exactly 0
+
+
+def test_a_numeric_target_gets_the_exponential_mechanism_at_its_budget() -> None:
+    """(mutation audit, stop 67) only a binary target was tested: its EM branch at 2 eps passed every test."""
+    df = make_table().drop(columns=["patient_id"])
+    enc = core.discretize(df, core.infer_schema(df, target="dose"), bins=4)
+    d = enc.components["dose"]
+    P = target_channel(enc, 1.5)
+    em = np.exp(-0.75 * d)  # exp(-eps d / 2), rows normalised
+    np.testing.assert_allclose(P, em / em.sum(axis=1, keepdims=True), rtol=1e-12, atol=0)
+    assert core.mdp_violation(P, d, 1.5) <= 1e-9
