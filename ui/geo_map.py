@@ -27,6 +27,7 @@ from ui.geo import (
     mechanism_key,
     request_mechanism,
 )
+from ui.markdown import md
 from ui.store import store
 
 __all__ = [
@@ -398,7 +399,7 @@ def show(
     if job.done():
         progress_slot.empty()
     if job.done() and job.exception() is not None:
-        st.error(f"Building {method_label} failed: {job.exception()}")
+        st.error(f"Building {method_label} failed: {md(job.exception())}")
         st.stop()
     if not job.done():
         st.caption(
@@ -453,7 +454,7 @@ def _follow(
 
     def tick() -> None:
         fraction, message = jobs.builder().progress(key)
-        bar.progress(fraction, text=f"Building {label}: {message}")
+        bar.progress(fraction, text=f"Building {label}: {md(message)}")
 
     if jobs.wait([job], seconds, tick):
         return
@@ -461,7 +462,7 @@ def _follow(
     @st.fragment(run_every=MAP_POLL_SECONDS)
     def poll() -> None:
         fraction, message = jobs.builder().progress(key)
-        st.progress(fraction, text=f"Building {label}: {message} (the page stays usable)")
+        st.progress(fraction, text=f"Building {label}: {md(message)} (the page stays usable)")
         if job.done():
             st.rerun()
 

@@ -18,6 +18,7 @@ from mdp_core.geo import GeoComparison, GeoMechanism
 from ui import geo, jobs
 from ui.geo import GeoConfig, cached_problem, method_labels
 from ui.geo_bound import OPTIMAL_MAX_TARGETS, optimum_certificate
+from ui.markdown import md
 from ui.store import store
 
 __all__ = [
@@ -163,7 +164,7 @@ def build_rows(
     comps = {m: j.result() for m, j in builds.items() if j.done() and j.exception() is None}
     for m, j in builds.items():
         if j.done() and j.exception() is not None:
-            st.warning(f"{labels[m]} could not be built: {j.exception()}")
+            st.warning(f"{labels[m]} could not be built: {md(j.exception())}")
     pending = [labels[m] for m, j in builds.items() if not j.done()]
     if pending:
         with slot.container():  # a row that lands redraws the page with it
