@@ -47,6 +47,12 @@ def exponential_mechanism(dist: ArrayLike, eps: float) -> NDArray[np.float64]:
     -------
     ndarray (|X|, |Y|)
         Row-stochastic float64 matrix.
+
+    Raises
+    ------
+    DataError
+        When ``eps d / 2`` spans more than :data:`~mdp_core._validation.MAX_LOG_RATIO` within a row: float64
+        would round the smallest probabilities to 0, which no eps-mDP matrix has.
     """
     d = as_float_array(dist, "dist", ndim=2)
     if np.any(d < 0):
