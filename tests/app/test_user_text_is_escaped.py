@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import streamlit as st
+from markdown_it import MarkdownIt
 from pagewait import rerun_until  # tests/app is on sys.path (rootdir conftest layout)
 from streamlit.testing.v1 import AppTest
 
@@ -183,8 +184,7 @@ def test_md_keeps_plain_text_and_flattens_lines() -> None:
 
 
 def test_md_renders_literally_through_a_commonmark_renderer() -> None:
-    markdown_it = pytest.importorskip("markdown_it")  # markdown-it-py, when installed
-    renderer = markdown_it.MarkdownIt("gfm-like")
+    renderer = MarkdownIt("gfm-like")  # GitHub's dialect with its literal autolinks (linkify)
     for text in NASTY:
         rendered = renderer.render(md(text)).strip().removeprefix("<p>").removesuffix("</p>")
         assert "<" not in rendered, rendered  # no tag: no image, link, emphasis, code, list or heading
