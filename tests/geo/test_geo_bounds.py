@@ -227,9 +227,8 @@ def test_certified_bound_clips_negative_multipliers() -> None:
     """(mutation audit, stop 67) without the clip, nu = -0.5 "certified" 3.0, above the optimum 2 of the LP
     with that one row (target 0 reports output 1, target 1 output 0)."""
     cost, rows, ratios = np.array([[2.0, 1.0], [1.0, 2.0]]), np.array([[0, 1, 0]]), np.array([2.0])
-    reference = linprog(
-        cost.ravel(), A_ub=[[1.0, 0.0, -2.0, 0.0]], b_ub=[0.0], A_eq=np.kron(np.eye(2), np.ones(2)), b_eq=[1, 1]
-    ).fun
+    rows_sum_to_one = {"A_eq": np.kron(np.eye(2), np.ones(2)), "b_eq": [1.0, 1.0]}
+    reference = linprog(cost.ravel(), A_ub=[[1.0, 0.0, -2.0, 0.0]], b_ub=[0.0], **rows_sum_to_one).fun
     assert reference == pytest.approx(2.0)
     clipped = certified_bound(cost, rows, ratios, np.array([-0.5]))
     assert clipped <= reference and clipped == certified_bound(cost, rows, ratios, np.array([0.0]))
