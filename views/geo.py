@@ -50,6 +50,7 @@ if included["optimal"] and not optimum_offered:  # asked for where it is not bui
     geo_bound.optimum_notice(config, eps, search)
 shown = geo_results.shown_methods(included, optimum_offered, settings.method)
 comps = geo_results.build_rows(config, eps, shown, left)
+geo.prefetch_levels(config, settings.method)  # after the rows: a first switch of level is instant
 comps = geo_results.exact_checks(config, eps, comps, shown)
 bound = geo_bound.bound_controls(config, eps, comps)
 geo_results.show_table(comps, bound)
