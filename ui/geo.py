@@ -389,7 +389,7 @@ def prefetch_levels(config: GeoConfig, method: str) -> list[Future[GeoComparison
     """Queue ``method`` at the named levels, behind the jobs this page run asked for (the pool is first in,
     first out), so a first switch of level finds its picture built: Chromium, quiet machine, 3.8-4.3 s to a
     level's first heatmap against 0.3-0.8 s to one built before. Quick methods only (LPs when asked for)."""
-    if method in LONG_METHODS or method == "optimal":
+    if method in LONG_METHODS:  # the reference LPs ("optimal" among them) and the calibrated methods
         return []
     return [request_mechanism(config, level_eps(level), method) for level in LEVEL_RADIUS_KM]
 
