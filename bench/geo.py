@@ -80,7 +80,13 @@ def _one(
 
 def _bound_by(method: str) -> str:
     """Where the bound came from, in a word (the record's ``bound_method`` in full)."""
-    for key, word in (("spanner LP", "spanner"), ("cosets", "cosets"), ("aggregated", "aggregated")):
+    words = {
+        "spanner LP": "spanner",
+        "cell relaxation": "cells",
+        "cosets": "cosets",
+        "aggregated": "aggregated",
+    }
+    for key, word in words.items():
         if key in method:
             return word
     return "exact" if method.startswith("exact") else "relaxation"

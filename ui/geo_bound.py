@@ -53,9 +53,9 @@ __all__ = [
 
 #: Time budget (s) of the lower bound on the page (behind a button, with a progress bar).
 BOUND_SECONDS = 20.0
-#: Times (s) a user can give the bound (on the background builder): more time takes larger cosets
-#: (``mdp_core.geo.fitting_step``). The 15 km city at depth 4, eps 1.5 / km: 60 s certify
-#: 0.91 km, 300 s (6 x 6 cosets) 0.93, 600 s (4 x 4) 0.95 (the spanner LP's mechanism: 0.99).
+#: Times (s) a user can give the bound (on the background builder): more time takes smaller cells at city
+#: scale (``mdp_core.geo.cells.cell_plan``), larger cosets below it. The 15 km city at depth 4, eps 1.5 / km:
+#: 20 s certify 0.927 km, 60 s 0.953 (the best verified mechanism: 0.997).
 BOUND_TIMES = (BOUND_SECONDS, 60.0, 120.0, 300.0, 600.0)
 #: Largest map (targets) the exact optimum takes: one LP block (depth 1; depth 0 is not offered).
 OPTIMAL_MAX_TARGETS = cgeo.OPTIMAL_MAX_TARGETS
@@ -79,8 +79,9 @@ def cached_bound(config: GeoConfig, eps: float) -> Any | None:
 
 def request_bound(config: GeoConfig, eps: float, seconds: float) -> Future[Any]:
     """Queue (or find) ``mdp_core.geo.auto_lower_bound`` on ``config`` at ``eps`` within ``seconds`` on the
-    background builder, so the page stays usable: the coset bound where the cosets get their time (more
-    time, larger cosets, a tighter bound: ``fitting_step``), else ``geo_lower_bound``; on a grid of one block,
+    background builder, so the page stays usable: at city scale the LP over cells (more time, smaller
+    cells, a tighter bound), else the coset bound where the cosets get their time (``fitting_step``), else
+    ``geo_lower_bound``; on a grid of one block,
     and from ``OPTIMUM_SECONDS`` on within ``OPTIMUM_BLOCK_BYTES``, the exact optimum's row generation, exact
     when it closes in time, otherwise a certified bound."""
     key = bound_key(config, eps, seconds)
@@ -90,8 +91,8 @@ def request_bound(config: GeoConfig, eps: float, seconds: float) -> Future[Any]:
 def bound_time_help() -> str:
     """What more time buys the bound, from the core's thresholds (``mdp_core.geo.cosets``)."""
     return (
-        "More time, a tighter bound: larger cosets on fine grids; the exact optimum, when it closes in the "
-        f"time, on grids of up to {cosets.BLOCK_TARGETS:,} targets (depth 0 or 1) and, from "
+        "More time, a tighter bound: smaller cells or larger cosets on fine grids; the exact optimum, when "
+        f"it closes in the time, on grids of up to {cosets.BLOCK_TARGETS:,} targets (depth 0 or 1) and, from "
         f"{seconds_label(cosets.OPTIMUM_SECONDS)} on, on larger grids whose LP blocks fit "
         f"{cosets.OPTIMUM_BLOCK_BYTES / 1e9:g} GB (depth 2). "
         "It runs in the background: the page stays usable, and the bound can be stopped."

@@ -21,6 +21,7 @@ from mdp_core.geo.calibrate import (
     calibrated_mechanism,
     calibrated_method,
 )
+from mdp_core.geo.cells import cell_lower_bound
 from mdp_core.geo.compare import (
     EM_REMAP_RIVAL,
     METHODS,
@@ -110,6 +111,7 @@ __all__ = [
     "build_problem",
     "calibrated_mechanism",
     "calibrated_method",
+    "cell_lower_bound",
     "check_metadata",
     "coarser_start",
     "compare_methods",

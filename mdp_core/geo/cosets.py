@@ -49,27 +49,25 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import cast
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
-from mdp_core._cores import machine_slowdown, on_this_thread, worker_count
-from mdp_core._validation import Progress, report
+from mdp_core._cores import machine_slowdown, worker_count
+from mdp_core._validation import Progress
 from mdp_core.errors import DataError
+from mdp_core.geo._parts import COSET_GAP, DILATION, REPORT_SECONDS, Part, bound_parts, check_stop, rows_bound
 from mdp_core.geo.aggregation import coarser_problem
 from mdp_core.geo.bounds import (
     GeoBound,
     _privacy_rows,
     _row_ratios,
     aggregate_threshold,
-    certified_bound,
     geo_lower_bound,
 )
+from mdp_core.geo.cells import cell_lower_bound, cell_plan
 from mdp_core.geo.extension import GeoMechanism
-from mdp_core.geo.ipm import solve_geo_lp
 from mdp_core.geo.optimal import optimal_geo_mechanism
 from mdp_core.geo.pairs import spanner_pairs
 from mdp_core.geo.utility import GeoProblem, check_lp_inputs
@@ -101,10 +99,6 @@ OnOptimum = Callable[[GeoMechanism], None] | None
 COSET_TARGETS = 250
 #: Cosets up to this size are bounded by the block interior point on a spanner (O(m n^3) an iteration).
 BLOCK_TARGETS = 600
-#: Dilation of the spanner whose rows a coset's relaxation keeps: tighter, more rows (slower iterations) but
-#: less cheating. The city at depth 3, eps 1.5, 16 cosets, 60 s: 1.03 0.9517 km against 1.1 0.9469 (1.02
-#: 0.9530, but 0.9444 in 35 s); the district and the page's 20 s at depth 2 agree.
-DILATION = 1.03
 #: Seconds of one core that a coset's bound needs, per output and per s (s + 0.02), s = the coset's targets /
 #: 1000 (:func:`coset_seconds`). Measured alone on one core (the city, eps 1.0, 117 outputs): to a 1e-6 gap,
 #: cosets of 19 / 101 / 158 / 205 / 267 / 371 targets took 0.06 / 1.0 / 2.4 / 3.9 / 6.8 / 12.4 s, 0.73 s per
@@ -124,11 +118,6 @@ COSET_SPACING = 0.7
 #: Steps above :func:`coset_step`'s keep a largest coset of at least this many targets (smaller ones spend
 #: their time share on each solve's fixed cost: :data:`COSET_SECONDS`).
 COSET_MIN_TARGETS = 50
-#: Relative duality gap at which a coset's solve stops unless its time runs out first: against 1e-6 it costs
-#: ~0.005 % of the bound and saves a fifth of the iterations (205 targets: 43 iterations against 53).
-COSET_GAP = 1e-4
-#: Seconds between progress reports while cosets are solved (a caller stops the bound from its progress).
-REPORT_SECONDS = 1.0
 #: ``(a, b)`` of :func:`converged_seconds`: seconds per output that a coset of s = targets / 1000 takes to
 #: converge to :data:`COSET_GAP` on one core while the others bound cosets too, ``a s (s + 0.02) + b s^3``
 #: (the n^3 block inversions weigh from ~400 targets on). The city at depth 4, 2 cores, eps 0.5 / 1.0 / 1.5:
@@ -248,9 +237,13 @@ def auto_lower_bound(
     * One block (at most :data:`BLOCK_TARGETS` targets): the exact optimum's row generation, its certificate
       when out of time (exact in 20 s at depth 0 and on the district at depth 1; the city at depth 1 in
       29-35 s). ``on_optimum`` is called with the optimum's mechanism (verified eps-mDP) whenever it ran.
-    * A grid :func:`geo_lower_bound` would aggregate: the cosets that get the time they need
-      (:func:`fitting_step`; the tighter in 21 of 22 measured configurations, 0.005 % looser in one), else
-      geo_lower_bound itself.
+    * A grid :func:`geo_lower_bound` would aggregate (city scale): the cell relaxation
+      (:func:`~mdp_core.geo.cells.cell_lower_bound`) with the cells :func:`~mdp_core.geo.cells.cell_plan`
+      fits in the time; where none fits, the cosets that get the time they need (:func:`fitting_step`),
+      else geo_lower_bound itself. The cells against those cosets in the same time (2 cores): the city at
+      depth 4, 60 s, eps 0.5 / 1 / 1.5, 1.6714 / 1.2713 / 0.9477 km against 1.6591 / 1.2272 / 0.8839; depth
+      3, 60 / 20 s, eps 1.5, 0.9733 / 0.9484 against 0.9580 / 0.9201; the district at depths 2-3 within
+      0.1 % of them, at depth 4 0.3637 against 0.3566.
     * Otherwise the cosets that converge in the time (:func:`converging_step`; the city at depth 2, 60 s,
       eps 1: 1.3239 km against geo_lower_bound's 1.2961), from :data:`OPTIMUM_SECONDS` on beside the exact
       optimum (:func:`_optimum_or_cosets`).
@@ -264,6 +257,13 @@ def auto_lower_bound(
         return _optimum_bound(problem, eps, time_limit, progress, on_optimum)  # row generation
     start, slowdown = time.perf_counter(), machine_slowdown()  # a busy machine: smaller cosets
     left = max(float(time_limit) - (time.perf_counter() - start), 1.0)
+    plan = cell_plan(problem, left, slowdown) if n > aggregate_threshold(float(time_limit)) else None
+    if plan is not None:  # every target's cost on cells: the tightest at city scale (module docstring)
+        bound = cell_lower_bound(
+            problem, eps, size=plan[0], parts=plan[1], time_limit=left, progress=progress
+        )
+        busy = f"cells sized for a machine {slowdown:.1f}x slower"
+        return replace(bound, method=f"{bound.method}; {busy}") if slowdown > 1.0 else bound
     if n > aggregate_threshold(float(time_limit)):
         step = fitting_step(problem, eps, left, slowdown)
     else:  # geo_lower_bound's PDLP on all targets would not converge: cosets that do
@@ -369,44 +369,19 @@ def coset_lower_bound(
         step = coset_step(problem)
     if not (isinstance(step, int | np.integer) and step >= 1):
         raise DataError(f"step must be a positive integer, got {step!r}")
-    deadline = start + float(time_limit)
     parts = cosets(problem, int(step))
-    workers = min(worker_count(), len(parts))
 
-    stop = threading.Event()  # set when the caller stops the bound: the cosets in progress stop too
-
-    def solve(k: int) -> GeoBound:
-        # started when a thread is free: its share of the thread time left to the cosets not yet started
-        _check(stop)
-        left = len(parts) - k
-        share = max(deadline - time.perf_counter(), 0.0) * min(workers, left) / left
-        sub = parts[k][1]
-        with on_this_thread() if workers > 1 else contextlib.nullcontext():  # a coset per core already
+    def part(sub: GeoProblem) -> Part:
+        def solve(deadline: float, stop: threading.Event) -> GeoBound:
             if sub.grid.n_targets <= BLOCK_TARGETS:
-                return _spanner_bound(sub, eps, time.perf_counter() + share, stop)
-            return geo_lower_bound(sub, eps, time_limit=max(share, 1.0), progress=lambda *_: _check(stop))
+                return _spanner_bound(sub, eps, deadline, stop)
+            share = max(deadline - time.perf_counter(), 1.0)
+            return geo_lower_bound(sub, eps, time_limit=share, progress=lambda *_: check_stop(stop))
 
-    def tell(done: int) -> None:
-        seconds = time.perf_counter() - start
-        fraction = max(done / len(parts), min(seconds / float(time_limit), 0.99))  # moves while a coset runs
-        what = f"{done} of {len(parts)} cosets done" if len(parts) > 1 else "block interior point"
-        report(progress, fraction, f"lower bound: {what}, {seconds:.0f} s")
+        return solve
 
-    bounds: list[GeoBound] = []
-    # one BLAS limit around all threads (nested limits would each restore what another one set)
-    with threadpool_limits(limits=1), ThreadPoolExecutor(workers) as pool:
-        futures: list[Future[GeoBound]] = [pool.submit(solve, k) for k in range(len(parts))]
-        try:
-            for k, future in enumerate(futures):  # progress from this thread only (a UI callback needs it)
-                while wait([future], timeout=REPORT_SECONDS).not_done:  # meanwhile a caller can stop it
-                    tell(k)
-                bounds.append(future.result())
-                tell(k + 1)
-        except BaseException:  # e.g. a caller that stops the bound from its progress
-            stop.set()
-            for future in futures:
-                future.cancel()
-            raise
+    left = float(time_limit) - (time.perf_counter() - start)
+    bounds = bound_parts([part(sub) for _, sub in parts], left, progress, "cosets")
     value = constant + sum(mass * bound.value for (mass, _), bound in zip(parts, bounds, strict=True))
     rows, methods = max(bound.rows for bound in bounds), {bound.method for bound in bounds}
     return GeoBound(
@@ -420,15 +395,6 @@ def coset_lower_bound(
     )
 
 
-class _StoppedError(Exception):
-    """The caller stopped the bound (:func:`coset_lower_bound`)."""
-
-
-def _check(stop: threading.Event) -> None:
-    if stop.is_set():
-        raise _StoppedError("the coset bound was stopped")
-
-
 def _spanner_bound(problem: GeoProblem, eps: float, deadline: float, stop: threading.Event) -> GeoBound:
     """The certified bound of the LP on a spanner's rows, by the block interior point until ``deadline``
     or ``stop`` (a coset with one target has no rows: its bound, the least cost, is its optimum)."""
@@ -436,13 +402,8 @@ def _spanner_bound(problem: GeoProblem, eps: float, deadline: float, stop: threa
     targets, cost = problem.targets_km, problem.cost
     rows = _privacy_rows(spanner_pairs(targets, DILATION)[0], cost.shape[1])
     ratios = _row_ratios(targets, rows, eps)
-    nu = np.empty(0)
-    if len(rows):
-        nu = solve_geo_lp(
-            cost, rows, ratios, tol=COSET_GAP, deadline=deadline, progress=lambda *_: _check(stop)
-        ).nu
     return GeoBound(
-        value=max(certified_bound(cost, rows, ratios, nu), 0.0),  # travel errors are never negative
+        value=rows_bound(cost, rows, ratios, COSET_GAP, deadline, stop),
         exact=False,
         method=f"{DILATION}-spanner relaxation (block interior point)",
         seconds=time.perf_counter() - start,

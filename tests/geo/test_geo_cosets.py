@@ -19,6 +19,7 @@ from threadpoolctl import threadpool_info
 from mdp_core import _cores
 from mdp_core._validation import Progress, part
 from mdp_core.errors import DataError
+from mdp_core.geo import _parts as parts_module
 from mdp_core.geo import (
     auto_lower_bound,
     bounds,
@@ -215,6 +216,7 @@ def test_more_time_takes_the_largest_cosets_that_converge_in_it(monkeypatch: pyt
     monkeypatch.setattr(cosets_module, "COSET_TARGETS", n // 9)
     monkeypatch.setattr(cosets_module, "BLOCK_TARGETS", n // 2)
     first, dense = coset_step(problem), coset_step(problem, max_targets=n // 2)
+    monkeypatch.setattr(cosets_module, "cell_plan", lambda *_: None)  # no cells fit: the cosets, as before
     assert 1 < dense < first - 1
 
     model = _scaled_model(monkeypatch, problem, dense)
@@ -240,6 +242,7 @@ def test_auto_bound_takes_the_cosets_where_they_get_enough_time(monkeypatch: pyt
     monkeypatch.setattr(cosets_module, "COSET_TARGETS", n // 4)
     monkeypatch.setattr(cosets_module, "COSET_MIN_TARGETS", 1)
     monkeypatch.setattr(cosets_module, "CONVERGED_SECONDS", (np.inf, np.inf))  # no larger coset converges
+    monkeypatch.setattr(cosets_module, "cell_plan", lambda *_: None)  # no cells fit: the cosets, as before
     step = fitting_step(problem, 1.0, 60.0)
     assert step == coset_step(problem) > 1
     assert fitting_step(problem, 1.0, 1.01 * _seconds_for(problem, step)) == step  # just enough time
@@ -295,7 +298,7 @@ def test_a_progress_that_raises_stops_before_the_other_cosets(monkeypatch: pytes
         return spanner_bound(sub, *args)
 
     monkeypatch.setattr(cosets_module, "_spanner_bound", counted)
-    monkeypatch.setattr(cosets_module, "worker_count", lambda: 1)
+    monkeypatch.setattr(parts_module, "worker_count", lambda: 1)
     with pytest.raises(StopError, match="lower bound: "):
         coset_lower_bound(problem, 1.0, step=3, time_limit=30, progress=_stop)
     assert 1 <= len(solved) <= 2  # the first, and perhaps the one the free thread had already taken
@@ -318,13 +321,13 @@ def test_a_stop_reaches_the_cosets_in_progress(monkeypatch: pytest.MonkeyPatch) 
             raise
         outcomes.append("ran out")
 
-    monkeypatch.setattr(cosets_module, "solve_geo_lp", endless)
-    monkeypatch.setattr(cosets_module, "REPORT_SECONDS", 0.05)
+    monkeypatch.setattr(parts_module, "solve_geo_lp", endless)
+    monkeypatch.setattr(parts_module, "REPORT_SECONDS", 0.05)
     start = time.perf_counter()
     with pytest.raises(StopError, match="lower bound: 0 of 9 cosets done"):
         coset_lower_bound(problem, 1.0, step=3, time_limit=30, progress=_stop)
     assert time.perf_counter() - start < 5.0  # the stand-in alone runs 10 s
-    assert outcomes and set(outcomes) == {"_StoppedError"}  # every coset started was stopped, none ran out
+    assert outcomes and set(outcomes) == {"StoppedError"}  # every coset started was stopped, none ran out
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -368,7 +371,7 @@ def test_cosets_on_several_threads_keep_their_block_work_each_on_its_own(
         return spanner_bound(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(cosets_module, "_spanner_bound", spy)
-    monkeypatch.setattr(cosets_module, "worker_count", lambda: cores)
+    monkeypatch.setattr(parts_module, "worker_count", lambda: cores)
     coset_lower_bound(tiny_problem(4, 4, seed=5, depth=2, seed_n=2), 1.0, step=2, time_limit=30)
     assert seen == [cores > 1] * 4
     assert not _cores._INLINE.get()  # the caller's own work is split as before
@@ -529,6 +532,7 @@ def test_a_busy_machine_gets_the_cosets_that_fit_its_cycles(monkeypatch: pytest.
     monkeypatch.setattr(cosets_module, "COSET_MIN_TARGETS", 1)
     monkeypatch.setattr(cosets_module, "CONVERGED_SECONDS", (np.inf, np.inf))
     monkeypatch.setattr(cosets_module, "COSET_SECONDS", 300 * cosets_module.COSET_SECONDS)  # seconds, not ms
+    monkeypatch.setattr(cosets_module, "cell_plan", lambda *_: None)  # no cells fit: the cosets, as before
     step = coset_step(problem)
     limit = 1.01 * _seconds_for(problem, step)  # just enough for these cosets on a quiet machine
     needs = {k: _seconds_for(problem, k) for k in range(step + 1, step + 8)}
