@@ -55,9 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         "--bound-seconds",
         type=float,
         default=60.0,
-        help="time for the lower bound (s; more time takes larger cosets, a tighter bound), on top of "
-        "building and checking the mechanisms (depth 4 of a 15 km city: ~11 s; --bound-seconds 40 keeps it "
-        "under 60 s)",
+        help="time for the lower bound (s; more time takes smaller cells or larger cosets, a tighter bound), "
+        "on top of building and checking the mechanisms (depth 4 of a 15 km city: ~11 s; --bound-seconds 40 "
+        "keeps it under 60 s)",
     )
     bench.add_argument(
         "--no-bound",
@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="bound from the K x K cosets of the grid, 'auto' (cosets of <= 250 targets) or 'coarser' "
         "(those of the grid one level coarser, targets aggregated onto it); "
-        "0: cosets where each gets the time it needs, else geo_lower_bound",
+        "0: the default, the LP over cells at city scale, else cosets where each gets the time it needs, "
+        "else geo_lower_bound",
     )
     bench.add_argument(
         "--methods",

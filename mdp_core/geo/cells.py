@@ -19,12 +19,14 @@ So the LP over the cells' rows, with cost ``pi(X) T[X, y]`` and these rows betwe
 :data:`~mdp_core.geo._parts.DILATION`-spanner of their centres (fewer rows: still a relaxation), is below
 every eps-mDP mechanism's utility, and its weak-duality certificate is a certified bound. It keeps every
 target's cost and every cell's long-range rows, where the cosets (:mod:`mdp_core.geo.cosets`) keep a target's
-rows only to the few in its coset. Above one LP's time the cells are split like a checkerboard into two
-parts (cell (i, j) in part (i + j) % 2, each a coset of cells), bounded each on its own core.
+rows only to the few in its coset. Above one LP's time the cells are split into parts, cosets of cells:
+like a checkerboard (cell (i, j) in part (i + j) % 2) or 2 x 2, each part bounded on its own core
+(:func:`cell_plan` picks the size and split that fit the time).
 
 Measured on the 15 km city at depth 4 (8,972 targets, 117 outputs), eps 1.5 / km, two cores: 4 x 4 cells
-(1,077) in two parts 0.9532 km, 3 x 3 cells in 2 x 2 parts 0.9538, 5 x 5 in two parts 0.9453, where the
-fine cosets give 0.9098 in 60 s and 0.9507 in 495 s (4 x 4 cosets), and the best mechanism 0.9971.
+(1,077) in two parts certify 0.95345 km in 60 s (0.95359 converged, 65 s), 4 x 4 in 2 x 2 parts 0.94773 in
+34 s, 3 x 3 in 2 x 2 parts 0.95382 converged, 6 x 6 in one LP 0.9413: coarser cells lose more. The fine
+grid's cosets gave 0.884 in 60 s and 0.9507 in 495 s (4 x 4 cosets); the best verified mechanism errs 0.9971.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ __all__ = [
     "CUT_SLACK",
     "MAX_CELL_SIZE",
     "PART_CELLS",
+    "PART_SPLITS",
     "CellRelaxation",
     "average_ratios",
     "cell_lower_bound",
@@ -72,6 +75,8 @@ CELL_SECONDS = (0.97, 0.03)
 #: to 0.95359 km; cut at 60 / 52 / 45 s 0.95345 / 0.95312 / 0.95044, where its 4 parts converge to 0.94773.
 #: Not much more: the 4 parts of 3 x 3 cells there (predicted 1.18x the time) cut at 60 s gave 0.95145.
 CUT_SLACK = 1.15
+#: The splits of the cells into parts, fewest first (:func:`cell_parts`).
+PART_SPLITS = (1, 2, 4)
 #: Most cells in a part (the block interior point's n x n blocks, one per output).
 PART_CELLS = 600
 #: Pairs of cells whose ratios are computed at once (their distance blocks: pairs x size^2 x size^2 floats).
@@ -153,10 +158,10 @@ def cell_relaxation(problem: GeoProblem, eps: float, size: int) -> CellRelaxatio
     keep = mass > 0.0  # a cell without mass costs nothing: dropping its rows is still a relaxation
     members, mass, keys = members[keep], mass[keep], keys[keep]
     weights = prior[members] / mass[:, None]
-    first = _filled(members)
-    points = problem.targets_km[first]
+    filled = _filled(members)
+    points = problem.targets_km[filled]
     diam = np.linalg.norm(points[:, :, None, :] - points[:, None, :, :], axis=3).max(axis=(1, 2))
-    tilted = tilted_loss(problem.loss[first], weights, np.exp(eps * diam))
+    tilted = tilted_loss(problem.loss[filled], weights, np.exp(eps * diam))
     return CellRelaxation(
         size=size,
         ij=keys,
@@ -230,16 +235,16 @@ def _corner_ratio(
 
 def cell_parts(cells: CellRelaxation, parts: int) -> list[np.ndarray]:
     """The cells of each part: all in one (``parts`` 1), a checkerboard (2) or 2 x 2 cosets of cells (4)."""
-    i, j = cells.ij[:, 0], cells.ij[:, 1]
-    if parts == 1:
-        labels = np.zeros(len(i), dtype=np.int64)
-    elif parts == 2:
-        labels = (i + j) % 2
-    elif parts == 4:
-        labels = (i % 2) * 2 + j % 2
-    else:
-        raise DataError(f"parts must be 1, 2 or 4, got {parts!r}")
+    labels = _part_labels(cells.ij, parts)
     return [np.flatnonzero(labels == k) for k in range(parts) if np.any(labels == k)]
+
+
+def _part_labels(ij: np.ndarray, parts: int) -> np.ndarray:
+    """The part of each cell at coordinates ``ij`` (:func:`cell_parts`)."""
+    if parts not in PART_SPLITS:
+        raise DataError(f"parts must be 1, 2 or 4, got {parts!r}")
+    i, j = ij[:, 0], ij[:, 1]
+    return {1: np.zeros_like(i), 2: (i + j) % 2, 4: (i % 2) * 2 + j % 2}[parts]
 
 
 def part_seconds(cells: int, outputs: int) -> float:
@@ -258,8 +263,8 @@ def cell_plan(problem: GeoProblem, time_limit: float, slowdown: float = 1.0) -> 
     outputs = problem.cost.shape[1]
     for size in range(2, MAX_CELL_SIZE + 1):
         ij = np.unique(problem.grid.fine_ij // size, axis=0)
-        for parts, labels in ((1, np.zeros(len(ij))), (2, ij.sum(axis=1) % 2), (4, (ij % 2) @ [2, 1])):
-            counts = np.bincount(labels.astype(np.int64))
+        for parts in PART_SPLITS:
+            counts = np.bincount(_part_labels(ij, parts))
             seconds = sum(part_seconds(int(c), outputs) for c in counts)
             if counts.max() <= PART_CELLS and seconds <= CUT_SLACK * thread_seconds:
                 return size, parts
