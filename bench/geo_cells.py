@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from mdp_core.geo import auto_lower_bound, build_problem, coset_lower_bound, load_road_network
-from mdp_core.geo.cosets import fitting_step
+from mdp_core.geo.cosets import DILATION, fitting_step
 
 CITY = Path(__file__).resolve().parents[2] / "shared" / "data" / "baltimore.osm.pbf"
 SECONDS = 60.0
@@ -45,7 +45,7 @@ def _row(name: str, source: str, depth: int, eps: float) -> dict:
         "targets": problem.grid.n_targets,
         "cells_bound_km": cells.value,
         "s_cells": s_cells,
-        "cells": cells.method.split(",")[0].removeprefix("cell relaxation: "),
+        "cells": cells.method.removeprefix("cell relaxation: ").split(f", {DILATION}-spanner")[0],
         "cosets_bound_km": cosets.value,
         "s_cosets": s_cosets,
         "cosets": f"{step} x {step}",
