@@ -240,10 +240,11 @@ def auto_lower_bound(
     * A grid :func:`geo_lower_bound` would aggregate (city scale): the cell relaxation
       (:func:`~mdp_core.geo.cells.cell_lower_bound`) with the cells :func:`~mdp_core.geo.cells.cell_plan`
       fits in the time; where none fits, the cosets that get the time they need (:func:`fitting_step`),
-      else geo_lower_bound itself. The cells against those cosets in the same time (2 cores): the city at
-      depth 4, 60 s, eps 0.5 / 1 / 1.5, 1.6714 / 1.2713 / 0.9477 km against 1.6591 / 1.2272 / 0.8839; depth
-      3, 60 / 20 s, eps 1.5, 0.9733 / 0.9484 against 0.9580 / 0.9201; the district at depths 2-3 within
-      0.1 % of them, at depth 4 0.3637 against 0.3566.
+      else geo_lower_bound itself. The cells against those cosets in the same 60 s (2 cores, ``bench
+      geo_cells``), eps 0.5 / 1 / 1.5: the city at depth 4 1.673 / 1.276 / 0.9529 km against 1.647 / 1.232
+      / 0.897, at depth 3 1.746 / 1.295 / 0.9808 against 1.741 / 1.286 / 0.9583; the district at depth 4
+      0.4-1.2 % tighter, at depth 3 within 0.03 %. In the page's 20 s the city at depth 4 0.9267 against
+      0.4048, the district at depth 2 0.3651 against 0.3654.
     * Otherwise the cosets that converge in the time (:func:`converging_step`; the city at depth 2, 60 s,
       eps 1: 1.3239 km against geo_lower_bound's 1.2961), from :data:`OPTIMUM_SECONDS` on beside the exact
       optimum (:func:`_optimum_or_cosets`).
