@@ -153,11 +153,11 @@ def cell_relaxation(problem: GeoProblem, eps: float, size: int) -> CellRelaxatio
     slot = (problem.grid.fine_ij % size) @ np.array([size, 1])  # a target's place within its cell
     members = np.full((len(keys), size * size), -1, dtype=np.int64)
     members[cell_of.ravel(), slot] = np.arange(len(slot))
-    prior = np.append(problem.prior, 0.0)  # index -1: the padding's weight
-    mass = prior[members].sum(axis=1)
+    prior = np.append(problem.prior, 0.0)[members]  # index -1, an empty place: weight 0
+    mass = prior.sum(axis=1)
     keep = mass > 0.0  # a cell without mass costs nothing: dropping its rows is still a relaxation
     members, mass, keys = members[keep], mass[keep], keys[keep]
-    weights = prior[members] / mass[:, None]
+    weights = prior[keep] / mass[:, None]
     filled = _filled(members)
     points = problem.targets_km[filled]
     diam = np.linalg.norm(points[:, :, None, :] - points[:, None, :, :], axis=3).max(axis=(1, 2))

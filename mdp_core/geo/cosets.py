@@ -258,20 +258,20 @@ def auto_lower_bound(
         return _optimum_bound(problem, eps, time_limit, progress, on_optimum)  # row generation
     start, slowdown = time.perf_counter(), machine_slowdown()  # a busy machine: smaller cosets
     left = max(float(time_limit) - (time.perf_counter() - start), 1.0)
-    plan = cell_plan(problem, left, slowdown) if n > aggregate_threshold(float(time_limit)) else None
+    city_scale = n > aggregate_threshold(float(time_limit))
+    plan, step = (cell_plan(problem, left, slowdown) if city_scale else None), None
+    if plan is None and city_scale:  # no cells fit: the cosets that get their time
+        step = fitting_step(problem, eps, left, slowdown)
+    elif plan is None:  # geo_lower_bound's PDLP on all targets would not converge: cosets that do
+        step = converging_step(problem, left, slowdown=slowdown)
+        if step is not None and tries_optimum(problem, time_limit):
+            return _optimum_or_cosets(problem, eps, step, left, progress, on_optimum)
     if plan is not None:  # every target's cost on cells: the tightest at city scale (module docstring)
         bound = cell_lower_bound(
             problem, eps, size=plan[0], parts=plan[1], time_limit=left, progress=progress
         )
         busy = f"cells sized for a machine {slowdown:.1f}x slower"
-        return replace(bound, method=f"{bound.method}; {busy}") if slowdown > 1.0 else bound
-    if n > aggregate_threshold(float(time_limit)):
-        step = fitting_step(problem, eps, left, slowdown)
-    else:  # geo_lower_bound's PDLP on all targets would not converge: cosets that do
-        step = converging_step(problem, left, slowdown=slowdown)
-        if step is not None and tries_optimum(problem, time_limit):
-            return _optimum_or_cosets(problem, eps, step, left, progress, on_optimum)
-    if step is None:
+    elif step is None:
         bound = geo_lower_bound(problem, eps, time_limit=left, progress=progress)
         busy = f"on a machine {slowdown:.1f}x slower than quiet (a quiet one may bound tighter)"
     else:
