@@ -22,10 +22,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench._geo import CITY
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-CITY = ROOT.parent / "shared" / "data" / "baltimore.osm.pbf"
 METHODS = ("tree", "tree_m", "tree_o", "em", "em_remap", "lp_coarse", "spanner", "bilinear")
 
 

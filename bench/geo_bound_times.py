@@ -19,20 +19,15 @@ exact optimum's bound (``exact``), which geo_lower_bound's relaxation never reac
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
-import numpy as np
+from bench._geo import CITY, bench_problem
+from mdp_core.geo import auto_lower_bound, geo_lower_bound, load_road_network
 
-from mdp_core.geo import auto_lower_bound, build_problem, geo_lower_bound, load_road_network
-
-CITY = Path(__file__).resolve().parents[2] / "shared" / "data" / "baltimore.osm.pbf"
 EPS = math.log(2.0) / 0.5  #: the page's Medium level, 1/km
 
 
 def _rows(name: str, source: str, depth: int, limits: tuple[float, ...]) -> list[dict]:
-    problem = build_problem(
-        load_road_network(source), seed_n=12, depth=depth, n_tasks=60, rng=np.random.default_rng(0)
-    )
+    problem = bench_problem(load_road_network(source), depth)
     rows, best = [], -math.inf
     for limit in limits:
         bound = auto_lower_bound(problem, EPS, time_limit=limit)

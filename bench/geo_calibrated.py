@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
-import numpy as np
-
+from bench._geo import CITY, bench_problem
 from mdp_core.geo import (
     CALIBRATE_MAX_TARGETS,
     RoadNetwork,
-    build_problem,
     calibrated_method,
     compare_methods,
     load_road_network,
@@ -29,14 +26,13 @@ from mdp_core.geo import (
 )
 from mdp_core.geo.cosets import auto_lower_bound
 
-CITY = Path(__file__).resolve().parents[2] / "shared" / "data" / "baltimore.osm.pbf"
 LEVELS = {"High": 2.0, "Medium": 0.5, "Low": 0.2}  #: odds x2 within r km: eps = ln 2 / r
 BOUND_SECONDS = 30.0
 
 
 def _row(name: str, network: RoadNetwork, depth: int, level: str, bound: bool) -> dict:
     eps = math.log(2.0) / LEVELS[level]
-    problem = build_problem(network, seed_n=12, depth=depth, n_tasks=60, rng=np.random.default_rng(0))
+    problem = bench_problem(network, depth)
     if problem.grid.n_targets > CALIBRATE_MAX_TARGETS:  # refused by the calibration: nothing to measure
         return {"map": name, "depth": depth, "targets": problem.grid.n_targets, "level": level, "eps": eps}
     seed = tree_seed(problem, eps)  # the tree row's seed LP, which the calibrated tree's first build takes

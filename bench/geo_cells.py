@@ -13,23 +13,18 @@ depth 4, eps 1.5 (``BEST_KNOWN_KM``: the spanner LP of the coarser grid raised t
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
-import numpy as np
-
-from mdp_core.geo import auto_lower_bound, build_problem, coset_lower_bound, load_road_network
+from bench._geo import CITY, bench_problem
+from mdp_core.geo import auto_lower_bound, coset_lower_bound, load_road_network
 from mdp_core.geo.cosets import DILATION, fitting_step
 
-CITY = Path(__file__).resolve().parents[2] / "shared" / "data" / "baltimore.osm.pbf"
 SECONDS = 60.0
 #: (map, depth, eps) -> utility (km) of the best verified eps-mDP mechanism measured there.
 BEST_KNOWN_KM = {("city", 4, 1.5): 0.9971}
 
 
 def _row(name: str, source: str, depth: int, eps: float) -> dict:
-    problem = build_problem(
-        load_road_network(source), seed_n=12, depth=depth, n_tasks=60, rng=np.random.default_rng(0)
-    )
+    problem = bench_problem(load_road_network(source), depth)
     start = time.perf_counter()
     cells = auto_lower_bound(problem, eps, time_limit=SECONDS)
     s_cells = time.perf_counter() - start

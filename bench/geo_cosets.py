@@ -27,13 +27,10 @@ on a machine 1.5x slower: city 1.718 / 1.260 / 0.9314 by cosets against 1.624 / 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
-import numpy as np
-
+from bench._geo import CITY, bench_problem
 from mdp_core.geo import (
     bilinear_mechanism,
-    build_problem,
     coset_lower_bound,
     geo_lower_bound,
     load_road_network,
@@ -41,14 +38,11 @@ from mdp_core.geo import (
 from mdp_core.geo.compare import BILINEAR_SECONDS
 from mdp_core.geo.cosets import coset_step
 
-CITY = Path(__file__).resolve().parents[2] / "shared" / "data" / "baltimore.osm.pbf"
 SECONDS = 60.0
 
 
 def _row(name: str, source: str, depth: int, eps: float) -> dict:
-    problem = build_problem(
-        load_road_network(source), seed_n=12, depth=depth, n_tasks=60, rng=np.random.default_rng(0)
-    )
+    problem = bench_problem(load_road_network(source), depth)
     start = time.perf_counter()
     cosets = coset_lower_bound(problem, eps, time_limit=SECONDS)
     s_cosets = time.perf_counter() - start

@@ -35,8 +35,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench._geo import CITY
+
 ROOT = Path(__file__).resolve().parents[1]
-CITY = ROOT.parent / "shared" / "data" / "baltimore.osm.pbf"
 LEVELS = {"High": math.log(2.0) / 2.0, "Medium": math.log(2.0) / 0.5, "Low": math.log(2.0) / 0.2}  #: 1/km
 LIMIT = 600.0  #: the page's longest bound, s
 

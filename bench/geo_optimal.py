@@ -21,8 +21,9 @@ import sys
 import time
 from pathlib import Path
 
+from bench._geo import CITY
+
 ROOT = Path(__file__).resolve().parents[1]
-CITY = ROOT.parent / "shared" / "data" / "baltimore.osm.pbf"
 HIGHS_SECONDS = 180.0
 
 _SCRIPT = """

@@ -24,11 +24,11 @@ from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
+from bench._geo import CITY
 from bench.pages import _label_index
 from ui.geo_results import CHECKING
 
 ROOT = Path(__file__).resolve().parents[1]
-CITY = ROOT.parent / "shared" / "data" / "baltimore.osm.pbf"
 TIMEOUT = 600.0
 #: Seconds between reruns while a build is pending: the page's own poll interval. (AppTest reruns the whole
 #: page where the browser only reruns the small polling fragment; polling every 0.2 s slowed a 20 s build to

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
 import numpy as np
 
+from bench._geo import CITY
 from mdp_core.geo import axis_budget, build_problem, load_road_network, seed_cost, solve_seed_lp
 from mdp_core.geo.seed_lp import IPM_FROM
 
-CITY = Path(__file__).resolve().parents[2] / "shared" / "data" / "baltimore.osm.pbf"
 LEVELS = {"High": 2.0, "Medium": 0.5, "Low": 0.2}  #: odds x2 within r km: eps = ln 2 / r
 #: Largest seed LP (seeds x outputs) given to HiGHS whole (21 s at 156 x 117, Medium).
 FULL_UP_TO = 10_000

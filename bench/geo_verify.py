@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
 import numpy as np
 
-from mdp_core.geo import RoadNetwork, build_problem, compare_methods, load_road_network, verify_geo
+from bench._geo import CITY, bench_problem
+from mdp_core.geo import RoadNetwork, compare_methods, load_road_network, verify_geo
 from mdp_core.geo.verify import EXHAUSTIVE_WORK, _excess, pair_work
 
-CITY = Path(__file__).resolve().parents[2] / "shared" / "data" / "baltimore.osm.pbf"
 EPS = math.log(2.0) / 0.5
 PAIR_LIST_MAX_TARGETS = 2_000
 
@@ -33,7 +32,7 @@ def _timed(check, *args, **kwargs):  # type: ignore[no-untyped-def]
 
 
 def _rows(name: str, network: RoadNetwork, depth: int) -> list[dict]:
-    problem = build_problem(network, seed_n=12, depth=depth, n_tasks=60, rng=np.random.default_rng(0))
+    problem = bench_problem(network, depth)
     methods = ("tree", "em", "em_remap", "lp_coarse")
     comp = compare_methods(problem, EPS, methods=methods, bound=False, verify_samples=1_000)
     rows = []
